@@ -1,0 +1,67 @@
+# One task runner for people, CI (.ci/run) and pre-commit alike.
+#
+#   make dev     everything locally: embedded Postgres + Temporal + worker + API (Ctrl-C stops)
+#   make test    the test suite (real Postgres and Temporal, embedded; no Docker needed)
+#   make lint    ruff check, ruff format --check, mypy --strict
+#   make fmt     format and autofix
+#   make bench   the benchmarks in bench/
+#
+# The virtualenv is created with `python3` on first use; it is reinstalled only when
+# pyproject.toml is newer than its stamp file, so re-runs start at once.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+NODE_DIR := tests/node
+
+.DEFAULT_GOAL := help
+.PHONY: help install dev test node lint fmt bench clean
+
+help:
+	@sed -n 's/^#   //p' Makefile
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(STAMP)
+
+dev: $(STAMP)
+	$(BIN)/think dev
+
+# The AI SDK harness that checks our streams with the client's own parser. Optional: skipped
+# when the folder has no package.json; reinstalled only when its lock file changes.
+node:
+	@if [ -f $(NODE_DIR)/package.json ]; then \
+		stamp=$(NODE_DIR)/node_modules/.installed; \
+		lock=$(NODE_DIR)/package-lock.json; \
+		if [ ! -f $$stamp ] || [ $(NODE_DIR)/package.json -nt $$stamp ] \
+				|| { [ -f $$lock ] && [ $$lock -nt $$stamp ]; }; then \
+			if [ -f $$lock ]; then npm ci --prefix $(NODE_DIR) --no-audit --no-fund; \
+			else npm install --prefix $(NODE_DIR) --no-audit --no-fund; fi \
+			&& touch $$stamp; \
+		fi; \
+	fi
+
+test: $(STAMP) node
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+fmt: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: $(STAMP)
+	$(BIN)/python -m bench $(BENCH_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(NODE_DIR)/node_modules

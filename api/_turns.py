@@ -1,0 +1,177 @@
+"""Turn admission, waiting and the turn view: the logic behind the turn routes.
+
+Admission is two steps: a Postgres insert (which decides idempotency and outlives Temporal's
+retention), then an update-with-start on the conversation's entity workflow. The update id is
+the turn id, so a repeated update is dropped by Temporal as well as by the workflow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from datetime import UTC, datetime, timedelta
+
+from temporalio.client import WithStartWorkflowOperation
+from temporalio.common import (
+    SearchAttributePair,
+    TypedSearchAttributes,
+    WorkflowIDConflictPolicy,
+)
+from temporalio.service import RPCError
+
+from api.deps import Resources
+from api.errors import Problem
+from api.schemas import PendingClientTool, SubmitTurnBody, TurnOut
+from think.storage import PAUSED_STATUSES, TERMINAL_STATUSES, Admission, TurnRecord, TurnRequest
+from think.workflows._inputs import ConversationInput, ConversationRef, SubmitTurn
+from think.workflows._names import (
+    AGENT_KEY,
+    CONVERSATION_KEY,
+    CONVERSATION_WORKFLOW,
+    SUBMIT_UPDATE,
+    conversation_workflow_id,
+)
+
+log = logging.getLogger("think.api.turns")
+
+# A duplicate submission re-sends the update only when the first one may have been lost
+# (the gateway died between the Postgres commit and Temporal); before that, it is surely
+# still in flight and a re-send would only add load.
+RESEND_AFTER = timedelta(seconds=1)
+DEFAULT_WAIT = 600.0
+
+
+def request_hash(body: SubmitTurnBody) -> str:
+    canonical = json.dumps(body.fingerprint(), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+async def submit(
+    res: Resources,
+    *,
+    tenant: str,
+    agent: str,
+    conversation_id: str,
+    body: SubmitTurnBody,
+    idempotency_key: str | None,
+) -> Admission:
+    request = TurnRequest(
+        messages=body.messages(),
+        parent_id=body.parent_id,
+        body=body.body,
+        client_tools=[t.model_dump() for t in body.client_tools],
+    )
+    admission = await res.store.admit_turn(
+        tenant=tenant,
+        agent=agent,
+        conversation_id=conversation_id,
+        request=request,
+        request_hash=request_hash(body),
+        idempotency_key=idempotency_key,
+    )
+    turn = admission.turn
+    age = datetime.now(UTC) - turn.created_at
+    if admission.accepted or (turn.status == "pending" and age > RESEND_AFTER):
+        await schedule(res, turn)
+    return admission
+
+
+async def schedule(res: Resources, turn: TurnRecord) -> None:
+    """Hand the turn to its conversation's workflow, starting that workflow if needed."""
+    ref = ConversationRef(
+        tenant=turn.tenant,
+        agent=turn.agent,
+        conversation_id=turn.conversation_id,
+        conversation_uid=turn.conversation_uid,
+    )
+    workflow_id = conversation_workflow_id(turn.tenant, turn.agent, turn.conversation_id)
+    for attempt in range(3):
+        start = WithStartWorkflowOperation(
+            CONVERSATION_WORKFLOW,
+            ConversationInput(conversation=ref),
+            id=workflow_id,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            task_queue=res.settings.task_queue,
+            search_attributes=TypedSearchAttributes(
+                [
+                    SearchAttributePair(AGENT_KEY, turn.agent),
+                    SearchAttributePair(CONVERSATION_KEY, turn.conversation_id),
+                ]
+            ),
+            static_summary=f"conversation {turn.conversation_id} with {turn.agent}",
+        )
+        try:
+            await res.temporal.execute_update_with_start_workflow(
+                SUBMIT_UPDATE,
+                SubmitTurn(turn_id=turn.id),
+                start_workflow_operation=start,
+                id=turn.id,
+            )
+            return
+        except RPCError as exc:
+            # The entity may have closed (idle) between our update and its acceptance;
+            # update-with-start then starts a fresh run on the next try.
+            log.warning("scheduling turn %s failed (attempt %d): %s", turn.id, attempt + 1, exc)
+            last = exc
+            await asyncio.sleep(0.1 * (attempt + 1))
+        except Exception as exc:  # noqa: BLE001 - Temporal unreachable: answer 503, keep the row
+            last = exc
+            break
+    raise Problem(
+        503,
+        f"turn {turn.id!r} is recorded but could not be scheduled ({last}); retry the request "
+        "with the same Idempotency-Key",
+        turn_id=turn.id,
+    )
+
+
+def turn_out(turn: TurnRecord, *, accepted: bool, base: str, with_message: bool) -> TurnOut:
+    url = f"{base}/v1/agents/{turn.agent}/conversations/{turn.conversation_id}/turns/{turn.id}"
+    show = with_message or turn.status in TERMINAL_STATUSES or turn.status in PAUSED_STATUSES
+    return TurnOut(
+        turn_id=turn.id,
+        conversation_id=turn.conversation_id,
+        agent=turn.agent,
+        status=turn.status,
+        accepted=accepted,
+        idempotency_key=turn.idempotency_key,
+        created_at=turn.created_at,
+        started_at=turn.started_at,
+        completed_at=turn.completed_at,
+        message_id=turn.message_id,
+        message=turn.message if show else None,
+        error=turn.error,
+        usage=turn.usage,
+        pending_client_tools=[
+            PendingClientTool(
+                tool_call_id=p["toolCallId"], tool_name=p["type"][5:], input=p.get("input")
+            )
+            for p in (turn.message or {}).get("parts", [])
+            if turn.status == "awaiting_client_tool" and p.get("state") == "input-available"
+        ],
+        stream_url=f"{url}/stream",
+        status_url=url,
+    )
+
+
+async def wait_for_turn(res: Resources, turn: TurnRecord, timeout: float | None) -> TurnRecord:
+    """Until the turn is terminal or paused for a person, or `timeout` passes."""
+    deadline = asyncio.get_running_loop().time() + (timeout or DEFAULT_WAIT)
+    with res.listener.subscribe(turn.id) as event:
+        while True:
+            event.clear()
+            current = await res.store.get_turn(turn.id)
+            assert current is not None
+            if current.status in TERMINAL_STATUSES or current.status in PAUSED_STATUSES:
+                return current
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                return current
+            try:
+                # Wake on chunks; re-check at least every few seconds in case a NOTIFY was
+                # missed while the listener reconnected.
+                await asyncio.wait_for(event.wait(), timeout=min(left, 5.0))
+            except TimeoutError:
+                pass

@@ -1,0 +1,100 @@
+"""The FastAPI gateway: `create_app(settings)` and nothing at import time.
+
+The lifespan opens the process's resources once (the database engine, the Temporal client, the
+LISTEN connection) and routes receive them through dependencies; nothing is global.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from api import errors
+from api._listener import ChunkListener
+from api.deps import Resources
+from api.routes import agents, conversations, health, turns
+from think._registry import AgentRegistry
+from think._settings import Settings
+from think._temporal import connect
+from think.storage import Store, create_engine_for
+
+
+class BodyLimit:
+    """Answer 413 for bodies over the limit, whether or not Content-Length is declared."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
+                await self._too_large(scope, receive, send)
+                return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            await self._too_large(scope, receive, send)
+
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = errors.problem_response(
+            413, f"the request body is larger than the limit of {self.limit} bytes"
+        )
+        await response(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings.from_env()
+    registry = AgentRegistry.from_paths(settings.agents)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        engine = create_engine_for(settings, pool_size=20)
+        listener = ChunkListener(settings.libpq_url)
+        await listener.start()
+        temporal = await connect(settings)
+        app.state.resources = Resources(
+            settings=settings,
+            store=Store(engine),
+            temporal=temporal,
+            listener=listener,
+            registry=registry,
+        )
+        try:
+            yield
+        finally:
+            await listener.stop()
+            await engine.dispose()
+
+    app = FastAPI(
+        title="Think",
+        version="1",
+        summary="Durable chat agents: submit turns, stream replies, inspect conversations.",
+        lifespan=lifespan,
+    )
+    errors.install(app)
+    for module in (agents, conversations, turns, health):
+        app.include_router(module.router)
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    return app

@@ -1,0 +1,74 @@
+"""What routes receive: the app's shared resources and the caller's identity."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Path, Request
+from temporalio.client import Client
+
+from api._listener import ChunkListener
+from api.errors import Problem
+from api.schemas import ID_PATTERN
+from think._agent import Think
+from think._registry import AgentRegistry
+from think._settings import Settings
+from think.storage import Conversation, Store
+
+
+@dataclass
+class Resources:
+    """Opened once in the lifespan, shared by every request of the process."""
+
+    settings: Settings
+    store: Store
+    temporal: Client
+    listener: ChunkListener
+    registry: AgentRegistry
+
+
+def _resources(request: Request) -> Resources:
+    resources: Resources = request.app.state.resources
+    return resources
+
+
+def _tenant(request: Request, resources: Annotated[Resources, Depends(_resources)]) -> str:
+    keys = resources.settings.api_keys
+    if not keys:
+        return "default"
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() == "bearer":
+        for key, tenant in keys.items():
+            if secrets.compare_digest(token.strip(), key):
+                return tenant
+    raise Problem(401, "a valid `Authorization: Bearer <key>` header is required")
+
+
+def _agent(
+    resources: Annotated[Resources, Depends(_resources)],
+    agent: Annotated[str, Path(description="The agent's name")],
+) -> type[Think]:
+    return resources.registry.get(agent)
+
+
+Res = Annotated[Resources, Depends(_resources)]
+Tenant = Annotated[str, Depends(_tenant)]
+AgentClass = Annotated[type[Think], Depends(_agent)]
+ConversationId = Annotated[str, Path(pattern=ID_PATTERN, description="The conversation id")]
+
+
+async def _conversation(
+    resources: Res, tenant: Tenant, agent: AgentClass, cid: ConversationId
+) -> Conversation:
+    found = await resources.store.get_conversation(
+        tenant=tenant, agent=agent.name, conversation_id=cid
+    )
+    if found is None:
+        raise Problem(404, f"conversation {cid!r} does not exist for agent {agent.name!r}")
+    return found
+
+
+ExistingConversation = Annotated[Conversation, Depends(_conversation)]

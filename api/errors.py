@@ -1,0 +1,104 @@
+"""Every error the gateway returns is an RFC 9457 problem document; this module is the only
+place that turns exceptions into HTTP answers."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from think.exceptions import AgentNotFoundError, UserError
+from think.storage import IdempotencyConflict, ParentNotFound
+
+log = logging.getLogger("think.api")
+
+PROBLEM = "application/problem+json"
+_TITLES = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    409: "Conflict",
+    413: "Content Too Large",
+    415: "Unsupported Media Type",
+    422: "Unprocessable Content",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
+
+
+class Problem(Exception):
+    """Raise from a route to answer with a problem document."""
+
+    def __init__(self, status: int, detail: str, **extra: Any) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+        self.extra = extra
+
+
+def problem_response(status: int, detail: str, **extra: Any) -> JSONResponse:
+    body = {
+        "type": "about:blank",
+        "title": _TITLES.get(status, "Error"),
+        "status": status,
+        "detail": detail,
+        **extra,
+    }
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse(body, status_code=status, media_type=PROBLEM, headers=headers)
+
+
+def _field(loc: tuple[Any, ...] | list[Any]) -> str:
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in ("body", "query", "path", "header"):
+        parts = parts[1:]
+    return ".".join(parts) or "body"
+
+
+async def _validation(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = []
+    for err in exc.errors():
+        if err.get("type") == "json_invalid":
+            return problem_response(400, f"the body is not valid JSON: {err.get('msg', '')}")
+        errors.append({"field": _field(err.get("loc", ())), "message": err.get("msg", "")})
+    detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors) or "invalid request"
+    return problem_response(422, detail, errors=errors)
+
+
+async def _http(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    return problem_response(exc.status_code, str(exc.detail))
+
+
+async def _problem(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, Problem)
+    return problem_response(exc.status, exc.detail, **exc.extra)
+
+
+async def _user_error(request: Request, exc: Exception) -> JSONResponse:
+    if isinstance(exc, AgentNotFoundError):
+        return problem_response(404, str(exc))
+    if isinstance(exc, IdempotencyConflict):
+        return problem_response(409, str(exc), turn_id=exc.turn_id)
+    if isinstance(exc, ParentNotFound):
+        return problem_response(422, str(exc), errors=[{"field": "parent_id", "message": str(exc)}])
+    return problem_response(400, str(exc))
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return problem_response(500, "internal error; the server log has the details")
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(RequestValidationError, _validation)
+    app.add_exception_handler(StarletteHTTPException, _http)
+    app.add_exception_handler(Problem, _problem)
+    app.add_exception_handler(UserError, _user_error)
+    app.add_exception_handler(Exception, _unexpected)

@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Query, Response
+
+from api.deps import AgentClass, ConversationId, ExistingConversation, Res, Tenant
+from api.errors import Problem
+from api.schemas import ConversationOut, CreateConversation, MessagesOut
+from think._messages import new_id
+from think.storage import Conversation
+
+router = APIRouter(tags=["conversations"])
+
+
+def conversation_out(conv: Conversation) -> ConversationOut:
+    return ConversationOut(
+        id=conv.id,
+        agent=conv.agent,
+        created_at=conv.created_at,
+        active_leaf_id=conv.active_leaf_id,
+        metadata=conv.metadata,
+    )
+
+
+@router.post(
+    "/v1/agents/{agent}/conversations",
+    response_model=ConversationOut,
+    status_code=201,
+    responses={200: {"model": ConversationOut, "description": "It already existed"}},
+)
+async def create_conversation(
+    res: Res,
+    tenant: Tenant,
+    agent: AgentClass,
+    response: Response,
+    body: Annotated[CreateConversation | None, Body()] = None,
+) -> ConversationOut:
+    body = body or CreateConversation()
+    conv, created = await res.store.create_conversation(
+        tenant=tenant,
+        agent=agent.name,
+        conversation_id=body.id or new_id("conv"),
+        metadata=body.metadata,
+    )
+    response.status_code = 201 if created else 200
+    return conversation_out(conv)
+
+
+@router.get("/v1/agents/{agent}/conversations/{cid}", response_model=ConversationOut)
+async def get_conversation(conv: ExistingConversation) -> ConversationOut:
+    return conversation_out(conv)
+
+
+@router.get("/v1/agents/{agent}/conversations/{cid}/messages", response_model=MessagesOut)
+async def get_messages(
+    res: Res,
+    conv: ExistingConversation,
+    cid: ConversationId,
+    leaf_id: Annotated[str | None, Query(min_length=1)] = None,
+) -> MessagesOut:
+    if leaf_id is not None and not await res.store.message_exists(conv.uid, leaf_id):
+        raise Problem(404, f"message {leaf_id!r} is not in conversation {cid!r}")
+    path = await res.store.path(conv.uid, leaf_id or conv.active_leaf_id)
+    return MessagesOut(messages=[m.wire() for m in path])

@@ -1,0 +1,118 @@
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query, Request
+from fastapi.responses import JSONResponse
+
+from api import _turns
+from api._sse import stream_response
+from api.deps import AgentClass, ConversationId, ExistingConversation, Res, Tenant
+from api.errors import Problem
+from api.schemas import SubmitTurnBody, TurnOut, TurnsOut
+from think.storage import TurnRecord, TurnStatus
+
+router = APIRouter(tags=["turns"])
+
+TURN = "/v1/agents/{agent}/conversations/{cid}/turns/{turn_id}"
+
+
+def _base(request: Request) -> str:
+    return str(request.base_url).rstrip("/")
+
+
+@router.post(
+    "/v1/agents/{agent}/conversations/{cid}/turns",
+    status_code=202,
+    response_model=TurnOut,
+    responses={
+        200: {"description": "A repeat of a known Idempotency-Key, or wait/stream mode"},
+        409: {"description": "The Idempotency-Key was used with a different body"},
+    },
+)
+async def submit_turn(
+    request: Request,
+    res: Res,
+    tenant: Tenant,
+    agent: AgentClass,
+    cid: ConversationId,
+    body: SubmitTurnBody,
+    idempotency_key: Annotated[
+        str | None, Header(alias="Idempotency-Key", min_length=1, max_length=255)
+    ] = None,
+) -> Any:
+    admission = await _turns.submit(
+        res,
+        tenant=tenant,
+        agent=agent.name,
+        conversation_id=cid,
+        body=body,
+        idempotency_key=idempotency_key,
+    )
+    turn = admission.turn
+    if body.mode == "stream":
+        return stream_response(res, turn.id, -1)
+    status = 202 if admission.accepted else 200
+    if body.mode == "wait":
+        turn = await _turns.wait_for_turn(res, turn, body.wait_timeout)
+        status = 200
+    out = _turns.turn_out(
+        turn, accepted=admission.accepted, base=_base(request), with_message=body.mode == "wait"
+    )
+    return JSONResponse(out.model_dump(mode="json"), status_code=status)
+
+
+async def _turn(res: Res, conv: ExistingConversation, turn_id: str) -> TurnRecord:
+    turn = await res.store.get_turn(turn_id, conv.uid)
+    if turn is None:
+        raise Problem(404, f"turn {turn_id!r} does not exist in conversation {conv.id!r}")
+    return turn
+
+
+@router.get(TURN, response_model=TurnOut)
+async def get_turn(request: Request, res: Res, conv: ExistingConversation, turn_id: str) -> TurnOut:
+    turn = await _turn(res, conv, turn_id)
+    return _turns.turn_out(turn, accepted=True, base=_base(request), with_message=False)
+
+
+@router.get("/v1/agents/{agent}/conversations/{cid}/turns", response_model=TurnsOut)
+async def list_turns(
+    request: Request,
+    res: Res,
+    conv: ExistingConversation,
+    status: Annotated[list[TurnStatus] | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+) -> TurnsOut:
+    turns = await res.store.list_turns(conv.uid, status=status or (), limit=limit)
+    base = _base(request)
+    return TurnsOut(
+        turns=[_turns.turn_out(t, accepted=True, base=base, with_message=False) for t in turns]
+    )
+
+
+@router.get(
+    f"{TURN}/stream",
+    response_class=JSONResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "UI message stream"}},
+)
+async def stream_turn(
+    res: Res,
+    conv: ExistingConversation,
+    turn_id: str,
+    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+) -> Any:
+    await _turn(res, conv, turn_id)
+    after = -1
+    if last_event_id is not None and last_event_id.strip():
+        try:
+            after = int(last_event_id)
+        except ValueError:
+            raise Problem(
+                400,
+                f"Last-Event-ID must be a chunk sequence number, got {last_event_id!r}",
+                errors=[{"field": "Last-Event-ID", "message": "not an integer"}],
+            ) from None
+    return stream_response(res, turn_id, after)
+
+
+

@@ -1,0 +1,50 @@
+"""Reading SSE responses in tests, byte for byte as a client receives them."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+
+@dataclass
+class Event:
+    id: int | None
+    data: str
+
+    @property
+    def chunk(self) -> dict[str, Any]:
+        value: dict[str, Any] = json.loads(self.data)
+        return value
+
+
+def parse(body: str) -> list[Event]:
+    events: list[Event] = []
+    for block in body.replace("\r\n", "\n").split("\n\n"):
+        event_id: int | None = None
+        data: list[str] = []
+        for line in block.split("\n"):
+            if line.startswith("id:"):
+                event_id = int(line[3:].strip())
+            elif line.startswith("data:"):
+                data.append(line[5:].lstrip(" "))
+        if data:
+            events.append(Event(event_id, "\n".join(data)))
+    return events
+
+
+async def read_stream(
+    api: httpx.AsyncClient, url: str, *, last_event_id: int | None = None
+) -> tuple[str, list[Event]]:
+    headers = {} if last_event_id is None else {"Last-Event-ID": str(last_event_id)}
+    async with api.stream("GET", url, headers=headers) as response:
+        assert response.status_code == 200, await response.aread()
+        assert response.headers["x-vercel-ai-ui-message-stream"] == "v1"
+        body = (await response.aread()).decode()
+    return body, parse(body)
+
+
+def chunks(events: list[Event]) -> list[dict[str, Any]]:
+    return [e.chunk for e in events if e.data != "[DONE]"]

@@ -1,0 +1,131 @@
+"""The system under test: embedded services, a worker and the API as real processes.
+
+Started once per session. The worker and the gateway are separate OS processes run through
+the real CLI (`python -m think worker|api`), exactly as a deployment runs them, so tests can
+also kill them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Process:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would."""
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGKILL)
+            self.popen.wait(10)
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.terminate()
+            try:
+                self.popen.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def log_tail(self, n: int = 40) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
+        except FileNotFoundError:
+            return ""
+
+
+@dataclass
+class Stack:
+    env: dict[str, str]
+    logs: Path
+    api_url: str = ""
+    processes: list[Process] = field(default_factory=list)
+
+    def spawn(self, name: str, *args: str) -> Process:
+        log = self.logs / f"{name}-{len(self.processes)}.log"
+        handle = log.open("wb")
+        popen = subprocess.Popen(
+            [sys.executable, "-m", "think", *args],
+            cwd=ROOT,
+            env=self.env,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+        )
+        handle.close()
+        proc = Process(name, popen, log)
+        self.processes.append(proc)
+        return proc
+
+    def start_worker(self) -> Process:
+        return self.spawn("worker", "worker")
+
+    def start_api(self) -> Process:
+        port = free_port()
+        proc = self.spawn("api", "api", "--host", "127.0.0.1", "--port", str(port))
+        self.api_url = f"http://127.0.0.1:{port}"
+        self.wait_ready(proc)
+        return proc
+
+    def wait_ready(self, proc: Process, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.popen.poll() is not None:
+                raise RuntimeError(f"{proc.name} exited:\n{proc.log_tail()}")
+            try:
+                if httpx.get(f"{self.api_url}/readyz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"{proc.name} not ready in {timeout}s:\n{proc.log_tail()}")
+
+    def stop(self) -> None:
+        for proc in reversed(self.processes):
+            proc.stop()
+
+
+def stack_env(
+    *,
+    database_url: str,
+    temporal_address: str,
+    task_queue: str,
+    agents: str,
+    model_url: str | None,
+    home: Path,
+) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("THINK_", "OPENAI_", "TEMPORAL_"))
+    }
+    env.update(
+        THINK_DATABASE_URL=database_url,
+        TEMPORAL_ADDRESS=temporal_address,
+        THINK_TASK_QUEUE=task_queue,
+        THINK_AGENTS=agents,
+        THINK_HOME=str(home),
+        PYTHONUNBUFFERED="1",
+    )
+    if model_url:
+        env.update(OPENAI_BASE_URL=model_url, OPENAI_API_KEY="test-key")
+    return env

@@ -1,0 +1,41 @@
+"""Agents the test suite hosts. Their model is the scripted fake server."""
+
+from __future__ import annotations
+
+from think import Think, Tool, tool
+
+TOOL_RUNS: list[str] = []
+
+
+@tool
+async def get_weather(city: str) -> dict[str, object]:
+    """Current weather for a city."""
+    return {"city": city, "temp_c": 21}
+
+
+@tool
+def add(a: int, b: int = 0) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+async def explode(reason: str) -> str:
+    """A tool that always fails."""
+    raise RuntimeError(f"boom: {reason}")
+
+
+class Helper(Think):
+    """The agent most tests talk to."""
+
+    name = "helper"
+    max_steps = 4
+
+    def get_model(self) -> str:
+        return "scripted-model"
+
+    def get_system_prompt(self) -> str:
+        return "You are a test agent."
+
+    def get_tools(self) -> list[Tool]:
+        return [get_weather, add, explode]

@@ -1,0 +1,100 @@
+"""Session fixtures: real Postgres, real Temporal, a real worker and gateway; a fake model.
+
+Everything starts once per session. Tests isolate themselves with fresh conversation ids
+(`cid`), never by resetting shared state, so the suite stays fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from tests._stack import Stack, stack_env
+from think._embedded import Services, start_services
+from think._settings import Settings
+from think._temporal import connect
+from think.storage import create_engine_for, migrate
+from think.testing import FakeOpenAIServer
+
+
+@pytest.fixture(scope="session")
+def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Services]:
+    with start_services(tmp_path_factory.mktemp("think")) as running:
+        settings = running.settings()
+        asyncio.run(migrate(settings))
+        yield running
+
+
+@pytest.fixture(scope="session")
+def settings(services: Services) -> Settings:
+    return services.settings(Settings(agents=["tests.agents:Helper"], task_queue="think-tests"))
+
+
+@pytest.fixture(scope="session")
+def fake_model() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def stack(
+    services: Services,
+    settings: Settings,
+    fake_model: FakeOpenAIServer,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Stack]:
+    logs = tmp_path_factory.mktemp("logs")
+    env = stack_env(
+        database_url=services.database_url,
+        temporal_address=services.temporal_address,
+        task_queue=settings.task_queue,
+        agents="tests.agents:Helper,examples.assistant:Assistant",
+        model_url=fake_model.base_url,
+        home=logs,
+    )
+    running = Stack(env=env, logs=logs)
+    try:
+        running.start_worker()
+        running.start_api()
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture(scope="session")
+async def api(stack: Stack) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=stack.api_url, timeout=30) as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
+async def engine(settings: Settings) -> AsyncIterator[AsyncEngine]:
+    engine = create_engine_for(settings, pool_size=4)
+    yield engine
+    await engine.dispose()
+
+
+@pytest.fixture(scope="session")
+async def temporal(settings: Settings):  # type: ignore[no-untyped-def]
+    return await connect(settings)
+
+
+@pytest.fixture
+def cid() -> str:
+    """A fresh conversation id: how tests stay independent on shared services."""
+    return f"c-{secrets.token_hex(6)}"
+
+
+def helper_path(cid: str) -> str:
+    return f"/v1/agents/helper/conversations/{cid}"
+
+
+@pytest.fixture
+def root() -> Path:
+    return Path(__file__).resolve().parent.parent

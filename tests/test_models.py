@@ -1,0 +1,389 @@
+"""The model layer, end to end through the real OpenAI SDK against a real (fake) HTTP server."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import AsyncIterator, Iterator
+
+import openai
+import pytest
+
+from think._settings import Settings
+from think.exceptions import ModelError
+from think.models import (
+    Finish,
+    ModelClient,
+    ModelEvent,
+    ModelRequest,
+    OfflineModel,
+    OpenAIModel,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallStart,
+    ToolSpec,
+    Usage,
+    close_openai_clients,
+    resolve_model,
+)
+from think.models._openai import _client
+from think.testing import (
+    FakeOpenAIServer,
+    ScriptedModel,
+    disconnect,
+    error,
+    reasoning,
+    reply,
+    stall,
+    text,
+    tool_call,
+)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+async def pooled_clients() -> AsyncIterator[None]:
+    yield
+    await close_openai_clients()
+
+
+@pytest.fixture
+def model(server: FakeOpenAIServer, pooled_clients: None) -> OpenAIModel:
+    return OpenAIModel("fake-model", base_url=server.base_url, api_key="test-key")
+
+
+_counter = iter(range(1_000_000))
+
+
+def request(text_: str = "hi", **kwargs: object) -> ModelRequest:
+    """A request in a conversation of its own, so scripts of different tests never mix."""
+    metadata = {"conversation-id": f"conv-{next(_counter)}", "turn-id": "turn-1"}
+    return ModelRequest.model_validate(
+        {
+            "model": "fake-model",
+            "messages": [{"role": "user", "content": text_}],
+            "metadata": metadata,
+            **kwargs,
+        }
+    )
+
+
+def cid(req: ModelRequest) -> str:
+    return req.metadata["conversation-id"]
+
+
+async def collect(model: ModelClient, req: ModelRequest) -> list[ModelEvent]:
+    return [event async for event in model.stream(req)]
+
+
+def text_of(events: list[ModelEvent]) -> str:
+    return "".join(e.delta for e in events if isinstance(e, TextDelta))
+
+
+async def test_plain_text_streams_in_chunks_and_ends_with_one_finish(
+    server: FakeOpenAIServer, model: OpenAIModel
+) -> None:
+    req = request()
+    server.script(cid(req), text("Hello", " there", ", world"))
+    events = await collect(model, req)
+    assert events[:3] == [
+        TextDelta(delta="Hello"),
+        TextDelta(delta=" there"),
+        TextDelta(delta=", world"),
+    ]
+    assert [type(e) for e in events].count(Finish) == 1
+    assert isinstance(events[-1], Finish) and events[-1].finish_reason == "stop"
+
+
+async def test_reasoning_content_becomes_reasoning_deltas(
+    server: FakeOpenAIServer, model: OpenAIModel
+) -> None:
+    req = request()
+    server.script(cid(req), reasoning("The user greets me.") + text("Hi!"))
+    events = await collect(model, req)
+    thought = "".join(e.delta for e in events if isinstance(e, ReasoningDelta))
+    assert thought == "The user greets me."
+    assert text_of(events) == "Hi!"
+    first_text = next(i for i, e in enumerate(events) if isinstance(e, TextDelta))
+    assert all(isinstance(e, ReasoningDelta) for e in events[:first_text])
+
+
+async def test_parallel_tool_calls_with_fragmented_arguments(
+    server: FakeOpenAIServer, model: OpenAIModel
+) -> None:
+    tools = [
+        ToolSpec(
+            name="get_weather",
+            description="Current weather",
+            parameters={"type": "object", "properties": {"city": {"type": "string"}}},
+        )
+    ]
+    req = request("weather?", tools=tools)
+    server.script(
+        cid(req),
+        text("Checking.")
+        + tool_call("get_weather", {"city": "Paris"}, id="call_a", fragments=4)
+        + tool_call("get_weather", {"city": "Tokyo, Japan"}, id="call_b", fragments=5),
+    )
+    events = await collect(model, req)
+
+    starts = [e for e in events if isinstance(e, ToolCallStart)]
+    assert starts == [
+        ToolCallStart(tool_call_id="call_a", tool_name="get_weather"),
+        ToolCallStart(tool_call_id="call_b", tool_name="get_weather"),
+    ]
+    deltas = [e for e in events if isinstance(e, ToolCallDelta)]
+    assert len(deltas) > 4  # the arguments really did arrive in fragments
+    for call_id, city in [("call_a", "Paris"), ("call_b", "Tokyo, Japan")]:
+        args = "".join(d.delta for d in deltas if d.tool_call_id == call_id)
+        assert json.loads(args) == {"city": city}
+        start = events.index(ToolCallStart(tool_call_id=call_id, tool_name="get_weather"))
+        first_delta = next(
+            i
+            for i, e in enumerate(events)
+            if isinstance(e, ToolCallDelta) and e.tool_call_id == call_id
+        )
+        assert start < first_delta
+    assert text_of(events) == "Checking."
+    assert isinstance(events[-1], Finish) and events[-1].finish_reason == "tool-calls"
+
+    sent = server.requests(cid(req))[0]["body"]
+    assert sent["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "Current weather",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+            },
+        }
+    ]
+
+
+async def test_usage_arrives_in_the_final_chunk(
+    server: FakeOpenAIServer, model: OpenAIModel
+) -> None:
+    req = request()
+    server.script(cid(req), reply(text("ok"), usage=Usage(input_tokens=123, output_tokens=45)))
+    events = await collect(model, req)
+    assert events[-1] == Finish(
+        finish_reason="stop", usage=Usage(input_tokens=123, output_tokens=45)
+    )
+
+
+@pytest.mark.parametrize(
+    ("openai_reason", "ours"),
+    [
+        ("stop", "stop"),
+        ("length", "length"),
+        ("tool_calls", "tool-calls"),
+        ("function_call", "tool-calls"),
+        ("content_filter", "content-filter"),
+    ],
+)
+async def test_finish_reasons_are_mapped(
+    server: FakeOpenAIServer, model: OpenAIModel, openai_reason: str, ours: str
+) -> None:
+    req = request()
+    server.script(cid(req), reply(text("cut"), finish_reason=openai_reason))  # type: ignore[arg-type]
+    events = await collect(model, req)
+    assert isinstance(events[-1], Finish) and events[-1].finish_reason == ours
+
+
+async def test_request_carries_metadata_headers_and_streaming_options(
+    server: FakeOpenAIServer, model: OpenAIModel
+) -> None:
+    req = request("what is 2+2?")
+    await collect(model, req)
+    [recorded] = server.requests(cid(req))
+    assert recorded["headers"]["x-think-conversation-id"] == cid(req)
+    assert recorded["headers"]["x-think-turn-id"] == "turn-1"
+    assert recorded["headers"]["authorization"] == "Bearer test-key"
+    body = recorded["body"]
+    assert body["model"] == "fake-model"
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["messages"] == [{"role": "user", "content": "what is 2+2?"}]
+    assert "tools" not in body
+
+
+@pytest.mark.parametrize(
+    ("status", "retryable"), [(429, True), (500, True), (503, True), (400, False), (401, False)]
+)
+async def test_http_errors_map_to_model_error(
+    server: FakeOpenAIServer, model: OpenAIModel, status: int, retryable: bool
+) -> None:
+    req = request()
+    server.script(cid(req), error(status, f"provider says {status}"))
+    with pytest.raises(ModelError) as caught:
+        await collect(model, req)
+    assert caught.value.retryable is retryable
+    assert caught.value.status == status
+    assert f"HTTP {status}" in str(caught.value)
+    assert f"provider says {status}" in str(caught.value)
+    assert server.calls(cid(req)) == 1  # the SDK did not retry behind Temporal's back
+
+
+async def test_error_event_mid_stream_uses_its_status(
+    server: FakeOpenAIServer, model: OpenAIModel
+) -> None:
+    req = request()
+    server.script(cid(req), text("partial") + error(400, "context too long"))
+    with pytest.raises(ModelError) as caught:
+        await collect(model, req)
+    assert caught.value.retryable is False
+    assert "context too long" in str(caught.value)
+
+
+async def test_disconnect_mid_stream_is_retryable(
+    server: FakeOpenAIServer, model: OpenAIModel
+) -> None:
+    req = request()
+    server.script(cid(req), text("half an answer") + disconnect())
+    seen: list[ModelEvent] = []
+    with pytest.raises(ModelError) as caught:
+        async for event in model.stream(req):
+            seen.append(event)
+    assert caught.value.retryable is True
+    assert text_of(seen) == "half an answer"
+    assert not any(isinstance(e, Finish) for e in seen)
+
+
+async def test_stalled_server_times_out_as_retryable(
+    server: FakeOpenAIServer, pooled_clients: None
+) -> None:
+    impatient = OpenAIModel("fake-model", base_url=server.base_url, api_key="k", timeout=0.2)
+    req = request()
+    server.script(cid(req), stall(5) + text("too late"))
+    with pytest.raises(ModelError) as caught:
+        await collect(impatient, req)
+    assert caught.value.retryable is True
+
+
+async def test_unreachable_endpoint_is_retryable(pooled_clients: None) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # bound but not listening: connection refused
+        unreachable = OpenAIModel("m", base_url=f"http://127.0.0.1:{port}/v1", api_key="k")
+        with pytest.raises(ModelError) as caught:
+            await collect(unreachable, request())
+    assert caught.value.retryable is True
+    assert "unreachable" in str(caught.value)
+
+
+async def test_one_sdk_client_per_endpoint_is_reused(
+    server: FakeOpenAIServer, pooled_clients: None
+) -> None:
+    assert _client(server.base_url, "a") is _client(server.base_url, "a")
+    assert _client(server.base_url, "a") is not _client(server.base_url, "b")
+
+
+async def test_fake_server_echoes_then_default_then_conversation_script(
+    server: FakeOpenAIServer, model: OpenAIModel
+) -> None:
+    echo_req = request("ping")
+    assert text_of(await collect(model, echo_req)) == "echo: ping"
+
+    mine, other = request(), request()
+    server.script(cid(mine), text("scripted"))
+    server.script_default(text("default"))
+    assert text_of(await collect(model, other)) == "default"
+    assert text_of(await collect(model, mine)) == "scripted"
+    assert text_of(await collect(model, mine)) == "echo: hi"
+    assert server.pending(cid(mine)) == 0 and server.pending() == 0
+    assert server.calls(cid(mine)) == 2
+
+
+async def test_fake_server_speaks_non_streaming_and_lists_models(
+    server: FakeOpenAIServer,
+) -> None:
+    async with openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0) as sdk:
+        server.script("plain", text("Sure.") + tool_call("lookup", {"q": "x"}, id="call_1"))
+        completion = await sdk.chat.completions.create(
+            model="fake-model",
+            messages=[{"role": "user", "content": "hi"}],
+            extra_headers={"x-think-conversation-id": "plain"},
+        )
+        models = await sdk.models.list()
+    choice = completion.choices[0]
+    assert choice.message.content == "Sure."
+    assert choice.finish_reason == "tool_calls"
+    assert choice.message.tool_calls is not None
+    call = choice.message.tool_calls[0]
+    assert call.id == "call_1" and call.type == "function"
+    assert call.function.name == "lookup" and json.loads(call.function.arguments) == {"q": "x"}
+    assert completion.usage is not None and completion.usage.completion_tokens > 0
+    assert [m.id for m in models.data] == ["fake-model"]
+
+
+async def test_offline_model_says_it_is_offline() -> None:
+    events = await collect(OfflineModel(), request("Hello, model"))
+    reply_text = text_of(events)
+    assert reply_text.startswith("This is Think's offline model")
+    assert "OPENAI_BASE_URL" in reply_text
+    assert reply_text.endswith("You said: Hello, model")
+    assert sum(isinstance(e, TextDelta) for e in events) > 5
+    assert not any(isinstance(e, ToolCallStart) for e in events)
+    finish = events[-1]
+    assert isinstance(finish, Finish) and finish.finish_reason == "stop"
+    assert finish.usage.input_tokens > 0 and finish.usage.output_tokens > 0
+
+
+def test_resolve_model_picks_the_right_client() -> None:
+    scripted = ScriptedModel()
+    assert resolve_model(scripted, Settings()) is scripted
+    assert isinstance(resolve_model("gpt-4o", Settings()), OfflineModel)
+
+    local = resolve_model("qwen", Settings(openai_base_url="http://localhost:8000/v1"))
+    assert isinstance(local, OpenAIModel)
+    assert (local.model, local.base_url, local.name) == (
+        "qwen",
+        "http://localhost:8000/v1",
+        "openai:qwen",
+    )
+
+    hosted = resolve_model("openai:gpt-4o", Settings(openai_api_key="sk-test"))
+    assert isinstance(hosted, OpenAIModel)
+    assert (hosted.model, hosted.base_url) == ("gpt-4o", "https://api.openai.com/v1")
+
+    forced = resolve_model("offline", Settings(openai_api_key="sk-test"))
+    assert isinstance(forced, OfflineModel)
+
+
+async def test_scripted_model_plays_replies_in_order_and_records_requests() -> None:
+    scripted = ScriptedModel(
+        tool_call("add", {"a": 1, "b": 2}, id="call_add"),
+        reply(text("It is 3."), usage=Usage(input_tokens=9, output_tokens=4)),
+    )
+    first = await collect(scripted, request("1+2?"))
+    assert first[0] == ToolCallStart(tool_call_id="call_add", tool_name="add")
+    args = "".join(e.delta for e in first if isinstance(e, ToolCallDelta))
+    assert json.loads(args) == {"a": 1, "b": 2}
+    assert isinstance(first[-1], Finish) and first[-1].finish_reason == "tool-calls"
+
+    second = await collect(scripted, request("thanks"))
+    assert text_of(second) == "It is 3."
+    assert second[-1] == Finish(usage=Usage(input_tokens=9, output_tokens=4))
+
+    assert text_of(await collect(scripted, request("more"))) == "echo: more"
+    assert [r.messages[-1]["content"] for r in scripted.requests] == ["1+2?", "thanks", "more"]
+    assert scripted.pending == 0
+
+
+async def test_scripted_model_faults_match_the_http_ones() -> None:
+    scripted = ScriptedModel(error(429), error(404, "no such model"), text("a") + disconnect())
+    with pytest.raises(ModelError) as rate_limited:
+        await collect(scripted, request())
+    assert rate_limited.value.retryable and rate_limited.value.status == 429
+    with pytest.raises(ModelError) as missing:
+        await collect(scripted, request())
+    assert not missing.value.retryable and "no such model" in str(missing.value)
+    with pytest.raises(ModelError) as dropped:
+        await collect(scripted, request())
+    assert dropped.value.retryable

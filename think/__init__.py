@@ -1,0 +1,35 @@
+"""Think for Python: durable chat agents on Temporal, Postgres and FastAPI.
+
+Subclass `Think`, name a model, a system prompt and tools; every turn then runs as a Temporal
+workflow, every conversation lives in Postgres, and replies stream over SSE.
+"""
+
+from think._agent import Think
+from think._messages import UIMessage
+from think._settings import Settings
+from think._tools import Tool, tool
+from think.exceptions import (
+    AgentNotFoundError,
+    ConfigurationError,
+    ModelError,
+    ThinkError,
+    ToolError,
+    UserError,
+)
+from think.models import ModelClient, ModelRequest
+
+__all__ = [
+    "AgentNotFoundError",
+    "ConfigurationError",
+    "ModelClient",
+    "ModelError",
+    "ModelRequest",
+    "Settings",
+    "Think",
+    "ThinkError",
+    "Tool",
+    "ToolError",
+    "UIMessage",
+    "UserError",
+    "tool",
+]

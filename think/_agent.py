@@ -1,0 +1,49 @@
+"""`Think`, the base class an agent subclasses.
+
+An agent is configuration plus hooks: which model, which system prompt, which tools. The class
+itself holds no conversation state; the worker instantiates it per activity and the turn's
+state lives in Postgres and Temporal, so any worker can run any step of any turn.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import ClassVar
+
+from think._tools import Tool
+from think.models import ModelClient
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+class Think:
+    """Subclass this, override `get_model`, and you have a durable chat agent.
+
+    `name` is the agent's name in URLs (`/v1/agents/{name}/...`), by default the class name in
+    snake_case. `max_steps` bounds the model calls of one turn (each tool round is one step).
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    max_steps: ClassVar[int] = 10
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if not cls.__dict__.get("name"):
+            cls.name = _snake(cls.__name__)
+
+    def get_model(self) -> str | ModelClient:
+        """The model id (resolved through the configured OpenAI-compatible endpoint) or a client."""
+        return "gpt-4o-mini"
+
+    def get_system_prompt(self) -> str:
+        return "You are a helpful assistant."
+
+    def get_tools(self) -> Sequence[Tool]:
+        return []
+
+    def tools_by_name(self) -> dict[str, Tool]:
+        return {t.name: t for t in self.get_tools()}

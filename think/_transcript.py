@@ -1,0 +1,99 @@
+"""UIMessages to the Chat Completions message list every OpenAI-compatible server accepts.
+
+An assistant UIMessage holds a whole turn: several steps separated by `step-start` parts, each
+with text and tool calls. The model needs each step as its own assistant message followed by a
+`tool` message per call, in call order.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from think._messages import UIMessage
+
+INTERRUPTED_TOOL_RESULT = "The tool call was interrupted before it produced a result."
+
+
+def to_chat_messages(system: str, messages: list[UIMessage]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if system:
+        out.append({"role": "system", "content": system})
+    for message in messages:
+        if message.role == "assistant":
+            out.extend(_assistant(message.parts))
+        else:
+            content = _user_content(message.parts)
+            if content:
+                out.append({"role": message.role, "content": content})
+    return out
+
+
+def _user_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    texts = [p["text"] for p in parts if p.get("type") == "text"]
+    images = [
+        p
+        for p in parts
+        if p.get("type") == "file" and str(p.get("mediaType", "")).startswith("image/")
+    ]
+    if not images:
+        return "\n".join(texts)
+    content: list[dict[str, Any]] = [{"type": "text", "text": t} for t in texts]
+    content += [{"type": "image_url", "image_url": {"url": p["url"]}} for p in images]
+    return content
+
+
+def _is_tool(part: dict[str, Any]) -> bool:
+    kind = str(part.get("type", ""))
+    return kind.startswith("tool-") or kind == "dynamic-tool"
+
+
+def tool_name(part: dict[str, Any]) -> str:
+    if part.get("type") == "dynamic-tool":
+        return str(part["toolName"])
+    return str(part["type"])[len("tool-") :]
+
+
+def _assistant(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    steps: list[list[dict[str, Any]]] = [[]]
+    for part in parts:
+        if part.get("type") == "step-start":
+            if steps[-1]:
+                steps.append([])
+        else:
+            steps[-1].append(part)
+    out: list[dict[str, Any]] = []
+    for step in steps:
+        text = "".join(p["text"] for p in step if p.get("type") == "text")
+        calls = [p for p in step if _is_tool(p)]
+        if not text and not calls:
+            continue
+        message: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": p["toolCallId"],
+                    "type": "function",
+                    "function": {
+                        "name": tool_name(p),
+                        "arguments": json.dumps(p.get("input") or {}),
+                    },
+                }
+                for p in calls
+            ]
+        out.append(message)
+        for p in calls:
+            out.append({"role": "tool", "tool_call_id": p["toolCallId"], "content": _result(p)})
+    return out
+
+
+def _result(part: dict[str, Any]) -> str:
+    state = part.get("state")
+    if state == "output-available":
+        output = part.get("output")
+        return output if isinstance(output, str) else json.dumps(output)
+    if state == "output-error":
+        return f"Error: {part.get('errorText', 'the tool failed')}"
+    if state == "output-denied":
+        return "The tool call was denied."
+    return INTERRUPTED_TOOL_RESULT

@@ -1,0 +1,506 @@
+"""The `think` command: `dev`, `migrate`, `api` and `worker` (API.md, "Command line").
+
+`think dev` is a supervisor. It starts embedded Postgres and the Temporal dev server (only
+those not given by THINK_DATABASE_URL / TEMPORAL_ADDRESS), migrates, then runs the API and
+one worker as child processes — `python -m think api` and `python -m think worker`, exactly
+what production runs, so nothing works in development that would not work deployed. Every
+child gets its own session, so a terminal's Ctrl-C reaches only the supervisor, which then
+stops everything in order: API and worker first (gracefully), then Temporal and Postgres.
+
+Errors a user can fix (missing configuration, a busy port) print one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Coroutine, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from think._settings import ENDPOINTS_FILE, Settings
+from think.exceptions import ConfigurationError, ThinkError, UserError
+
+if TYPE_CHECKING:
+    from think._embedded import EmbeddedPostgres, TemporalDevServer
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+STOP_GRACE = 15.0
+"""Seconds the API and worker get to finish before SIGKILL (the worker may be mid-activity)."""
+READY_TIMEOUT = 90.0
+"""Seconds `think dev` waits for the API's /healthz (imports and connections on a slow box)."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (the console script exits with it)."""
+    args = _parser().parse_args(argv)
+    try:
+        status: int = args.handler(args)
+    except UserError as error:
+        # ConfigurationError and other mistakes the user can fix: one line, no traceback.
+        print(f"think {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except ThinkError as error:
+        # EmbeddedServiceError: a service did not start; its message quotes the service's log.
+        print(f"think {args.command}: error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return status
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="think",
+        description="Durable chat agents on Temporal, Postgres and FastAPI.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    dev = commands.add_parser(
+        "dev",
+        help="embedded Postgres + Temporal dev server + worker + API, all in one",
+        description="Run everything locally; data under .think/ (THINK_HOME). Ctrl-C stops it.",
+    )
+    dev.add_argument("--host", default=DEFAULT_HOST, help="API address (default %(default)s)")
+    dev.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help="API port (default %(default)s)"
+    )
+    dev.add_argument("--temporal-port", type=int, default=7233, help="default %(default)s")
+    dev.add_argument("--ui-port", type=int, default=8233, help="Temporal UI (default %(default)s)")
+    dev.set_defaults(handler=_cmd_dev)
+
+    migrate = commands.add_parser(
+        "migrate",
+        help="bring the schema to the newest migration and register search attributes",
+    )
+    migrate.set_defaults(handler=_cmd_migrate)
+
+    api = commands.add_parser("api", help="the HTTP gateway alone, against existing services")
+    api.add_argument("--host", default=DEFAULT_HOST, help="default %(default)s")
+    api.add_argument("--port", type=int, default=DEFAULT_PORT, help="default %(default)s")
+    api.set_defaults(handler=_cmd_api)
+
+    worker = commands.add_parser("worker", help="one worker alone, against existing services")
+    worker.set_defaults(handler=_cmd_worker)
+    return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("think")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
+def _settings() -> Settings:
+    """Settings from the environment, with a malformed value reported as configuration."""
+    try:
+        return Settings.from_env()
+    except ValueError as error:  # pydantic's ValidationError too: a bad variable's value
+        raise ConfigurationError(f"invalid environment: {error}") from error
+
+
+def _require_services(settings: Settings) -> Settings:
+    settings.require_database_url()
+    settings.require_temporal_address()
+    return settings
+
+
+# --------------------------------------------------------------------------- migrate, api, worker
+
+
+def _cmd_migrate(args: argparse.Namespace) -> int:
+    settings = _require_services(_settings())
+    added = asyncio.run(_migrate(settings))
+    print("schema: at the newest migration")
+    print(f"search attributes: {'added ' + ', '.join(added) if added else 'all registered'}")
+    return 0
+
+
+async def _migrate(settings: Settings) -> list[str]:
+    """Schema to head, then the search attributes; both idempotent, so safe on every start."""
+    from think import storage
+    from think._temporal import connect, register_search_attributes
+
+    await storage.migrate(settings)
+    client = await connect(settings)
+    return await register_search_attributes(client, settings.temporal_namespace)
+
+
+def _cmd_api(args: argparse.Namespace) -> int:
+    settings = _require_services(_settings())
+    _configure_logging()
+    import uvicorn
+
+    from api.app import create_app
+
+    config = uvicorn.Config(
+        create_app(settings),
+        host=args.host,
+        port=args.port,
+        # Open SSE streams would otherwise hold a stopping replica forever; clients resume
+        # on another one with Last-Event-ID.
+        timeout_graceful_shutdown=5,
+    )
+    server = uvicorn.Server(config)
+    server.run()
+    return 0 if server.started else 1
+
+
+def _cmd_worker(args: argparse.Namespace) -> int:
+    settings = _require_services(_settings())
+    _configure_logging()
+    from workers.worker import run_worker
+
+    asyncio.run(_until_signalled(run_worker(settings)))
+    return 0
+
+
+async def _until_signalled(main: Coroutine[Any, Any, None]) -> None:
+    """Run `main`; SIGINT or SIGTERM cancels it, which a Temporal worker takes as "shut down
+    gracefully". A second signal gets the default behaviour, i.e. stops the process at once.
+
+    Docker stops containers with SIGTERM, whose default would skip the worker's shutdown.
+    """
+    task = asyncio.ensure_future(main)
+    loop = asyncio.get_running_loop()
+    stop_signals = (signal.SIGINT, signal.SIGTERM)
+
+    def stop() -> None:
+        task.cancel()
+        for sig in stop_signals:
+            loop.remove_signal_handler(sig)
+
+    for sig in stop_signals:
+        loop.add_signal_handler(sig, stop)
+    try:
+        await task
+    except asyncio.CancelledError:
+        if not task.cancelled():
+            raise
+
+
+def _configure_logging() -> None:
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+    )
+
+
+# --------------------------------------------------------------------------- dev
+
+
+@dataclass
+class _Child:
+    name: str
+    process: subprocess.Popen[bytes]
+
+
+class _Stopping(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, handled like Ctrl-C so the same `finally` blocks stop everything."""
+
+
+def _cmd_dev(args: argparse.Namespace) -> int:
+    from think._embedded import _free_port, _port_free
+
+    home = _settings().home.expanduser().resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    with _dev_lock(home):
+        # A file left by a run that was killed must not make us mistake its dead services
+        # for configured ones (Settings.from_env reads it).
+        (home / ENDPOINTS_FILE).unlink(missing_ok=True)
+        settings = _settings()
+        port = args.port or _free_port(args.host)
+        if not _port_free(args.host, port):
+            raise ConfigurationError(
+                f"{args.host}:{port} is already in use; choose another with --port"
+            )
+        _catch_stop_signals()
+        interrupted = False
+        try:
+            return _run_dev(settings, home, args.host, port, args.temporal_port, args.ui_port)
+        except KeyboardInterrupt:
+            interrupted = True
+            return 0
+        finally:
+            if interrupted:
+                print("think dev: stopped", file=sys.stderr)
+
+
+def _run_dev(
+    settings: Settings, home: Path, host: str, port: int, temporal_port: int, ui_port: int
+) -> int:
+    from think._embedded import start_embedded
+
+    started = time.monotonic()
+    pg, temporal = start_embedded(
+        home,
+        postgres=settings.database_url is None,
+        temporal=settings.temporal_address is None,
+        temporal_port=temporal_port,
+        ui_port=ui_port or None,
+        namespace=settings.temporal_namespace,
+    )
+    children: list[_Child] = []
+    try:
+        settings = settings.model_copy(
+            update={
+                "home": home,
+                "database_url": pg.url if pg else settings.database_url,
+                "temporal_address": temporal.address if temporal else settings.temporal_address,
+            }
+        )
+        services_ready = time.monotonic()
+        asyncio.run(_migrate(settings))
+        api_url = f"http://{_connect_host(host)}:{port}"
+        _write_endpoints(home, settings, api_url, temporal)
+        env = _child_env(settings)
+        children = [
+            _spawn_child("api", ["api", "--host", host, "--port", str(port)], env),
+            _spawn_child("worker", ["worker"], env),
+        ]
+        _wait_healthy(api_url, children)
+        _print_banner(
+            settings, api_url, temporal, pg, services_ready - started, time.monotonic() - started
+        )
+        return _supervise(children, pg, temporal)
+    finally:
+        _ignore_stop_signals()
+        print("think dev: stopping…", file=sys.stderr)
+        (home / ENDPOINTS_FILE).unlink(missing_ok=True)
+        _stop_children(children)
+        if temporal is not None:
+            temporal.terminate()  # overlap Temporal's ~1.5 s shutdown with Postgres's
+        try:
+            if pg is not None:
+                pg.stop()
+        finally:
+            if temporal is not None:
+                temporal.stop()
+
+
+@contextlib.contextmanager
+def _dev_lock(home: Path) -> Iterator[None]:
+    """One `think dev` per data directory: two would fight over Postgres's data and ports."""
+    import fcntl
+
+    path = home / "dev.lock"
+    with path.open("a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            holder = lock.read().strip() or "?"
+            raise ConfigurationError(
+                f"another `think dev` (pid {holder}) is already running with data in {home}"
+            ) from None
+        lock.truncate(0)
+        lock.write(str(os.getpid()))
+        lock.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _catch_stop_signals() -> None:
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise _Stopping
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGHUP, stop)
+
+
+def _ignore_stop_signals() -> None:
+    """While stopping, a second Ctrl-C must not abandon half-stopped servers."""
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        print("think dev: still stopping, please wait…", file=sys.stderr)
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, note)
+
+
+def _connect_host(host: str) -> str:
+    return "127.0.0.1" if host in ("0.0.0.0", "") else ("[::1]" if host == "::" else host)
+
+
+def _child_env(settings: Settings) -> dict[str, str]:
+    """The environment of the API and worker: ours, plus where the services are.
+
+    Passed explicitly (rather than through endpoints.json) so the children never depend on
+    their working directory.
+    """
+    env = dict(os.environ)
+    env.update(
+        THINK_DATABASE_URL=settings.require_database_url(),
+        TEMPORAL_ADDRESS=settings.require_temporal_address(),
+        TEMPORAL_NAMESPACE=settings.temporal_namespace,
+        THINK_HOME=str(settings.home),
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def _spawn_child(name: str, args: list[str], env: dict[str, str]) -> _Child:
+    from think._embedded import _spawn
+
+    # Output is inherited: the API's access log and the worker's log appear in this terminal.
+    return _Child(name, _spawn([sys.executable, "-m", "think", *args], env=env))
+
+
+def _write_endpoints(
+    home: Path, settings: Settings, api_url: str, temporal: TemporalDevServer | None
+) -> None:
+    """Tell `think api` / `think worker` / `think migrate` started beside us where things are."""
+    data = {
+        "database_url": settings.database_url,
+        "temporal_address": settings.temporal_address,
+        "temporal_namespace": settings.temporal_namespace,
+        "temporal_ui_url": temporal.ui_url if temporal else None,
+        "api_url": api_url,
+        "pid": os.getpid(),
+    }
+    path = home / ENDPOINTS_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    tmp.replace(path)
+
+
+def _wait_healthy(api_url: str, children: list[_Child]) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT
+    while True:
+        _check_children(children, "while starting")
+        try:
+            with urllib.request.urlopen(f"{api_url}/healthz", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass  # not listening yet
+        if time.monotonic() > deadline:
+            raise ConfigurationError(f"the API did not answer {api_url}/healthz in time")
+        time.sleep(0.2)
+
+
+def _check_children(children: list[_Child], when: str) -> None:
+    for child in children:
+        code = child.process.poll()
+        if code is not None:
+            raise _ChildExited(f"the {child.name} process exited with code {code} {when}")
+
+
+class _ChildExited(ThinkError):
+    """An API or worker process of `think dev` ended on its own; its output says why."""
+
+
+def _supervise(
+    children: list[_Child], pg: EmbeddedPostgres | None, temporal: TemporalDevServer | None
+) -> int:
+    """Wait for Ctrl-C; if anything dies on its own, stop the rest and fail."""
+    while True:
+        try:
+            _check_children(children, "")
+        except _ChildExited as error:
+            print(f"think dev: {error}; stopping everything", file=sys.stderr)
+            return 1
+        if temporal is not None and not temporal.running:
+            print("think dev: the Temporal dev server exited; its log ends with:", file=sys.stderr)
+            print(temporal.log_tail(), file=sys.stderr)
+            return 1
+        if pg is not None and not pg.running:
+            print(f"think dev: Postgres stopped; see {pg.data_dir / 'log'}", file=sys.stderr)
+            return 1
+        time.sleep(0.5)
+
+
+def _stop_children(children: list[_Child], grace: float = STOP_GRACE) -> None:
+    """SIGTERM to all at once (each shuts down gracefully), SIGKILL whoever outlasts `grace`."""
+    for child in children:
+        if child.process.poll() is None:
+            child.process.terminate()
+    deadline = time.monotonic() + grace
+    for child in children:
+        try:
+            child.process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            print(f"think dev: the {child.name} did not stop in time; killing it", file=sys.stderr)
+            child.process.kill()
+            child.process.wait()
+
+
+def _agent_name(api_url: str, settings: Settings) -> str:
+    """The first hosted agent's URL name, for the example commands ("assistant" if unsure)."""
+    request = urllib.request.Request(f"{api_url}/v1/agents")
+    if settings.api_keys:
+        request.add_header("Authorization", f"Bearer {next(iter(settings.api_keys))}")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            agents = json.load(response).get("agents") or []
+            return str(agents[0]["name"]) if agents else "assistant"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "assistant"  # only cosmetic: the banner still prints
+
+
+def _print_banner(
+    settings: Settings,
+    api_url: str,
+    temporal: TemporalDevServer | None,
+    pg: EmbeddedPostgres | None,
+    services_seconds: float,
+    total_seconds: float,
+) -> None:
+    agent = _agent_name(api_url, settings)
+    base = api_url.removeprefix("http://")
+    if base.startswith("127.0.0.1:"):
+        base = "localhost:" + base.partition(":")[2]
+    auth = " -H 'authorization: Bearer <key>'" if settings.api_keys else ""
+    turns = f"{base}/v1/agents/{agent}/conversations/demo/turns"
+    postgres = _hide_password(settings.require_database_url())
+    lines = [
+        "",
+        f"Think is running ({total_seconds:.1f} s; services {services_seconds:.1f} s). "
+        "Ctrl-C stops everything.",
+        "",
+        f"  API             {api_url}",
+        f"  OpenAPI docs    {api_url}/docs",
+        f"  Temporal UI     {temporal.ui_url if temporal and temporal.ui_url else '(external)'}",
+        f"  Temporal        {settings.temporal_address}  namespace {settings.temporal_namespace}"
+        + ("" if temporal else "  (TEMPORAL_ADDRESS)"),
+        f"  Postgres        {postgres}" + ("" if pg else "  (THINK_DATABASE_URL)"),
+        f"  Data            {settings.home}",
+        "",
+        "Submit a turn (returns its turn_id and stream_url):",
+        f"  curl -s -X POST {turns} -H 'content-type: application/json'{auth} "
+        "-H 'Idempotency-Key: hello-1' -d '{\"input\":\"Hello!\"}'",
+        "",
+        "Submit and stream the reply in one go:",
+        f"  curl -N -X POST {turns} -H 'content-type: application/json'{auth} "
+        '-d \'{"input":"Hello!","mode":"stream"}\'',
+        "",
+        "Stream (or replay) a submitted turn:",
+        f"  curl -N{auth} {turns}/<turn_id>/stream",
+        "",
+    ]
+    print("\n".join(lines), flush=True)
+
+
+def _hide_password(url: str) -> str:
+    return re.sub(r"(://[^:/@]+):[^@]+@", r"\1:***@", url)

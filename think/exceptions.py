@@ -1,0 +1,53 @@
+"""The exception tree of Think.
+
+Three families, because callers react to them differently:
+
+- `UserError`: the developer or the client asked for something that can never work (a bad agent
+  class, an unknown tool, an invalid request). Never retried.
+- `ModelError`: the model provider failed. `retryable` says whether trying again can help; the
+  activity turns a non-retryable one into a non-retryable Temporal failure.
+- `ThinkError`: the common base, so an application can catch everything of ours in one place.
+"""
+
+from __future__ import annotations
+
+
+class ThinkError(Exception):
+    """Base class of every exception Think raises on purpose."""
+
+
+class UserError(ThinkError):
+    """Developer or client misuse that retrying cannot fix."""
+
+
+class ConfigurationError(UserError):
+    """The service is configured in a way that cannot work (missing variable, bad import path)."""
+
+
+class AgentNotFoundError(UserError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no agent named {name!r} is hosted by this deployment")
+        self.name = name
+
+
+class ModelError(ThinkError):
+    """The model provider failed.
+
+    `status` is the provider's HTTP status when there was one; `retryable` is False for errors
+    that will fail the same way again (bad request, authentication, unknown model).
+    """
+
+    def __init__(self, message: str, *, retryable: bool, status: int | None = None) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.status = status
+
+
+class ToolError(ThinkError):
+    """Raised by a tool to fail with a message the model should see, verbatim."""
+
+
+# Names of non-retryable Temporal ApplicationError types, shared by activities and clients.
+NON_RETRYABLE_USER_ERROR = "ThinkUserError"
+NON_RETRYABLE_MODEL_ERROR = "ThinkModelError"
+STALE_ATTEMPT = "ThinkStaleAttempt"

@@ -1,0 +1,105 @@
+"""The one interface every model sits behind.
+
+The turn loop never sees a provider SDK: it hands a `ModelRequest` to a `ModelClient` and reads
+typed `ModelEvent`s back. That keeps the offline model, the OpenAI-compatible adapter and the
+scripted test model interchangeable, and keeps provider quirks out of the activities.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+
+class ToolSpec(BaseModel):
+    """A tool as the model sees it: a name, what it is for, and a JSON Schema for its input."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+class ModelRequest(BaseModel):
+    """One model call.
+
+    `messages` are in the OpenAI Chat Completions shape (`{"role": ..., "content": ...}`,
+    assistant `tool_calls`, `tool` results), because that is the lingua franca every
+    OpenAI-compatible server accepts; the session layer converts UIMessages into it.
+    `metadata` travels as request headers so that a proxy, or the scripted test server, can tell
+    which conversation and turn a call belongs to.
+    """
+
+    model: str
+    messages: list[dict[str, Any]]
+    tools: list[ToolSpec] = Field(default_factory=list)
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+class TextDelta(BaseModel):
+    type: Literal["text"] = "text"
+    delta: str
+
+
+class ReasoningDelta(BaseModel):
+    type: Literal["reasoning"] = "reasoning"
+    delta: str
+
+
+class ToolCallStart(BaseModel):
+    """The model began a tool call; its arguments follow as `ToolCallDelta`s."""
+
+    type: Literal["tool-call-start"] = "tool-call-start"
+    tool_call_id: str
+    tool_name: str
+
+
+class ToolCallDelta(BaseModel):
+    type: Literal["tool-call-delta"] = "tool-call-delta"
+    tool_call_id: str
+    delta: str
+
+
+FinishReason = Literal["stop", "length", "tool-calls", "content-filter", "error", "other"]
+
+
+class Finish(BaseModel):
+    """Always the last event of a successful stream."""
+
+    type: Literal["finish"] = "finish"
+    finish_reason: FinishReason = "stop"
+    usage: Usage = Field(default_factory=Usage)
+
+
+ModelEvent = Annotated[
+    TextDelta | ReasoningDelta | ToolCallStart | ToolCallDelta | Finish,
+    Field(discriminator="type"),
+]
+
+
+@runtime_checkable
+class ModelClient(Protocol):
+    """Anything that streams a model's answer to a request.
+
+    Implementations raise `think.exceptions.ModelError` (with `retryable` set) for provider
+    failures; they never retry on their own, because Temporal owns retries.
+    """
+
+    @property
+    def name(self) -> str:
+        """A short label for logs, the Temporal UI and `GET /v1/agents` (e.g. `openai:gpt-4o`)."""
+        ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Yield the answer as events, ending with exactly one `Finish`."""
+        ...

@@ -1,0 +1,74 @@
+"""The model used when none is configured.
+
+`think dev` must work on a fresh laptop with no credentials and no network, so that the whole
+path (gateway, workflow, activities, streaming) can be tried before choosing a provider. The
+reply says plainly what it is, so nobody mistakes it for a real model that answers badly.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+from think.models._base import Finish, ModelEvent, ModelRequest, TextDelta, Usage
+
+OFFLINE_NOTICE = (
+    "This is Think's offline model: no model endpoint is configured "
+    "(set OPENAI_BASE_URL and OPENAI_API_KEY to use a real one)."
+)
+
+_WORD = re.compile(r"\S+\s*|\s+")
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """The text of a Chat Completions message, whether `content` is a string or a list of parts."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part.get("text", "")
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "text"
+        )
+    return ""
+
+
+def last_user_text(messages: list[dict[str, Any]]) -> str:
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            return message_text(message)
+    return ""
+
+
+def word_chunks(text: str) -> list[str]:
+    """Split into word-sized pieces that join back to exactly `text`, like a tokenizer would."""
+    return _WORD.findall(text)
+
+
+def estimate_tokens(messages: list[dict[str, Any]]) -> int:
+    """A deterministic stand-in for a tokenizer: one token per word, plus one per message."""
+    return sum(len(message_text(m).split()) + 1 for m in messages)
+
+
+class OfflineModel:
+    """Answers every request by saying it is offline and echoing the user; never calls tools."""
+
+    @property
+    def name(self) -> str:
+        return "offline"
+
+    def __repr__(self) -> str:
+        return "OfflineModel()"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        said = last_user_text(request.messages).strip()
+        text = OFFLINE_NOTICE + (f" You said: {said}" if said else "")
+        chunks = word_chunks(text)
+        for chunk in chunks:
+            yield TextDelta(delta=chunk)
+        yield Finish(
+            finish_reason="stop",
+            usage=Usage(input_tokens=estimate_tokens(request.messages), output_tokens=len(chunks)),
+        )

@@ -1,0 +1,276 @@
+"""The adapter for every OpenAI-compatible Chat Completions server (OpenAI, vLLM, Ollama, ...).
+
+Chat Completions rather than the Responses API, because it is the one protocol that local
+servers and proxies all speak. The SDK is built with `max_retries=0`: Temporal owns retries, and
+an SDK retrying underneath it would hide failures from the workflow history and multiply the
+delay before Temporal's own backoff even starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+import weakref
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import openai
+from openai.types.chat import (
+    ChatCompletionChunk,
+    ChatCompletionMessageParam,
+    ChatCompletionToolParam,
+)
+from openai.types.chat.chat_completion_chunk import ChoiceDelta, ChoiceDeltaToolCall
+
+from think.exceptions import ModelError
+from think.models._base import (
+    Finish,
+    FinishReason,
+    ModelEvent,
+    ModelRequest,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallStart,
+    ToolSpec,
+    Usage,
+)
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+PLACEHOLDER_API_KEY = "not-needed"
+"""Sent when no key is configured: local servers ignore it, and the SDK refuses to start without."""
+METADATA_HEADER_PREFIX = "x-think-"
+
+_FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool-calls",
+    "function_call": "tool-calls",
+    "content_filter": "content-filter",
+}
+
+# One SDK client per event loop and endpoint: its connection pool is what makes the second model
+# call of a turn skip the TCP/TLS handshake, and a pool cannot be shared across event loops.
+_clients: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[str, str], openai.AsyncOpenAI]
+] = weakref.WeakKeyDictionary()
+
+
+def finish_reason_from_openai(reason: str | None) -> FinishReason:
+    return _FINISH_REASONS.get(reason or "", "other")
+
+
+def retryable_status(status: int) -> bool:
+    """Timeouts, conflicts, rate limits and server faults pass; other 4xx will fail the same way."""
+    return status in (408, 409, 429) or status >= 500
+
+
+def status_error(model: str, status: int, message: str) -> ModelError:
+    return ModelError(
+        f"model {model} failed with HTTP {status}: {message}",
+        retryable=retryable_status(status),
+        status=status,
+    )
+
+
+def metadata_headers(metadata: Mapping[str, str]) -> dict[str, str]:
+    """`{"conversation_id": "c1"}` -> `{"x-think-conversation-id": "c1"}`, for proxies and fakes."""
+    return {
+        METADATA_HEADER_PREFIX + key.lower().replace("_", "-"): value
+        for key, value in metadata.items()
+    }
+
+
+def tool_param(tool: ToolSpec) -> ChatCompletionToolParam:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }
+
+
+def _client(base_url: str, api_key: str) -> openai.AsyncOpenAI:
+    per_loop = _clients.setdefault(asyncio.get_running_loop(), {})
+    client = per_loop.get((base_url, api_key))
+    if client is None:
+        client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0)
+        per_loop[(base_url, api_key)] = client
+    return client
+
+
+async def close_openai_clients() -> None:
+    """Close the pooled connections of this event loop, for a clean worker shutdown."""
+    for client in _clients.pop(asyncio.get_running_loop(), {}).values():
+        await client.close()
+
+
+class OpenAIModel:
+    """A model behind an OpenAI-compatible `/chat/completions` endpoint, streamed.
+
+    `model` is what is sent as the request's `model`, whatever `ModelRequest.model` says: the
+    client *is* the model, and the request's field is only a label. `request.metadata` goes out
+    as `x-think-<key>` headers so a gateway or `think.testing.FakeOpenAIServer` can tell which
+    conversation and turn a call belongs to.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        self.model = model
+        self.base_url = base_url or DEFAULT_BASE_URL
+        self._api_key = api_key or PLACEHOLDER_API_KEY
+        self._extra_headers = dict(extra_headers or {})
+        self._extra_body = dict(extra_body or {})
+        self._timeout = timeout
+
+    @property
+    def name(self) -> str:
+        return f"openai:{self.model}"
+
+    def __repr__(self) -> str:
+        return f"OpenAIModel({self.model!r}, base_url={self.base_url!r})"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        client = _client(self.base_url, self._api_key)
+        state = _StreamState()
+        try:
+            stream = await client.chat.completions.create(
+                model=self.model,
+                messages=cast("list[ChatCompletionMessageParam]", request.messages),
+                stream=True,
+                stream_options={"include_usage": True},
+                tools=[tool_param(t) for t in request.tools] if request.tools else openai.omit,
+                extra_headers={**self._extra_headers, **metadata_headers(request.metadata)},
+                extra_body=self._extra_body or None,
+                timeout=openai.NOT_GIVEN if self._timeout is None else self._timeout,
+            )
+            async with stream:
+                async for chunk in stream:
+                    for event in state.feed(chunk):
+                        yield event
+        except openai.APIStatusError as exc:
+            raise status_error(self.model, exc.status_code, _provider_message(exc)) from exc
+        except openai.APIConnectionError as exc:  # APITimeoutError included
+            raise ModelError(
+                f"model {self.model} at {self.base_url} unreachable: {exc.message}",
+                retryable=True,
+            ) from exc
+        except openai.APIError as exc:
+            # An `{"error": ...}` event in the middle of the stream: no HTTP status to go on, so
+            # trust a status-like `code` when the server sends one, and retry otherwise.
+            code = exc.code or ""
+            if code.isdigit():
+                raise status_error(self.model, int(code), _provider_message(exc)) from exc
+            raise ModelError(
+                f"model {self.model} failed mid-stream: {_provider_message(exc)}",
+                retryable=True,
+            ) from exc
+        for event in state.flush():
+            yield event
+        if state.finish_reason is None:
+            raise ModelError(
+                f"model {self.model} stream ended before the model finished", retryable=True
+            )
+        yield Finish(
+            finish_reason=finish_reason_from_openai(state.finish_reason), usage=state.usage
+        )
+
+
+def _provider_message(exc: openai.APIError) -> str:
+    """The provider's own words (`error.message`), not the SDK's `Error code: 400 - {...}` dump."""
+    body = exc.body
+    message = body.get("message") if isinstance(body, dict) else None
+    if isinstance(message, str) and message:
+        parts = (exc.type, exc.code)
+        detail = [p for p in parts if p and p != message and not p.isdigit()]
+        return message + (f" ({', '.join(detail)})" if detail else "")
+    if isinstance(body, str) and body.strip():
+        return body.strip()[:500]
+    return exc.message
+
+
+@dataclass
+class _ToolCall:
+    id: str
+    name: str | None = None
+    started: bool = False
+    pending: list[str] = field(default_factory=list)
+
+
+class _StreamState:
+    """Turns chunks into events; tool calls are keyed by `index`, since only the first has an id."""
+
+    def __init__(self) -> None:
+        self.calls: dict[int, _ToolCall] = {}
+        self.finish_reason: str | None = None
+        self.usage = Usage()
+
+    def feed(self, chunk: ChatCompletionChunk) -> list[ModelEvent]:
+        if chunk.usage is not None:
+            self.usage = Usage(
+                input_tokens=chunk.usage.prompt_tokens or 0,
+                output_tokens=chunk.usage.completion_tokens or 0,
+            )
+        events: list[ModelEvent] = []
+        for choice in chunk.choices:
+            if choice.index != 0:
+                continue
+            events.extend(self._delta(choice.delta))
+            if choice.finish_reason is not None:
+                self.finish_reason = choice.finish_reason
+        return events
+
+    def _delta(self, delta: ChoiceDelta) -> list[ModelEvent]:
+        events: list[ModelEvent] = []
+        # vLLM and DeepSeek say `reasoning_content`; OpenRouter and newer vLLM say `reasoning`.
+        reasoning = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
+        if isinstance(reasoning, str) and reasoning:
+            events.append(ReasoningDelta(delta=reasoning))
+        if delta.content:
+            events.append(TextDelta(delta=delta.content))
+        if delta.refusal:
+            events.append(TextDelta(delta=delta.refusal))
+        for tool_call in delta.tool_calls or []:
+            events.extend(self._tool_call(tool_call))
+        return events
+
+    def _tool_call(self, delta: ChoiceDeltaToolCall) -> list[ModelEvent]:
+        index = delta.index if delta.index is not None else len(self.calls)
+        call = self.calls.get(index)
+        if call is None:
+            call = self.calls[index] = _ToolCall(id=delta.id or f"call_{uuid.uuid4().hex[:24]}")
+        function = delta.function
+        if function is not None and function.name and call.name is None:
+            call.name = function.name
+        if function is not None and function.arguments:
+            call.pending.append(function.arguments)
+        # Some servers send the name after the id; hold fragments until the call can be started.
+        return self._drain(call) if call.name is not None else []
+
+    def _drain(self, call: _ToolCall) -> list[ModelEvent]:
+        events: list[ModelEvent] = []
+        if not call.started:
+            call.started = True
+            events.append(ToolCallStart(tool_call_id=call.id, tool_name=call.name or ""))
+        events.extend(ToolCallDelta(tool_call_id=call.id, delta=part) for part in call.pending)
+        call.pending.clear()
+        return events
+
+    def flush(self) -> list[ModelEvent]:
+        """Start calls that never got a name, so their arguments are not silently lost."""
+        events: list[ModelEvent] = []
+        for call in self.calls.values():
+            if not call.started or call.pending:
+                events.extend(self._drain(call))
+        return events

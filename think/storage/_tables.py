@@ -1,0 +1,124 @@
+"""The Postgres schema, as SQLAlchemy 2 typed tables.
+
+ORM rows never leave the storage package: `_store.py` turns them into pydantic records.
+The migration in `migrations/versions` is the source of truth for the live schema; these
+classes mirror it for queries, and a test checks that the two agree.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Computed,
+    DateTime,
+    ForeignKey,
+    Identity,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSONB, list[dict[str, Any]]: JSONB}
+
+
+class ConversationRow(Base):
+    """One conversation. `uid` is internal; (tenant, agent, id) is what clients name."""
+
+    __tablename__ = "conversations"
+    uid: Mapped[str] = mapped_column(String, primary_key=True)
+    tenant: Mapped[str] = mapped_column(String)
+    agent: Mapped[str] = mapped_column(String)
+    id: Mapped[str] = mapped_column(String)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    active_leaf_id: Mapped[str | None] = mapped_column(String)
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, server_default="{}")
+    system_prompt: Mapped[str | None] = mapped_column(Text)
+    config: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
+    turn_count: Mapped[int] = mapped_column(Integer, server_default="0")
+
+    __table_args__ = (UniqueConstraint("tenant", "agent", "id", name="conversations_name_key"),)
+
+
+class MessageRow(Base):
+    """A node of the message tree, in the AI SDK UIMessage shape (`id`, `role`, `parts`)."""
+
+    __tablename__ = "messages"
+    conversation_uid: Mapped[str] = mapped_column(
+        ForeignKey("conversations.uid", ondelete="CASCADE"), primary_key=True
+    )
+    id: Mapped[str] = mapped_column(String, primary_key=True)
+    parent_id: Mapped[str | None] = mapped_column(String)
+    role: Mapped[str] = mapped_column(String)
+    parts: Mapped[list[dict[str, Any]]] = mapped_column(JSONB)
+    metadata_: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSONB)
+    turn_id: Mapped[str | None] = mapped_column(String)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    position: Mapped[int] = mapped_column(BigInteger, Identity())
+    text_content: Mapped[str] = mapped_column(Text, server_default="")
+    search: Mapped[Any] = mapped_column(
+        TSVECTOR, Computed("to_tsvector('english', text_content)", persisted=True)
+    )
+    byte_size: Mapped[int] = mapped_column(Integer, server_default="0")
+
+    __table_args__ = (
+        Index("messages_parent_idx", "conversation_uid", "parent_id"),
+        Index("messages_search_idx", "search", postgresql_using="gin"),
+    )
+
+
+class TurnRow(Base):
+    """A submission and its run: the idempotency record, the status, and the assistant draft."""
+
+    __tablename__ = "turns"
+    id: Mapped[str] = mapped_column(String, primary_key=True)
+    conversation_uid: Mapped[str] = mapped_column(
+        ForeignKey("conversations.uid", ondelete="CASCADE")
+    )
+    agent: Mapped[str] = mapped_column(String)
+    idempotency_key: Mapped[str | None] = mapped_column(String)
+    request_hash: Mapped[str] = mapped_column(String)
+    request: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    status: Mapped[str] = mapped_column(String)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    completed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    message_id: Mapped[str] = mapped_column(String)
+    parent_id: Mapped[str | None] = mapped_column(String)
+    message: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    error: Mapped[str | None] = mapped_column(Text)
+    steps_done: Mapped[int] = mapped_column(Integer, server_default="0")
+    fences: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
+    next_seq: Mapped[int] = mapped_column(Integer, server_default="0")
+    usage: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
+
+    __table_args__ = (
+        UniqueConstraint("conversation_uid", "idempotency_key", name="turns_idempotency_key"),
+        Index("turns_conversation_idx", "conversation_uid", "created_at"),
+        Index(
+            "turns_completed_idx",
+            "completed_at",
+            postgresql_where=text("completed_at IS NOT NULL"),
+        ),
+    )
+
+
+class StreamChunkRow(Base):
+    """One UI message stream chunk of a turn; pruned after the retention period."""
+
+    __tablename__ = "stream_chunks"
+    turn_id: Mapped[str] = mapped_column(String, primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    attempt: Mapped[int] = mapped_column(Integer)
+    chunk: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

@@ -1,0 +1,15 @@
+"""The stream log (Postgres + NOTIFY), its writer for activities and its listener for gateways."""
+
+from think.streaming._log import CHANNEL, TERMINAL_CHUNKS, Fence, StaleAttempt, append, claim, read
+from think.streaming._writer import ChunkWriter
+
+__all__ = [
+    "CHANNEL",
+    "TERMINAL_CHUNKS",
+    "ChunkWriter",
+    "Fence",
+    "StaleAttempt",
+    "append",
+    "claim",
+    "read",
+]

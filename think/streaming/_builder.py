@@ -1,0 +1,132 @@
+"""Folds UI message stream chunks into the UIMessage they describe.
+
+This is the Python twin of the AI SDK's client-side stream processing. Every chunk a turn emits
+goes through `MessageBuilder.apply` before it is written, and the message we store is the
+builder's result, so the stored message equals what a `useChat` client reconstructs from the
+same stream by construction (a Node conformance test checks it against the real `ai` package).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+
+class MessageBuilder:
+    def __init__(self, message: dict[str, Any] | None = None) -> None:
+        self.message: dict[str, Any] = (
+            copy.deepcopy(message) if message else {"id": "", "role": "assistant", "parts": []}
+        )
+        self._text: dict[str, dict[str, Any]] = {}
+        self._reasoning: dict[str, dict[str, Any]] = {}
+        self._tool_input_text: dict[str, str] = {}
+
+    @property
+    def parts(self) -> list[dict[str, Any]]:
+        parts: list[dict[str, Any]] = self.message["parts"]
+        return parts
+
+    def tool_part(self, tool_call_id: str) -> dict[str, Any] | None:
+        for part in self.parts:
+            if part.get("toolCallId") == tool_call_id:
+                return part
+        return None
+
+    def apply(self, chunk: dict[str, Any]) -> None:
+        kind = chunk["type"]
+        if kind == "start":
+            if chunk.get("messageId"):
+                self.message["id"] = chunk["messageId"]
+            self._merge_metadata(chunk)
+        elif kind == "start-step":
+            self.parts.append({"type": "step-start"})
+        elif kind == "finish-step":
+            self._text.clear()
+            self._reasoning.clear()
+        elif kind in ("text-start", "reasoning-start"):
+            part: dict[str, Any] = {"type": kind.split("-")[0], "text": "", "state": "streaming"}
+            if kind == "reasoning-start":
+                # The AI SDK keeps the chunk id on reasoning parts, not on text parts.
+                part = {"type": "reasoning", "id": chunk["id"], "text": "", "state": "streaming"}
+            if chunk.get("providerMetadata") is not None:
+                part["providerMetadata"] = chunk["providerMetadata"]
+            (self._text if kind == "text-start" else self._reasoning)[chunk["id"]] = part
+            self.parts.append(part)
+        elif kind in ("text-delta", "reasoning-delta"):
+            active = self._text if kind == "text-delta" else self._reasoning
+            active[chunk["id"]]["text"] += chunk["delta"]
+        elif kind in ("text-end", "reasoning-end"):
+            active = self._text if kind == "text-end" else self._reasoning
+            active.pop(chunk["id"])["state"] = "done"
+        elif kind == "tool-input-start":
+            self._tool_input_text[chunk["toolCallId"]] = ""
+            self.parts.append(
+                {
+                    "type": f"tool-{chunk['toolName']}",
+                    "toolCallId": chunk["toolCallId"],
+                    "state": "input-streaming",
+                }
+            )
+        elif kind == "tool-input-delta":
+            self._tool_input_text[chunk["toolCallId"]] += chunk["inputTextDelta"]
+        elif kind == "tool-input-available":
+            part = self._tool_or_new(chunk)
+            part["state"] = "input-available"
+            part["input"] = chunk["input"]
+        elif kind == "tool-input-error":
+            part = self._tool_or_new(chunk)
+            part["state"] = "output-error"
+            part["input"] = chunk.get("input")
+            part["errorText"] = chunk["errorText"]
+        elif kind == "reset-step":
+            # Drop the interrupted attempt's partial step; its step-start part stays.
+            starts = [i for i, p in enumerate(self.parts) if p.get("type") == "step-start"]
+            del self.parts[starts[-1] + 1 if starts else 0 :]
+            self._text.clear()
+            self._reasoning.clear()
+        elif kind == "tool-output-available":
+            part = self._require_tool(chunk["toolCallId"])
+            part["state"] = "output-available"
+            part["output"] = chunk["output"]
+            part.pop("errorText", None)
+        elif kind == "tool-output-error":
+            part = self._require_tool(chunk["toolCallId"])
+            part["state"] = "output-error"
+            part.pop("output", None)
+            part["errorText"] = chunk["errorText"]
+        elif kind == "tool-output-denied":
+            self._require_tool(chunk["toolCallId"])["state"] = "output-denied"
+        elif kind in ("finish", "message-metadata"):
+            self._merge_metadata(chunk)
+        elif kind.startswith("data-") and not chunk.get("transient"):
+            self._apply_data(chunk)
+
+    def _tool_or_new(self, chunk: dict[str, Any]) -> dict[str, Any]:
+        part = self.tool_part(chunk["toolCallId"])
+        if part is None:
+            part = {"type": f"tool-{chunk['toolName']}", "toolCallId": chunk["toolCallId"]}
+            self.parts.append(part)
+        return part
+
+    def _require_tool(self, tool_call_id: str) -> dict[str, Any]:
+        part = self.tool_part(tool_call_id)
+        if part is None:
+            raise ValueError(f"no tool call {tool_call_id!r} in the message")
+        return part
+
+    def _merge_metadata(self, chunk: dict[str, Any]) -> None:
+        if chunk.get("messageMetadata") is not None:
+            self.message["metadata"] = {
+                **(self.message.get("metadata") or {}),
+                **chunk["messageMetadata"],
+            }
+
+    def _apply_data(self, chunk: dict[str, Any]) -> None:
+        part = {"type": chunk["type"], "data": chunk.get("data")}
+        if chunk.get("id") is not None:
+            part = {"type": chunk["type"], "id": chunk["id"], "data": chunk.get("data")}
+            for existing in self.parts:
+                if existing.get("type") == chunk["type"] and existing.get("id") == chunk["id"]:
+                    existing["data"] = chunk.get("data")
+                    return
+        self.parts.append(part)

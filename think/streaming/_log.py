@@ -1,0 +1,127 @@
+"""The stream log: UI message chunks appended to Postgres, announced with NOTIFY.
+
+Writers are activities; readers are gateway processes. Each write is fenced: a writer names its
+fence (the activity id) and its attempt, and a write from an attempt older than the newest one
+that claimed the fence is refused, so an abandoned attempt can never interleave its chunks with
+the attempt that replaced it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from think.exceptions import ThinkError
+
+CHANNEL = "think_chunks"
+TERMINAL_CHUNKS = frozenset({"finish", "error", "abort"})
+
+
+class Fence(BaseModel):
+    """Who is writing: one activity (`key`) at one attempt."""
+
+    key: str
+    attempt: int
+
+
+class StaleAttempt(ThinkError):
+    """A newer attempt of the same activity has taken over; this one must stop writing."""
+
+
+_CLAIM = text(
+    """
+    UPDATE turns
+    SET fences = jsonb_set(fences, ARRAY[:key],
+        to_jsonb(GREATEST(COALESCE((fences ->> :key)::int, 0), :attempt)))
+    WHERE id = :turn
+    RETURNING (fences ->> :key)::int AS current, next_seq
+    """
+)
+
+_RESERVE = text(
+    """
+    UPDATE turns SET next_seq = next_seq + :n
+    WHERE id = :turn AND (CAST(:key AS text) IS NULL OR (fences ->> :key)::int = :attempt)
+    RETURNING next_seq - :n AS start
+    """
+)
+
+_INSERT = text(
+    """
+    INSERT INTO stream_chunks (turn_id, seq, attempt, chunk)
+    SELECT :turn, :start + x.ord - 1, :attempt, x.value
+    FROM jsonb_array_elements(CAST(:chunks AS jsonb)) WITH ORDINALITY AS x(value, ord)
+    """
+)
+
+_NOTIFY = text("SELECT pg_notify(:channel, :turn)")
+
+_READ = text(
+    "SELECT seq, chunk FROM stream_chunks WHERE turn_id = :turn AND seq > :after "
+    "ORDER BY seq LIMIT :limit"
+)
+
+
+async def claim(conn: AsyncConnection, turn_id: str, fence: Fence) -> int:
+    """Register `fence.attempt` as the newest attempt; returns the turn's next sequence number.
+
+    Raises `StaleAttempt` when a newer attempt already claimed the fence.
+    """
+    row = (
+        await conn.execute(_CLAIM, {"key": fence.key, "attempt": fence.attempt, "turn": turn_id})
+    ).one()
+    if row.current != fence.attempt:
+        raise StaleAttempt(f"attempt {fence.attempt} of {fence.key!r} was superseded")
+    return int(row.next_seq)
+
+
+async def append(
+    conn: AsyncConnection,
+    turn_id: str,
+    chunks: Sequence[dict[str, Any]],
+    fence: Fence | None = None,
+) -> int:
+    """Append chunks in the caller's transaction and NOTIFY; returns the last sequence number.
+
+    The `UPDATE` that reserves sequence numbers also takes the turn's row lock, so concurrent
+    writers of one turn (parallel tool calls) get disjoint, gap-free ranges.
+    """
+    if not chunks:
+        return -1
+    row = (
+        await conn.execute(
+            _RESERVE,
+            {
+                "n": len(chunks),
+                "turn": turn_id,
+                "key": fence.key if fence else None,
+                "attempt": fence.attempt if fence else 0,
+            },
+        )
+    ).first()
+    if row is None:
+        raise StaleAttempt(f"attempt {fence.attempt if fence else 0} of turn {turn_id!r} is stale")
+    start = int(row.start)
+    await conn.execute(
+        _INSERT,
+        {
+            "turn": turn_id,
+            "start": start,
+            "attempt": fence.attempt if fence else 0,
+            "chunks": json.dumps(list(chunks)),
+        },
+    )
+    await conn.execute(_NOTIFY, {"channel": CHANNEL, "turn": turn_id})
+    return start + len(chunks) - 1
+
+
+async def read(
+    conn: AsyncConnection, turn_id: str, after: int, limit: int = 1000
+) -> list[tuple[int, dict[str, Any]]]:
+    rows = await conn.execute(_READ, {"turn": turn_id, "after": after, "limit": limit})
+    return [(int(r.seq), r.chunk) for r in rows]

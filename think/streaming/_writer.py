@@ -1,0 +1,83 @@
+"""Coalesces a model step's chunks into few INSERTs.
+
+A fast model produces a token every few milliseconds; one INSERT + NOTIFY per token would make
+Postgres the bottleneck. The writer sends the first content chunk at once (that is the latency a
+user feels), then at most one batch per `interval` while the previous batch is in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from think.streaming import _log
+from think.streaming._log import Fence
+
+_CONTENT = frozenset(
+    {"text-delta", "reasoning-delta", "tool-input-start", "tool-input-delta", "tool-input-available"}
+)
+
+
+class ChunkWriter:
+    def __init__(
+        self, engine: AsyncEngine, turn_id: str, fence: Fence, *, interval: float = 0.05
+    ) -> None:
+        self._engine = engine
+        self._turn_id = turn_id
+        self._fence = fence
+        self._interval = interval
+        self._buffer: list[dict[str, Any]] = []
+        self._task: asyncio.Task[None] | None = None
+        self._last_flush = 0.0
+        self._content_sent = False
+        self._error: BaseException | None = None
+
+    def emit(self, chunk: dict[str, Any]) -> None:
+        """Queue a chunk; raises the write error (e.g. `StaleAttempt`) of an earlier batch."""
+        if self._error is not None:
+            raise self._error
+        self._buffer.append(chunk)
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._drain())
+
+    async def _drain(self) -> None:
+        try:
+            while self._buffer:
+                if self._content_sent:
+                    wait = self._last_flush + self._interval - time.monotonic()
+                    if wait > 0:
+                        await asyncio.sleep(wait)
+                batch, self._buffer = self._buffer, []
+                async with self._engine.begin() as conn:
+                    await _log.append(conn, self._turn_id, batch, self._fence)
+                self._last_flush = time.monotonic()
+                self._content_sent = self._content_sent or any(c["type"] in _CONTENT for c in batch)
+        except BaseException as exc:  # surfaced to the producer by emit() and drain()
+            self._error = exc
+            raise
+
+    async def drain(self) -> list[dict[str, Any]]:
+        """Wait for batches in flight; return what is still buffered (for the caller's commit)."""
+        if self._task is not None:
+            task, self._task = self._task, None
+            try:
+                await task
+            except asyncio.CancelledError:
+                if self._error is None:
+                    raise
+        if self._error is not None:
+            raise self._error
+        rest, self._buffer = self._buffer, []
+        return rest
+
+    async def abort(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            try:
+                await self._task
+            except BaseException:  # noqa: BLE001 - we are discarding this writer anyway
+                pass
+        self._buffer = []

@@ -1,0 +1,56 @@
+"""Test agents the way Think tests itself: against scripted models that can also misbehave.
+
+Two players share one script language (`text`, `reasoning`, `tool_call`, `error`, `stall`,
+`disconnect`, joined with `+`):
+
+- `FakeOpenAIServer`, a real OpenAI-compatible HTTP server, for end-to-end tests through the
+  OpenAI SDK, the worker and the gateway. Point `OPENAI_BASE_URL` at its `base_url` and script
+  replies per conversation.
+- `ScriptedModel`, an in-process `ModelClient`, for unit tests of agent logic.
+"""
+
+from __future__ import annotations
+
+from think.testing._fake_openai import CONVERSATION_HEADER, FakeOpenAIServer, RecordedRequest
+from think.testing._script import (
+    DisconnectStep,
+    ErrorStep,
+    ReasoningStep,
+    Reply,
+    StallStep,
+    Step,
+    TextStep,
+    ToolCallStep,
+    disconnect,
+    echo,
+    error,
+    reasoning,
+    reply,
+    stall,
+    text,
+    tool_call,
+)
+from think.testing._scripted_model import ScriptedModel
+
+__all__ = [
+    "CONVERSATION_HEADER",
+    "DisconnectStep",
+    "ErrorStep",
+    "FakeOpenAIServer",
+    "ReasoningStep",
+    "RecordedRequest",
+    "Reply",
+    "ScriptedModel",
+    "StallStep",
+    "Step",
+    "TextStep",
+    "ToolCallStep",
+    "disconnect",
+    "echo",
+    "error",
+    "reasoning",
+    "reply",
+    "stall",
+    "text",
+    "tool_call",
+]

@@ -1,0 +1,90 @@
+"""The same scripts as `FakeOpenAIServer`, played in process.
+
+For unit tests of agent logic, where an HTTP server is more machinery than the test is about.
+Faults map to the `ModelError`s `OpenAIModel` would raise for them, so retry behaviour can be
+tested without a network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator
+
+from think.exceptions import ModelError
+from think.models._base import (
+    Finish,
+    ModelEvent,
+    ModelRequest,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallStart,
+)
+from think.models._openai import finish_reason_from_openai, status_error
+from think.testing._script import (
+    Chunk,
+    DisconnectStep,
+    ErrorStep,
+    Reply,
+    Sleep,
+    ToolArgs,
+    ToolStart,
+    compile_reply,
+    echo,
+)
+
+
+class ScriptedModel:
+    """A `ModelClient` that answers with the given replies in order, then echoes.
+
+    `requests` keeps every `ModelRequest` received, so a test can assert what the agent sent
+    (messages, tools, metadata) as well as what it did with the answer.
+    """
+
+    def __init__(self, *replies: Reply, name: str = "scripted") -> None:
+        self._replies: deque[Reply] = deque(replies)
+        self._name = name
+        self.requests: list[ModelRequest] = []
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def calls(self) -> int:
+        return len(self.requests)
+
+    @property
+    def pending(self) -> int:
+        """Replies not played yet: a test can assert the agent used all it was given."""
+        return len(self._replies)
+
+    def script(self, *replies: Reply) -> None:
+        self._replies.extend(replies)
+
+    def __repr__(self) -> str:
+        return f"ScriptedModel(pending={self.pending}, calls={self.calls})"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        self.requests.append(request)
+        script = self._replies.popleft() if self._replies else echo(request.messages)
+        plan = compile_reply(script, request.messages)
+        for action in plan.actions:
+            if isinstance(action, Sleep):
+                await asyncio.sleep(action.seconds)
+            elif isinstance(action, ErrorStep):
+                raise status_error(self._name, action.status, action.message)
+            elif isinstance(action, DisconnectStep):
+                raise ModelError(f"model {self._name} disconnected mid-stream", retryable=True)
+            elif isinstance(action, Chunk):
+                yield (
+                    TextDelta(delta=action.text)
+                    if action.kind == "text"
+                    else ReasoningDelta(delta=action.text)
+                )
+            elif isinstance(action, ToolStart):
+                yield ToolCallStart(tool_call_id=action.id, tool_name=action.name)
+            elif isinstance(action, ToolArgs):
+                yield ToolCallDelta(tool_call_id=action.id, delta=action.fragment)
+        yield Finish(finish_reason=finish_reason_from_openai(plan.finish_reason), usage=plan.usage)

@@ -1,0 +1,89 @@
+"""The durable contracts between workflows, activities and clients.
+
+Every workflow, activity and update takes exactly one of these models and returns one. They
+carry ids and small values only; message content lives in Postgres, so a turn's Temporal
+history does not grow with the conversation. Treat them as a wire format: add optional fields
+with defaults, never remove or retype one while workflows that use it may still be running.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+class ConversationRef(BaseModel):
+    """Names one conversation; what every conversation-level input starts from."""
+
+    tenant: str
+    agent: str
+    conversation_id: str
+    conversation_uid: str
+
+
+class ConversationInput(BaseModel):
+    conversation: ConversationRef
+    queue: list[str] = Field(default_factory=list)
+    """Turn ids accepted but not yet run, carried across continue-as-new."""
+    seen: list[str] = Field(default_factory=list)
+    """Recently accepted turn ids, so a repeated submission is not queued twice."""
+    turns_run: int = 0
+
+
+class SubmitTurn(BaseModel):
+    turn_id: str
+
+
+class TurnInput(BaseModel):
+    conversation: ConversationRef
+    turn_id: str
+
+
+class PrepareResult(BaseModel):
+    run: bool
+    """False when the turn is already terminal (a duplicate start): nothing to do."""
+    max_steps: int = 10
+    steps_done: int = 0
+    model: str = ""
+
+
+class ModelStepInput(BaseModel):
+    turn_id: str
+    step: int
+
+
+class ToolCallRef(BaseModel):
+    tool_call_id: str
+    tool_name: str
+
+
+class ModelStepResult(BaseModel):
+    tool_calls: list[ToolCallRef] = Field(default_factory=list)
+    """Calls to run now (calls whose input was malformed are already settled as errors)."""
+    called_tools: bool = False
+    """Whether the model asked for any tool, so that it must see the results in a next step."""
+    finish_reason: str = "stop"
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class ToolCallInput(BaseModel):
+    turn_id: str
+    step: int
+    tool_call_id: str
+    tool_name: str
+
+
+class ToolCallResult(BaseModel):
+    ok: bool
+
+
+class CommitInput(BaseModel):
+    turn_id: str
+    status: Literal["completed", "error", "aborted", "interrupted"]
+    error: str | None = None
+    finish_reason: str = "stop"
+
+
+class CommitResult(BaseModel):
+    status: str

@@ -1,0 +1,35 @@
+"""Stable names of workflows, activities, updates and search attributes, and workflow ids.
+
+Never derived from Python qualnames, so a refactor cannot orphan running workflows.
+"""
+
+from __future__ import annotations
+
+from temporalio.common import SearchAttributeKey
+
+CONVERSATION_WORKFLOW = "think.Conversation"
+TURN_WORKFLOW = "think.Turn"
+SUBMIT_UPDATE = "submit"
+PREPARE_ACTIVITY = "think.prepare_turn"
+MODEL_STEP_ACTIVITY = "think.model_step"
+TOOL_CALL_ACTIVITY = "think.tool_call"
+COMMIT_ACTIVITY = "think.commit_turn"
+
+SA_AGENT = "ThinkAgent"
+SA_CONVERSATION = "ThinkConversationId"
+SA_TURN_STATUS = "ThinkTurnStatus"
+SEARCH_ATTRIBUTES = (SA_AGENT, SA_CONVERSATION, SA_TURN_STATUS)
+
+
+AGENT_KEY = SearchAttributeKey.for_keyword(SA_AGENT)
+CONVERSATION_KEY = SearchAttributeKey.for_keyword(SA_CONVERSATION)
+TURN_STATUS_KEY = SearchAttributeKey.for_keyword(SA_TURN_STATUS)
+
+
+def conversation_workflow_id(tenant: str, agent: str, conversation_id: str) -> str:
+    prefix = "conv" if tenant == "default" else f"conv-{tenant}"
+    return f"{prefix}-{agent}-{conversation_id}"
+
+
+def turn_workflow_id(agent: str, conversation_id: str, turn_id: str) -> str:
+    return f"turn-{agent}-{conversation_id}-{turn_id}"

@@ -1,0 +1,1 @@
+"""The Temporal worker entry point: wiring only, no logic of its own."""

@@ -1,0 +1,11 @@
+"""`python -m workers`: one worker, configured from the environment."""
+
+import asyncio
+import logging
+
+from think._settings import Settings
+from workers.worker import run_worker
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO)
+    asyncio.run(run_worker(Settings.from_env()))
