@@ -48,8 +48,9 @@ node:
 		fi; \
 	fi
 
+# `python -m pytest` (not bin/pytest) puts the repo root on sys.path, so `tests.*` imports.
 test: $(STAMP) node
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -79,7 +79,7 @@ class ChunkListener:
                         self._wake(notify.payload)
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - reconnect on any connection failure
+            except Exception:
                 self._ready.clear()
                 log.warning("LISTEN connection lost; reconnecting", exc_info=True)
                 self._wake()

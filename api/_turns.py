@@ -8,10 +8,12 @@ the turn id, so a repeated update is dropped by Temporal as well as by the workf
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from temporalio.client import WithStartWorkflowOperation
 from temporalio.common import (
@@ -87,8 +89,9 @@ async def schedule(res: Resources, turn: TurnRecord) -> None:
         conversation_uid=turn.conversation_uid,
     )
     workflow_id = conversation_workflow_id(turn.tenant, turn.agent, turn.conversation_id)
+    last: Exception | None = None
     for attempt in range(3):
-        start = WithStartWorkflowOperation(
+        start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
             CONVERSATION_WORKFLOW,
             ConversationInput(conversation=ref),
             id=workflow_id,
@@ -116,7 +119,7 @@ async def schedule(res: Resources, turn: TurnRecord) -> None:
             log.warning("scheduling turn %s failed (attempt %d): %s", turn.id, attempt + 1, exc)
             last = exc
             await asyncio.sleep(0.1 * (attempt + 1))
-        except Exception as exc:  # noqa: BLE001 - Temporal unreachable: answer 503, keep the row
+        except Exception as exc:
             last = exc
             break
     raise Problem(
@@ -156,9 +159,9 @@ def turn_out(turn: TurnRecord, *, accepted: bool, base: str, with_message: bool)
     )
 
 
-async def wait_for_turn(res: Resources, turn: TurnRecord, timeout: float | None) -> TurnRecord:
+async def wait_for_turn(res: Resources, turn: TurnRecord, wait_timeout: float | None) -> TurnRecord:
     """Until the turn is terminal or paused for a person, or `timeout` passes."""
-    deadline = asyncio.get_running_loop().time() + (timeout or DEFAULT_WAIT)
+    deadline = asyncio.get_running_loop().time() + (wait_timeout or DEFAULT_WAIT)
     with res.listener.subscribe(turn.id) as event:
         while True:
             event.clear()
@@ -169,9 +172,7 @@ async def wait_for_turn(res: Resources, turn: TurnRecord, timeout: float | None)
             left = deadline - asyncio.get_running_loop().time()
             if left <= 0:
                 return current
-            try:
-                # Wake on chunks; re-check at least every few seconds in case a NOTIFY was
-                # missed while the listener reconnected.
+            # Wake on chunks; re-check at least every few seconds in case a NOTIFY was
+            # missed while the listener reconnected.
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), timeout=min(left, 5.0))
-            except TimeoutError:
-                pass

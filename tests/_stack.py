@@ -114,9 +114,7 @@ def stack_env(
     home: Path,
 ) -> dict[str, str]:
     env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("THINK_", "OPENAI_", "TEMPORAL_"))
+        k: v for k, v in os.environ.items() if not k.startswith(("THINK_", "OPENAI_", "TEMPORAL_"))
     }
     env.update(
         THINK_DATABASE_URL=database_url,

@@ -22,6 +22,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from think._embedded import (
     SEARCH_ATTRIBUTES,
     EmbeddedServiceError,
+    Services,
     _pid_alive,
     start_services,
     start_temporal,
@@ -112,6 +113,24 @@ def test_cli_without_database_prints_one_line_and_exits_2(tmp_path: Path, comman
     assert len(lines) == 1, result.stderr
     assert "THINK_DATABASE_URL" in lines[0]
     assert lines[0].startswith(f"think {command}: error: ")
+
+
+def test_think_migrate_is_idempotent(services: Services, tmp_path: Path) -> None:
+    env = _clean_env(
+        THINK_DATABASE_URL=services.database_url, TEMPORAL_ADDRESS=services.temporal_address
+    )
+    for _ in range(2):  # the session already migrated once: every run here is a repeat
+        result = subprocess.run(
+            [sys.executable, "-m", "think", "migrate"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+        assert "schema: at the newest migration" in result.stdout
+        assert "search attributes: all registered" in result.stdout
 
 
 def test_second_think_dev_in_the_same_directory_is_refused(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ async def test_submit_stream_and_store(
     assert turn["status"] in ("pending", "running", "completed")
     assert turn["stream_url"].endswith(f"/turns/{turn['turn_id']}/stream")
 
-    body, events = await read_stream(api, turn["stream_url"])
+    _, events = await read_stream(api, turn["stream_url"])
     assert events[-1].data == "[DONE]"
     ids = [e.id for e in events if e.id is not None]
     assert ids == sorted(ids) and len(set(ids)) == len(ids)

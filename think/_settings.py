@@ -41,7 +41,9 @@ class Settings(BaseModel):
         for pair in filter(None, (p.strip() for p in env.get("THINK_API_KEYS", "").split(","))):
             key, sep, tenant = pair.partition(":")
             api_keys[key] = tenant if sep and tenant else "default"
-        agents = [a.strip() for a in env.get("THINK_AGENTS", DEFAULT_AGENTS).split(",") if a.strip()]
+        agents = [
+            a.strip() for a in env.get("THINK_AGENTS", DEFAULT_AGENTS).split(",") if a.strip()
+        ]
         settings = cls(
             agents=agents,
             database_url=env.get("THINK_DATABASE_URL") or None,

@@ -46,4 +46,3 @@ async def register_search_attributes(client: Client, namespace: str) -> list[str
             )
         )
     return missing
-

@@ -67,7 +67,9 @@ def _args_model(fn: Callable[..., Any], tool_name: str) -> type[BaseModel]:
     hints = _type_hints(fn)
     for param in inspect.signature(fn).parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise UserError(f"tool {tool_name!r}: *args and **kwargs cannot be described to a model")
+            raise UserError(
+                f"tool {tool_name!r}: *args and **kwargs cannot be described to a model"
+            )
         annotation = hints.get(param.name, Any)
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[param.name] = (annotation, default)

@@ -22,6 +22,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -80,8 +81,12 @@ def _parser() -> argparse.ArgumentParser:
     dev.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help="API port (default %(default)s)"
     )
-    dev.add_argument("--temporal-port", type=int, default=7233, help="default %(default)s")
-    dev.add_argument("--ui-port", type=int, default=8233, help="Temporal UI (default %(default)s)")
+    dev.add_argument(
+        "--temporal-port", type=int, default=7233, help="Temporal gRPC (default %(default)s)"
+    )
+    dev.add_argument(
+        "--ui-port", type=int, default=8233, help="Temporal Web UI; 0: none (default %(default)s)"
+    )
     dev.set_defaults(handler=_cmd_dev)
 
     migrate = commands.add_parser(
@@ -136,12 +141,28 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
 
 async def _migrate(settings: Settings) -> list[str]:
     """Schema to head, then the search attributes; both idempotent, so safe on every start."""
+    from sqlalchemy.exc import OperationalError
+
     from think import storage
     from think._temporal import connect, register_search_attributes
 
-    await storage.migrate(settings)
-    client = await connect(settings)
+    try:
+        await storage.migrate(settings)
+    except OperationalError as error:
+        url = _hide_password(settings.require_database_url())
+        reason = " ".join(str(error.orig).split())  # libpq adds a hint on a second line
+        raise _Unreachable(f"cannot reach Postgres at {url}: {reason}") from error
+    try:
+        client = await connect(settings)
+    except RuntimeError as error:  # temporalio's "Failed client connect: ..."
+        raise _Unreachable(
+            f"cannot reach Temporal at {settings.temporal_address}: {error}"
+        ) from error
     return await register_search_attributes(client, settings.temporal_namespace)
+
+
+class _Unreachable(ThinkError):
+    """Postgres or Temporal did not answer; the message says which and where."""
 
 
 def _cmd_api(args: argparse.Namespace) -> int:
@@ -215,7 +236,7 @@ class _Child:
 
 
 class _Stopping(KeyboardInterrupt):
-    """SIGTERM or SIGHUP, handled like Ctrl-C so the same `finally` blocks stop everything."""
+    """Ctrl-C, SIGTERM or SIGHUP: unwinds through the `finally` blocks that stop everything."""
 
 
 def _cmd_dev(args: argparse.Namespace) -> int:
@@ -251,16 +272,18 @@ def _run_dev(
     from think._embedded import start_embedded
 
     started = time.monotonic()
-    pg, temporal = start_embedded(
-        home,
-        postgres=settings.database_url is None,
-        temporal=settings.temporal_address is None,
-        temporal_port=temporal_port,
-        ui_port=ui_port or None,
-        namespace=settings.temporal_namespace,
-    )
+    pg: EmbeddedPostgres | None = None
+    temporal: TemporalDevServer | None = None
     children: list[_Child] = []
     try:
+        pg, temporal = start_embedded(
+            home,
+            postgres=settings.database_url is None,
+            temporal=settings.temporal_address is None,
+            temporal_port=temporal_port,
+            ui_port=ui_port or None,
+            namespace=settings.temporal_namespace,
+        )
         settings = settings.model_copy(
             update={
                 "home": home,
@@ -273,10 +296,8 @@ def _run_dev(
         api_url = f"http://{_connect_host(host)}:{port}"
         _write_endpoints(home, settings, api_url, temporal)
         env = _child_env(settings)
-        children = [
-            _spawn_child("api", ["api", "--host", host, "--port", str(port)], env),
-            _spawn_child("worker", ["worker"], env),
-        ]
+        children.append(_spawn_child("api", ["api", "--host", host, "--port", str(port)], env))
+        children.append(_spawn_child("worker", ["worker"], env))
         _wait_healthy(api_url, children)
         _print_banner(
             settings, api_url, temporal, pg, services_ready - started, time.monotonic() - started
@@ -321,22 +342,32 @@ def _dev_lock(home: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+_force_stop = threading.Event()
+"""Set by a second Ctrl-C while stopping: the API and worker are then killed without grace."""
+
+
 def _catch_stop_signals() -> None:
+    """Ctrl-C, SIGTERM and SIGHUP all start the one orderly shutdown.
+
+    The handler switches to "already stopping" mode before it raises, so a second signal can
+    never interrupt the `finally` blocks that stop the servers; it only hurries them.
+    """
+
     def stop(signum: int, frame: FrameType | None) -> None:
+        _ignore_stop_signals()
         raise _Stopping
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGHUP, stop)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop)
 
 
 def _ignore_stop_signals() -> None:
-    """While stopping, a second Ctrl-C must not abandon half-stopped servers."""
-
-    def note(signum: int, frame: FrameType | None) -> None:
-        print("think dev: still stopping, please wait…", file=sys.stderr)
+    def hurry(signum: int, frame: FrameType | None) -> None:
+        _force_stop.set()
+        print("think dev: still stopping (killing the API and worker)…", file=sys.stderr)
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, note)
+        signal.signal(sig, hurry)
 
 
 def _connect_host(host: str) -> str:
@@ -432,16 +463,19 @@ def _supervise(
 
 
 def _stop_children(children: list[_Child], grace: float = STOP_GRACE) -> None:
-    """SIGTERM to all at once (each shuts down gracefully), SIGKILL whoever outlasts `grace`."""
+    """SIGTERM to all at once (each shuts down gracefully); SIGKILL whoever outlasts `grace`
+    or everyone left when the user presses Ctrl-C again."""
     for child in children:
         if child.process.poll() is None:
             child.process.terminate()
     deadline = time.monotonic() + grace
+    while any(child.process.poll() is None for child in children):
+        if time.monotonic() > deadline or _force_stop.is_set():
+            break
+        time.sleep(0.05)
     for child in children:
-        try:
-            child.process.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            print(f"think dev: the {child.name} did not stop in time; killing it", file=sys.stderr)
+        if child.process.poll() is None:
+            print(f"think dev: killing the {child.name}", file=sys.stderr)
             child.process.kill()
             child.process.wait()
 

@@ -49,7 +49,7 @@ async def _prune_forever(store: Store, retention: float) -> None:
             removed = await store.prune_chunks(retention)
             if removed:
                 log.info("pruned %d stream chunks older than %.0f s", removed, retention)
-        except Exception:  # noqa: BLE001 - pruning is housekeeping; the next round retries
+        except Exception:
             log.warning("pruning stream chunks failed", exc_info=True)
         await asyncio.sleep(PRUNE_EVERY)
 

@@ -20,7 +20,9 @@ async def list_agents(res: Res) -> AgentsOut:
                 description=cls.description or (cls.__doc__ or "").strip().split("\n")[0],
                 model=model if isinstance(model, str) else model.name,
                 tools=[
-                    AgentTool(name=t.name, description=t.description, needs_approval=t.needs_approval)
+                    AgentTool(
+                        name=t.name, description=t.description, needs_approval=t.needs_approval
+                    )
                     for t in agent.get_tools()
                 ],
             )

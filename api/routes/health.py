@@ -27,13 +27,16 @@ async def readyz(res: Res) -> JSONResponse:
             async with res.store.engine.connect() as conn:
                 await conn.execute(text("SELECT 1"))
         checks["postgres"] = "ok"
-    except Exception as exc:  # noqa: BLE001 - reported as not ready, not raised
+    except Exception as exc:
         checks["postgres"] = f"unavailable: {type(exc).__name__}"
     try:
         ok = await res.temporal.service_client.check_health(timeout=timedelta(seconds=2))
         checks["temporal"] = "ok" if ok else "unavailable"
-    except Exception as exc:  # noqa: BLE001 - reported as not ready, not raised
+    except Exception as exc:
         checks["temporal"] = f"unavailable: {type(exc).__name__}"
     checks["listener"] = "ok" if res.listener.connected else "reconnecting"
     ready = all(v == "ok" for v in checks.values())
-    return JSONResponse({"status": "ok" if ready else "unavailable", "checks": checks}, status_code=200 if ready else 503)
+    return JSONResponse(
+        {"status": "ok" if ready else "unavailable", "checks": checks},
+        status_code=200 if ready else 503,
+    )

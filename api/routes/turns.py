@@ -113,6 +113,3 @@ async def stream_turn(
                 errors=[{"field": "Last-Event-ID", "message": "not an integer"}],
             ) from None
     return stream_response(res, turn_id, after)
-
-
-

@@ -77,7 +77,9 @@ class TurnActivities:
         try:
             return self.registry.get(name)()
         except UserError as exc:
-            raise ApplicationError(str(exc), type=NON_RETRYABLE_USER_ERROR, non_retryable=True) from exc
+            raise ApplicationError(
+                str(exc), type=NON_RETRYABLE_USER_ERROR, non_retryable=True
+            ) from exc
 
     # -- prepare ---------------------------------------------------------------------------
 
@@ -230,7 +232,9 @@ class TurnActivities:
             if tool.needs_approval:
                 # Never run an approval-gated tool unapproved; the approval flow pauses turns
                 # for a person and is not part of this version yet.
-                raise ToolError(f"tool {tool_name!r} needs a person's approval, which is unavailable")
+                raise ToolError(
+                    f"tool {tool_name!r} needs a person's approval, which is unavailable"
+                )
             if not isinstance(raw_input, dict):
                 raise ToolError(f"the input of {tool_name!r} must be a JSON object")
             arguments = tool.validate(raw_input)
@@ -243,7 +247,7 @@ class TurnActivities:
             }
         except ToolError as exc:
             error = str(exc)
-        except Exception as exc:  # noqa: BLE001 - any tool failure is reported to the model
+        except Exception as exc:
             log.warning("tool %s failed", tool_name, exc_info=True)
             error = f"{type(exc).__name__}: {exc}"
         return {"type": "tool-output-error", "toolCallId": tool_call_id, "errorText": error}
@@ -403,4 +407,3 @@ def _as_ui(message: dict[str, Any]) -> Any:
 def _model_id(agent: Think) -> str:
     model = agent.get_model()
     return model if isinstance(model, str) else model.name
-

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Row, func, select, text, update
+from sqlalchemy import Row, Table, func, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -46,9 +46,10 @@ class ParentNotFound(UserError):
         self.parent_id = parent_id
 
 
-_conv = ConversationRow.__table__
-_msg = MessageRow.__table__
-_turn = TurnRow.__table__
+# Core tables for set-based statements (INSERT ... ON CONFLICT, UPDATE ... RETURNING).
+_conv: Table = ConversationRow.__table__  # type: ignore[assignment]  # a Table at runtime
+_msg: Table = MessageRow.__table__  # type: ignore[assignment]  # a Table at runtime
+_turn: Table = TurnRow.__table__  # type: ignore[assignment]  # a Table at runtime
 
 _PATH_SQL = text(
     """
@@ -283,7 +284,9 @@ class Store:
                 raise IdempotencyConflict(idempotency_key, existing.id)
             return Admission(turn=existing, accepted=False)
 
-    async def get_turn(self, turn_id: str, conversation_uid: str | None = None) -> TurnRecord | None:
+    async def get_turn(
+        self, turn_id: str, conversation_uid: str | None = None
+    ) -> TurnRecord | None:
         query = _turn_select().where(_turn.c.id == turn_id)
         if conversation_uid is not None:
             query = query.where(_turn.c.conversation_uid == conversation_uid)
@@ -308,7 +311,9 @@ class Store:
 
     async def lock_turn(self, conn: AsyncConnection, turn_id: str) -> TurnRecord:
         row = (
-            await conn.execute(_turn_select().where(_turn.c.id == turn_id).with_for_update(of=_turn))
+            await conn.execute(
+                _turn_select().where(_turn.c.id == turn_id).with_for_update(of=_turn)
+            )
         ).first()
         if row is None:
             raise UserError(f"turn {turn_id!r} does not exist")

@@ -54,10 +54,14 @@ class MessageBuilder:
             self.parts.append(part)
         elif kind in ("text-delta", "reasoning-delta"):
             active = self._text if kind == "text-delta" else self._reasoning
-            active[chunk["id"]]["text"] += chunk["delta"]
+            part = active[chunk["id"]]
+            part["text"] += chunk["delta"]
+            self._provider_metadata(part, chunk)
         elif kind in ("text-end", "reasoning-end"):
             active = self._text if kind == "text-end" else self._reasoning
-            active.pop(chunk["id"])["state"] = "done"
+            part = active.pop(chunk["id"])
+            part["state"] = "done"
+            self._provider_metadata(part, chunk)
         elif kind == "tool-input-start":
             self._tool_input_text[chunk["toolCallId"]] = ""
             self.parts.append(
@@ -114,12 +118,17 @@ class MessageBuilder:
             raise ValueError(f"no tool call {tool_call_id!r} in the message")
         return part
 
+    @staticmethod
+    def _provider_metadata(part: dict[str, Any], chunk: dict[str, Any]) -> None:
+        # The last non-null value wins, as in the SDK.
+        if chunk.get("providerMetadata") is not None:
+            part["providerMetadata"] = chunk["providerMetadata"]
+
     def _merge_metadata(self, chunk: dict[str, Any]) -> None:
         if chunk.get("messageMetadata") is not None:
-            self.message["metadata"] = {
-                **(self.message.get("metadata") or {}),
-                **chunk["messageMetadata"],
-            }
+            self.message["metadata"] = _deep_merge(
+                self.message.get("metadata") or {}, chunk["messageMetadata"]
+            )
 
     def _apply_data(self, chunk: dict[str, Any]) -> None:
         part = {"type": chunk["type"], "data": chunk.get("data")}
@@ -130,3 +139,14 @@ class MessageBuilder:
                     existing["data"] = chunk.get("data")
                     return
         self.parts.append(part)
+
+
+def _deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """Objects merge key by key; arrays and scalars replace (the SDK's metadata rule)."""
+    merged = dict(base)
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged

@@ -8,6 +8,7 @@ user feels), then at most one batch per `interval` while the previous batch is i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import Any
 
@@ -17,7 +18,13 @@ from think.streaming import _log
 from think.streaming._log import Fence
 
 _CONTENT = frozenset(
-    {"text-delta", "reasoning-delta", "tool-input-start", "tool-input-delta", "tool-input-available"}
+    {
+        "text-delta",
+        "reasoning-delta",
+        "tool-input-start",
+        "tool-input-delta",
+        "tool-input-available",
+    }
 )
 
 
@@ -76,8 +83,7 @@ class ChunkWriter:
     async def abort(self) -> None:
         if self._task is not None and not self._task.done():
             self._task.cancel()
-            try:
+            # We are discarding this writer: whatever its last batch raised no longer matters.
+            with contextlib.suppress(BaseException):
                 await self._task
-            except BaseException:  # noqa: BLE001 - we are discarding this writer anyway
-                pass
         self._buffer = []

@@ -140,7 +140,10 @@ class FakeOpenAIServer:
         return len(self.requests(conversation_id))
 
     def pending(self, conversation_id: str | None = None) -> int:
-        """Scripted replies not played yet (default queue when no id): assert it reaches 0."""
+        """Scripted replies not played yet (default queue when no id): assert it reaches 0.
+
+        A `repeat` queue never runs out, so it counts as 0.
+        """
         with self._lock:
             queue = self._queues.get(conversation_id)
             return len(queue.replies) if queue and not queue.repeat else 0
@@ -193,6 +196,7 @@ class FakeOpenAIServer:
         )
         self._server = _Server(config, self._ready)
         self._ready.clear()
+        self._failure = None
         self._thread = threading.Thread(
             target=self._run, args=(sock,), name=f"FakeOpenAIServer:{self._port}", daemon=True
         )

@@ -8,7 +8,6 @@ its queue, so its own history stays small however long the conversation gets.
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
@@ -69,7 +68,7 @@ class ConversationWorkflow:
                 await workflow.wait_condition(
                     lambda: bool(self._queue), timeout=IDLE_TIMEOUT, timeout_summary="idle"
                 )
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 # Idle: close. A later submission starts a fresh run via update-with-start.
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 if not self._queue:

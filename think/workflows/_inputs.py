@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+
 class ConversationRef(BaseModel):
     """Names one conversation; what every conversation-level input starts from."""
 

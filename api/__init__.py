@@ -1,0 +1,1 @@
+"""The HTTP gateway (FastAPI): routes in `routes/`, the SSE stream in `_sse.py`."""

@@ -1,0 +1,87 @@
+"""The stored assistant message equals what the AI SDK's own client code rebuilds from the stream.
+
+Runs the real `ai` npm package (`parseJsonEventStream` + `uiMessageChunkSchema` +
+`readUIMessageStream`, see tests/node/) over the exact SSE bytes the gateway sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests._sse import read_stream
+from tests.conftest import helper_path
+from think.streaming._builder import MessageBuilder
+from think.testing import FakeOpenAIServer, Reply, reasoning, text, tool_call
+
+NODE_DIR = Path(__file__).parent / "node"
+FIXTURES = NODE_DIR / "fixtures"
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("node") is None or not (NODE_DIR / "node_modules" / "ai").exists(),
+    reason="needs node and `npm ci --prefix tests/node` (make test does it)",
+)
+
+
+async def reconstruct(body: str) -> dict[str, Any]:
+    proc = await asyncio.create_subprocess_exec(
+        "node",
+        str(NODE_DIR / "reconstruct.mjs"),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate(body.encode())
+    assert proc.returncode == 0, err.decode()
+    result: dict[str, Any] = json.loads(out)
+    assert result["errors"] == [] or all(e["source"] == "error-chunk" for e in result["errors"])
+    return result
+
+
+SCRIPTS: dict[str, list[Reply]] = {
+    "text": [text("Plain", " text", " answer.")],
+    "reasoning": [reasoning("Let me", " think.") + text("Then", " answer.")],
+    "tools": [
+        text("Let me look.")
+        + tool_call("get_weather", {"city": "Paris"})
+        + tool_call("explode", {"reason": "x"}),
+        reasoning("Got it.") + text("21 degrees."),
+    ],
+    "bad-arguments": [tool_call("add", '{"a": '), text("Sorry.")],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+async def test_stored_message_equals_ai_sdk_reconstruction(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str, name: str
+) -> None:
+    fake_model.script(cid, *SCRIPTS[name])
+    turn = (
+        await api.post(f"{helper_path(cid)}/turns", json={"input": "go", "mode": "wait"})
+    ).json()
+    assert turn["status"] == "completed", turn
+    body, _ = await read_stream(api, turn["stream_url"])
+    rebuilt = await reconstruct(body)
+    assert rebuilt["done"] is True
+    stored = (await api.get(f"{helper_path(cid)}/messages")).json()["messages"][-1]
+    assert stored["id"] == turn["message_id"]
+    assert rebuilt["message"] == stored
+
+
+@pytest.mark.parametrize("fixture", ["text-reasoning", "static-tools"])
+async def test_builder_matches_ai_sdk_on_reference_fixtures(fixture: str) -> None:
+    """The Python builder folds the harness's hand-checked fixtures exactly as the SDK does."""
+    from tests._sse import chunks, parse
+
+    body = (FIXTURES / f"{fixture}.sse").read_text()
+    expected = json.loads((FIXTURES / f"{fixture}.json").read_text())["message"]
+    builder = MessageBuilder()
+    for chunk in chunks(parse(body)):
+        builder.apply(chunk)
+    assert builder.message == expected

@@ -1,0 +1,671 @@
+"""Bad input to every endpoint: a problem document that names the field, never a 500 or a
+traceback, and nothing written for a rejected submission (API.md, "Errors")."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import text as sql
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from tests.conftest import helper_path
+
+PROBLEM = "application/problem+json"
+JSON = {"content-type": "application/json"}
+LIMIT = 1024 * 1024  # Settings.max_body_bytes by default
+TITLES = {
+    400: "Bad Request",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    409: "Conflict",
+    413: "Content Too Large",
+    415: "Unsupported Media Type",
+    422: "Unprocessable Content",
+}
+MESSAGE = {"role": "user", "parts": [{"type": "text", "text": "hi"}]}
+
+
+def assert_problem(
+    response: httpx.Response, status: int, field: str | None = None
+) -> dict[str, Any]:
+    """The response is an RFC 9457 problem of `status` that names `field`, if given."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == PROBLEM
+    assert "Traceback" not in response.text and 'File "' not in response.text
+    body: dict[str, Any] = response.json()
+    assert isinstance(body["type"], str) and body["type"]
+    assert body["title"] == TITLES[status]
+    assert body["status"] == status
+    assert isinstance(body["detail"], str) and body["detail"]
+    if field is not None:
+        fields = [e["field"] for e in body.get("errors", [])]
+        named = field in body["detail"] or any(
+            f == field or f.startswith(f"{field}.") for f in fields
+        )
+        assert named, f"{field!r} not named in {body}"
+    return body
+
+
+async def counts(engine: AsyncEngine, cid: str) -> tuple[int, int, int]:
+    """Rows of conversations, turns and messages stored under conversation id `cid`."""
+    async with engine.connect() as conn:
+        row = (
+            await conn.execute(
+                sql(
+                    "SELECT (SELECT count(*) FROM conversations WHERE id = :c),"
+                    " (SELECT count(*) FROM turns t JOIN conversations c"
+                    "  ON c.uid = t.conversation_uid WHERE c.id = :c),"
+                    " (SELECT count(*) FROM messages m JOIN conversations c"
+                    "  ON c.uid = m.conversation_uid WHERE c.id = :c)"
+                ),
+                {"c": cid},
+            )
+        ).one()
+    return (int(row[0]), int(row[1]), int(row[2]))
+
+
+NOTHING = (0, 0, 0)
+
+
+async def finished_turn(api: httpx.AsyncClient, cid: str) -> dict[str, Any]:
+    response = await api.post(
+        f"{helper_path(cid)}/turns", json={"input": "hello", "mode": "wait", "wait_timeout": 30}
+    )
+    assert response.status_code == 200, response.text
+    turn: dict[str, Any] = response.json()
+    assert turn["status"] == "completed", turn
+    return turn
+
+
+@pytest.fixture(scope="module")
+async def done(api: httpx.AsyncClient) -> dict[str, Any]:
+    """A conversation with one completed turn (its user and assistant messages stored)."""
+    return await finished_turn(api, "c-bad-input-done")
+
+
+@pytest.fixture(scope="module")
+async def other(api: httpx.AsyncClient) -> dict[str, Any]:
+    """Another conversation of the same agent with one completed turn."""
+    return await finished_turn(api, "c-bad-input-other")
+
+
+# -- POST .../turns: the body -----------------------------------------------------------------
+
+
+def raw(content: bytes, content_type: str | None = "application/json") -> dict[str, Any]:
+    return {"content": content, "headers": {"content-type": content_type} if content_type else {}}
+
+
+def body(value: Any) -> dict[str, Any]:
+    return {"json": value}
+
+
+BAD_SUBMISSIONS = [
+    # Not JSON at all, or not JSON as declared.
+    pytest.param(raw(b'{"input": "hi"'), 400, None, id="truncated-json"),
+    pytest.param(raw(b'{"input": "hi"} trailing'), 400, None, id="trailing-garbage"),
+    pytest.param(raw(b"{'input': 'hi'}"), 400, None, id="single-quotes"),
+    pytest.param(raw(b'{"input": "\xff\xfe"}'), 400, None, id="not-utf8"),
+    pytest.param(raw(b'{"input": "hi"}', "text/plain"), 415, None, id="text-plain"),
+    pytest.param(raw(b'{"input": "hi"}', "application/xml"), 415, None, id="xml"),
+    pytest.param(raw(b"input=hi", "application/x-www-form-urlencoded"), 415, None, id="form"),
+    pytest.param(raw(b'{"input": "hi"}', None), 415, None, id="no-content-type"),
+    pytest.param(raw(b""), 422, None, id="empty-body"),
+    pytest.param(body(None), 422, None, id="json-null"),
+    pytest.param(body([{"input": "hi"}]), 422, None, id="json-array"),
+    pytest.param(body("hi"), 422, None, id="json-string"),
+    # input
+    pytest.param(body({}), 422, "input", id="missing-input"),
+    pytest.param(body({"mode": "wait"}), 422, "input", id="only-mode"),
+    pytest.param(body({"input": None}), 422, "input", id="input-null"),
+    pytest.param(body({"input": 5}), 422, "input", id="input-int"),
+    pytest.param(body({"input": True}), 422, "input", id="input-bool"),
+    pytest.param(body({"input": ["hi"]}), 422, "input", id="input-list-of-str"),
+    pytest.param(body({"input": ""}), 422, "input", id="input-empty-string"),
+    pytest.param(body({"input": "  \n\t"}), 422, "input", id="input-whitespace"),
+    pytest.param(body({"input": []}), 422, "input", id="input-empty-list"),
+    pytest.param(body({"input": {**MESSAGE, "role": "robot"}}), 422, "input", id="bad-role"),
+    pytest.param(body({"input": {**MESSAGE, "role": None}}), 422, "input", id="null-role"),
+    pytest.param(body({"input": {"parts": MESSAGE["parts"]}}), 422, "input", id="no-role"),
+    pytest.param(body({"input": {"role": "user"}}), 422, "input", id="no-parts"),
+    pytest.param(body({"input": {"role": "user", "parts": []}}), 422, "input", id="empty-parts"),
+    pytest.param(
+        body({"input": {"role": "user", "parts": [{"text": "hi"}]}}),
+        422,
+        "input",
+        id="part-no-type",
+    ),
+    pytest.param(
+        body({"input": {"role": "user", "parts": [{"type": "", "text": "hi"}]}}),
+        422,
+        "input",
+        id="part-empty-type",
+    ),
+    pytest.param(
+        body({"input": {"role": "user", "parts": [{"type": 3}]}}), 422, "input", id="part-int-type"
+    ),
+    pytest.param(
+        body({"input": {"role": "user", "parts": [{"type": "text"}]}}),
+        422,
+        "input",
+        id="text-part-no-text",
+    ),
+    pytest.param(body({"input": {"role": "user", "parts": ["hi"]}}), 422, "input", id="part-str"),
+    pytest.param(body({"input": {"role": "user", "parts": "hi"}}), 422, "input", id="parts-str"),
+    pytest.param(body({"input": {**MESSAGE, "color": "red"}}), 422, "input", id="message-extra"),
+    pytest.param(body({"input": {**MESSAGE, "id": ""}}), 422, "input", id="message-empty-id"),
+    pytest.param(body({"input": {**MESSAGE, "id": "m" * 201}}), 422, "input", id="message-long-id"),
+    pytest.param(body({"input": {**MESSAGE, "metadata": []}}), 422, "input", id="metadata-list"),
+    pytest.param(body({"input": [MESSAGE, {"role": "user"}]}), 422, "input", id="second-bad"),
+    # Text that Postgres cannot store must be refused up front, not fail in an INSERT.
+    pytest.param(body({"input": "a\u0000b"}), 422, "input", id="input-nul"),
+    pytest.param(raw(b'{"input": "a\\ud800b"}'), 422, "input", id="input-lone-surrogate"),
+    pytest.param(body({"input": {**MESSAGE, "id": "m\u0000"}}), 422, "input", id="message-id-nul"),
+    pytest.param(body({"input": "hi", "body": {"k\u0000": 1}}), 422, "body", id="body-key-nul"),
+    pytest.param(raw(b'{"input": "hi", "body": {"x": NaN}}'), 422, "body", id="body-nan"),
+    pytest.param(raw(b'{"input": "hi", "body": {"x": -Infinity}}'), 422, "body", id="body-inf"),
+    pytest.param(
+        raw(b'{"input": {"role": "user", "parts": [{"type": "data-x", "data": NaN}]}}'),
+        422,
+        "input",
+        id="part-nan",
+    ),
+    # mode and wait_timeout
+    pytest.param(body({"input": "hi", "mode": "fast"}), 422, "mode", id="unknown-mode"),
+    pytest.param(body({"input": "hi", "mode": "WAIT"}), 422, "mode", id="mode-case"),
+    pytest.param(body({"input": "hi", "mode": 1}), 422, "mode", id="mode-int"),
+    pytest.param(body({"input": "hi", "mode": None}), 422, "mode", id="mode-null"),
+    pytest.param(body({"input": "hi", "wait_timeout": -1}), 422, "wait_timeout", id="timeout-neg"),
+    pytest.param(body({"input": "hi", "wait_timeout": 0}), 422, "wait_timeout", id="timeout-zero"),
+    pytest.param(
+        body({"input": "hi", "wait_timeout": 1e9}), 422, "wait_timeout", id="timeout-huge"
+    ),
+    pytest.param(
+        raw(b'{"input": "hi", "wait_timeout": Infinity}'), 422, "wait_timeout", id="timeout-inf"
+    ),
+    pytest.param(
+        raw(b'{"input": "hi", "wait_timeout": NaN}'), 422, "wait_timeout", id="timeout-nan"
+    ),
+    pytest.param(
+        body({"input": "hi", "wait_timeout": "soon"}), 422, "wait_timeout", id="timeout-str"
+    ),
+    # other fields
+    pytest.param(body({"input": "hi", "inputs": "x"}), 422, "inputs", id="unknown-field"),
+    pytest.param(body({"input": "hi", "parent_id": ""}), 422, "parent_id", id="parent-empty"),
+    pytest.param(body({"input": "hi", "parent_id": 5}), 422, "parent_id", id="parent-int"),
+    pytest.param(body({"input": "hi", "parent_id": "m\u0000"}), 422, "parent_id", id="parent-nul"),
+    pytest.param(body({"input": "hi", "body": []}), 422, "body", id="body-list"),
+    pytest.param(body({"input": "hi", "body": "x"}), 422, "body", id="body-str"),
+    pytest.param(body({"input": "hi", "client_tools": {}}), 422, "client_tools", id="tools-obj"),
+    pytest.param(
+        body({"input": "hi", "client_tools": [{"name": "bad name"}]}),
+        422,
+        "client_tools",
+        id="tool-bad-name",
+    ),
+    pytest.param(
+        body({"input": "hi", "client_tools": [{"description": "x"}]}),
+        422,
+        "client_tools",
+        id="tool-no-name",
+    ),
+    pytest.param(
+        body({"input": "hi", "client_tools": [{"name": "t", "extra": 1}]}),
+        422,
+        "client_tools",
+        id="tool-extra",
+    ),
+    pytest.param(
+        body({"input": "hi", "client_tools": [{"name": "t", "input_schema": []}]}),
+        422,
+        "client_tools",
+        id="tool-schema-list",
+    ),
+]
+
+
+@pytest.mark.parametrize(("request_kw", "status", "field"), BAD_SUBMISSIONS)
+async def test_bad_submission_writes_nothing(
+    api: httpx.AsyncClient,
+    engine: AsyncEngine,
+    cid: str,
+    request_kw: dict[str, Any],
+    status: int,
+    field: str | None,
+) -> None:
+    response = await api.post(f"{helper_path(cid)}/turns", **request_kw)
+    assert_problem(response, status, field)
+    # A rejected first submission does not even create the conversation.
+    assert await counts(engine, cid) == NOTHING
+
+
+async def test_wrong_content_type_names_json(api: httpx.AsyncClient, cid: str) -> None:
+    response = await api.post(
+        f"{helper_path(cid)}/turns",
+        content=b'{"input": "hi"}',
+        headers={"content-type": "text/plain"},
+    )
+    assert "application/json" in assert_problem(response, 415)["detail"]
+
+
+async def test_malformed_json_says_so(api: httpx.AsyncClient, cid: str) -> None:
+    response = await api.post(f"{helper_path(cid)}/turns", **raw(b'{"input": '))
+    assert "JSON" in assert_problem(response, 400)["detail"]
+
+
+async def test_bad_submission_to_existing_conversation_writes_nothing(
+    api: httpx.AsyncClient, engine: AsyncEngine, done: dict[str, Any]
+) -> None:
+    cid = done["conversation_id"]
+    before = await counts(engine, cid)
+    for request_kw, status, field in (p.values for p in BAD_SUBMISSIONS[::4]):
+        response = await api.post(f"{helper_path(cid)}/turns", **request_kw)
+        assert_problem(response, status, field)
+    assert await counts(engine, cid) == before
+
+
+@pytest.mark.parametrize(
+    ("key", "field"),
+    [
+        pytest.param("", "Idempotency-Key", id="empty"),
+        pytest.param("k" * 256, "Idempotency-Key", id="too-long"),
+    ],
+)
+async def test_bad_idempotency_key(
+    api: httpx.AsyncClient, engine: AsyncEngine, cid: str, key: str, field: str
+) -> None:
+    response = await api.post(
+        f"{helper_path(cid)}/turns", json={"input": "hi"}, headers={"Idempotency-Key": key}
+    )
+    assert_problem(response, 422, field)
+    assert await counts(engine, cid) == NOTHING
+
+
+# -- parent_id and Idempotency-Key conflicts --------------------------------------------------
+
+
+async def test_parent_id_unknown_on_first_submission(
+    api: httpx.AsyncClient, engine: AsyncEngine, cid: str
+) -> None:
+    response = await api.post(
+        f"{helper_path(cid)}/turns", json={"input": "hi", "parent_id": "msg_nope"}
+    )
+    body = assert_problem(response, 422, "parent_id")
+    assert [e["field"] for e in body["errors"]] == ["parent_id"]
+    assert await counts(engine, cid) == NOTHING
+
+
+async def test_parent_id_of_another_conversation(
+    api: httpx.AsyncClient, engine: AsyncEngine, done: dict[str, Any], other: dict[str, Any]
+) -> None:
+    cid = done["conversation_id"]
+    before = await counts(engine, cid)
+    for mode in ("submit", "wait", "stream"):
+        response = await api.post(
+            f"{helper_path(cid)}/turns",
+            json={"input": "hi", "mode": mode, "parent_id": other["message_id"]},
+        )
+        assert_problem(response, 422, "parent_id")
+    assert await counts(engine, cid) == before
+
+
+async def test_idempotency_key_with_different_body_conflicts(
+    api: httpx.AsyncClient, engine: AsyncEngine, cid: str
+) -> None:
+    url = f"{helper_path(cid)}/turns"
+    headers = {"Idempotency-Key": "bad-input-409"}
+    first = await api.post(url, json={"input": "original"}, headers=headers)
+    assert first.status_code == 202, first.text
+    original = first.json()
+    for changed in (
+        {"input": "different"},
+        {"input": "original", "body": {"x": 1}},
+        {"input": "original", "mode": "wait", "parent_id": original["message_id"]},
+    ):
+        clash = await api.post(url, json=changed, headers=headers)
+        body = assert_problem(clash, 409, "Idempotency-Key")
+        assert body["turn_id"] == original["turn_id"]
+    async with engine.connect() as conn:
+        rows = (
+            await conn.execute(
+                sql(
+                    "SELECT t.id, t.request FROM turns t JOIN conversations c"
+                    " ON c.uid = t.conversation_uid WHERE c.id = :c"
+                ),
+                {"c": cid},
+            )
+        ).all()
+    assert len(rows) == 1
+    turn_id, request = rows[0]
+    assert turn_id == original["turn_id"]
+    assert request["messages"][0]["parts"] == [{"type": "text", "text": "original"}]
+    assert request.get("body", {}) == {} and "parent_id" not in request
+    again = await api.post(url, json={"input": "original"}, headers=headers)
+    assert again.status_code == 200 and again.json()["turn_id"] == original["turn_id"]
+
+
+# -- body size --------------------------------------------------------------------------------
+
+
+def padded(prefix: bytes, suffix: bytes, size: int) -> bytes:
+    """Valid JSON of exactly `size` bytes: `prefix`, then x's, then `suffix`."""
+    return prefix + b"x" * (size - len(prefix) - len(suffix)) + suffix
+
+
+async def chunked(data: bytes) -> AsyncIterator[bytes]:
+    """A body without Content-Length (Transfer-Encoding: chunked)."""
+    for i in range(0, len(data), 64 * 1024):
+        yield data[i : i + 64 * 1024]
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "chunked"])
+@pytest.mark.parametrize("route", ["turns", "conversations"])
+async def test_body_over_limit(
+    api: httpx.AsyncClient, engine: AsyncEngine, cid: str, declared: bool, route: str
+) -> None:
+    if route == "turns":
+        url = f"{helper_path(cid)}/turns"
+        data = padded(b'{"input": "', b'"}', LIMIT + 1)
+    else:
+        url = "/v1/agents/helper/conversations"
+        data = padded(b'{"id": "' + cid.encode() + b'", "metadata": {"x": "', b'"}}', LIMIT + 1)
+    assert len(data) == LIMIT + 1
+    content = data if declared else chunked(data)
+    response = await api.post(url, content=content, headers=JSON)
+    if not declared:
+        assert "content-length" not in response.request.headers
+    assert str(LIMIT) in assert_problem(response, 413)["detail"]
+    assert await counts(engine, cid) == NOTHING
+
+
+async def test_body_at_limit_is_read(api: httpx.AsyncClient, engine: AsyncEngine, cid: str) -> None:
+    """Exactly the limit is allowed: this one fails validation (422), not the size check."""
+    data = padded(b'{"input": "hi", "junk": "', b'"}', LIMIT)
+    for content in (data, chunked(data)):
+        response = await api.post(f"{helper_path(cid)}/turns", content=content, headers=JSON)
+        assert_problem(response, 422, "junk")
+    assert await counts(engine, cid) == NOTHING
+
+
+# -- paths: conversation ids, agents, conversations, turns ------------------------------------
+
+BAD_IDS = [
+    pytest.param("has%20space", id="space"),
+    pytest.param("-leading-dash", id="leading-dash"),
+    pytest.param("c" * 129, id="too-long"),
+    pytest.param("trailing-newline%0A", id="newline"),
+    pytest.param("nul%00", id="nul"),
+    pytest.param("caf%C3%A9", id="non-ascii"),
+    pytest.param("a%2Fb", id="encoded-slash"),
+]
+
+
+def routes(cid: str, turn_id: str = "turn_0000000000000000") -> list[tuple[str, str]]:
+    """Every route under a conversation, as (method, path)."""
+    conv = f"/v1/agents/helper/conversations/{cid}"
+    return [
+        ("GET", conv),
+        ("GET", f"{conv}/messages"),
+        ("POST", f"{conv}/turns"),
+        ("GET", f"{conv}/turns"),
+        ("GET", f"{conv}/turns/{turn_id}"),
+        ("GET", f"{conv}/turns/{turn_id}/stream"),
+    ]
+
+
+@pytest.mark.parametrize("bad", BAD_IDS)
+async def test_bad_conversation_id_in_path(
+    api: httpx.AsyncClient, engine: AsyncEngine, bad: str
+) -> None:
+    for method, path in routes(bad):
+        kw: dict[str, Any] = {"json": {"input": "hi"}} if method == "POST" else {}
+        response = await api.request(method, path, **kw)
+        if bad == "a%2Fb" and response.status_code == 404:
+            # An encoded slash may split the path: then no route matches at all.
+            assert_problem(response, 404)
+            continue
+        assert_problem(response, 422, "cid")
+    async with engine.connect() as conn:
+        found = await conn.scalar(
+            sql("SELECT count(*) FROM conversations WHERE id LIKE '%has space%'")
+        )
+    assert found == 0
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        pytest.param("has space", id="space"),
+        pytest.param("-dash", id="leading-dash"),
+        pytest.param("c" * 129, id="too-long"),
+        pytest.param("", id="empty"),
+        pytest.param("a\nb", id="newline"),
+        pytest.param("ok\n", id="trailing-newline"),
+        pytest.param("a\u0000", id="nul"),
+        pytest.param(5, id="int"),
+        pytest.param(["c1"], id="list"),
+    ],
+)
+async def test_create_conversation_bad_id(
+    api: httpx.AsyncClient, engine: AsyncEngine, bad: Any
+) -> None:
+    response = await api.post("/v1/agents/helper/conversations", json={"id": bad})
+    assert_problem(response, 422, "id")
+    if isinstance(bad, str):
+        assert (await counts(engine, bad))[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("request_kw", "status", "field"),
+    [
+        pytest.param(body({"metadata": "x"}), 422, "metadata", id="metadata-str"),
+        pytest.param(body({"metadata": []}), 422, "metadata", id="metadata-list"),
+        pytest.param(body({"metadata": 5}), 422, "metadata", id="metadata-int"),
+        pytest.param(body({"metadata": {"k": "\u0000"}}), 422, "metadata", id="metadata-nul"),
+        pytest.param(raw(b'{"metadata": {"k": NaN}}'), 422, "metadata", id="metadata-nan"),
+        pytest.param(body({"name": "x"}), 422, "name", id="unknown-field"),
+        pytest.param(body([]), 422, None, id="json-array"),
+        pytest.param(body("c1"), 422, None, id="json-string"),
+        pytest.param(raw(b'{"metadata": '), 400, None, id="malformed-json"),
+        pytest.param(raw(b'{"metadata": {}}', "text/plain"), 415, None, id="text-plain"),
+    ],
+)
+async def test_create_conversation_bad_body(
+    api: httpx.AsyncClient,
+    engine: AsyncEngine,
+    cid: str,
+    request_kw: dict[str, Any],
+    status: int,
+    field: str | None,
+) -> None:
+    # Give the request a known id where the body is an object, so a stray row would show.
+    if "json" in request_kw and isinstance(request_kw["json"], dict):
+        request_kw = {"json": {"id": cid, **request_kw["json"]}}
+    elif request_kw.get("content", b"").startswith(b'{"metadata"'):
+        request_kw = {
+            **request_kw,
+            "content": request_kw["content"].replace(b"{", b'{"id": "' + cid.encode() + b'", ', 1),
+        }
+    response = await api.post("/v1/agents/helper/conversations", **request_kw)
+    assert_problem(response, status, field)
+    assert await counts(engine, cid) == NOTHING
+
+
+async def test_unknown_agent_on_every_route(
+    api: httpx.AsyncClient, engine: AsyncEngine, cid: str, done: dict[str, Any]
+) -> None:
+    known = done["conversation_id"]
+    for conversation in (cid, known):
+        paths = [
+            ("POST", "/v1/agents/nobody/conversations"),
+            *[
+                (m, p.replace("/agents/helper/", "/agents/nobody/"))
+                for m, p in routes(conversation, done["turn_id"])
+            ],
+        ]
+        for method, path in paths:
+            kw: dict[str, Any] = {}
+            if method == "POST":
+                kw["json"] = {"input": "hi"} if path.endswith("/turns") else {"id": cid}
+            response = await api.request(method, path, **kw)
+            assert "nobody" in assert_problem(response, 404)["detail"], (method, path)
+    assert await counts(engine, cid) == NOTHING
+
+
+async def test_unknown_conversation(api: httpx.AsyncClient, engine: AsyncEngine, cid: str) -> None:
+    for method, path in routes(cid):
+        if method == "POST":
+            continue  # submitting a turn creates the conversation
+        response = await api.request(method, path)
+        assert cid in assert_problem(response, 404)["detail"], path
+    assert await counts(engine, cid) == NOTHING
+
+
+async def test_conversation_of_another_agent(api: httpx.AsyncClient, done: dict[str, Any]) -> None:
+    """Conversation ids are per agent: the helper's conversation is unknown to `assistant`."""
+    for method, path in routes(done["conversation_id"], done["turn_id"]):
+        if method == "POST":
+            continue
+        path = path.replace("/agents/helper/", "/agents/assistant/")
+        assert_problem(await api.request(method, path), 404)
+
+
+@pytest.mark.parametrize("suffix", ["", "/stream"])
+@pytest.mark.parametrize(
+    "turn_id",
+    [
+        pytest.param("turn_0000000000000000", id="unknown"),
+        pytest.param("t" * 2000, id="long"),
+        pytest.param("has%20space", id="space"),
+        pytest.param("nul%00", id="nul"),
+        pytest.param("OTHER", id="another-conversations-turn"),
+    ],
+)
+async def test_unknown_turn(
+    api: httpx.AsyncClient,
+    done: dict[str, Any],
+    other: dict[str, Any],
+    turn_id: str,
+    suffix: str,
+) -> None:
+    if turn_id == "OTHER":
+        turn_id = other["turn_id"]
+        # It exists, in its own conversation.
+        mine = f"{helper_path(other['conversation_id'])}/turns/{turn_id}"
+        assert (await api.get(mine)).status_code == 200
+    path = f"{helper_path(done['conversation_id'])}/turns/{turn_id}{suffix}"
+    response = await api.get(path)
+    if response.status_code == 422:
+        assert_problem(response, 422, "turn_id")
+    else:
+        assert_problem(response, 404, "turn")
+
+
+# -- query parameters and headers -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "leaf_id",
+    [
+        pytest.param("msg_nope", id="unknown"),
+        pytest.param("OTHER", id="another-conversations-message"),
+        pytest.param("x" * 2000, id="long"),
+    ],
+)
+async def test_leaf_id_not_in_conversation(
+    api: httpx.AsyncClient, done: dict[str, Any], other: dict[str, Any], leaf_id: str
+) -> None:
+    if leaf_id == "OTHER":
+        leaf_id = other["message_id"]
+    response = await api.get(
+        f"{helper_path(done['conversation_id'])}/messages", params={"leaf_id": leaf_id}
+    )
+    assert leaf_id[:20] in assert_problem(response, 404)["detail"]
+
+
+@pytest.mark.parametrize(
+    "leaf_id", [pytest.param("", id="empty"), pytest.param("m\u0000", id="nul")]
+)
+async def test_leaf_id_malformed(
+    api: httpx.AsyncClient, done: dict[str, Any], leaf_id: str
+) -> None:
+    response = await api.get(
+        f"{helper_path(done['conversation_id'])}/messages", params={"leaf_id": leaf_id}
+    )
+    assert_problem(response, 422, "leaf_id")
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        pytest.param({"status": "bogus"}, "status", id="status-unknown"),
+        pytest.param({"status": "COMPLETED"}, "status", id="status-case"),
+        pytest.param({"status": ""}, "status", id="status-empty"),
+        pytest.param([("status", "completed"), ("status", "nope")], "status", id="status-second"),
+        pytest.param({"limit": "0"}, "limit", id="limit-zero"),
+        pytest.param({"limit": "-1"}, "limit", id="limit-negative"),
+        pytest.param({"limit": "501"}, "limit", id="limit-huge"),
+        pytest.param({"limit": "99999999999999999999999"}, "limit", id="limit-overflow"),
+        pytest.param({"limit": "ten"}, "limit", id="limit-word"),
+        pytest.param({"limit": "1.5"}, "limit", id="limit-float"),
+        pytest.param({"limit": ""}, "limit", id="limit-empty"),
+    ],
+)
+async def test_list_turns_bad_query(
+    api: httpx.AsyncClient, done: dict[str, Any], params: Any, field: str
+) -> None:
+    response = await api.get(f"{helper_path(done['conversation_id'])}/turns", params=params)
+    assert_problem(response, 422, field)
+
+
+@pytest.mark.parametrize("value", ["abc", "1.5", "1e3", "0x10", "½"])
+async def test_last_event_id_not_an_integer(
+    api: httpx.AsyncClient, done: dict[str, Any], value: str
+) -> None:
+    response = await api.get(done["stream_url"], headers={"Last-Event-ID": value.encode()})
+    assert_problem(response, 400, "Last-Event-ID")
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999999", "-5", " 2 "])
+async def test_last_event_id_odd_integers_still_stream(
+    api: httpx.AsyncClient, done: dict[str, Any], value: str
+) -> None:
+    response = await api.get(done["stream_url"], headers={"Last-Event-ID": value})
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/event-stream")
+    assert response.text.rstrip().endswith("data: [DONE]")
+
+
+# -- methods and unknown paths ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("POST", "/v1/agents", "GET"),
+        ("GET", "/v1/agents/helper/conversations", "POST"),
+        ("DELETE", "/v1/agents/helper/conversations/CID", "GET"),
+        ("PUT", "/v1/agents/helper/conversations/CID/messages", "GET"),
+        ("DELETE", "/v1/agents/helper/conversations/CID/turns", "POST"),
+        ("PATCH", "/v1/agents/helper/conversations/CID/turns/turn_x", "GET"),
+        ("POST", "/v1/agents/helper/conversations/CID/turns/turn_x/stream", "GET"),
+        ("POST", "/healthz", "GET"),
+    ],
+)
+async def test_method_not_allowed(
+    api: httpx.AsyncClient, engine: AsyncEngine, cid: str, method: str, path: str, allowed: str
+) -> None:
+    response = await api.request(method, path.replace("CID", cid), json={"input": "hi"})
+    assert_problem(response, 405)
+    assert allowed in response.headers.get("allow", "")
+    assert await counts(engine, cid) == NOTHING
+
+
+@pytest.mark.parametrize(
+    "path", ["/v1/nope", "/v1/agents/helper", "/v1/agents/helper/conversations/c1/unknown"]
+)
+async def test_unknown_path(api: httpx.AsyncClient, path: str) -> None:
+    assert_problem(await api.get(path), 404)

@@ -1,0 +1,108 @@
+"""Operating through Temporal and the health endpoints."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+from temporalio.client import Client
+
+from tests.conftest import helper_path
+from think._embedded import Services
+from think.workflows._names import conversation_workflow_id, turn_workflow_id
+
+
+async def test_operator_finds_turns_by_conversation(
+    api: httpx.AsyncClient, services: Services, temporal: Client, cid: str
+) -> None:
+    for word in ("one", "two"):
+        turn = (
+            await api.post(f"{helper_path(cid)}/turns", json={"input": word, "mode": "wait"})
+        ).json()
+        assert turn["status"] == "completed"
+    query = f"ThinkConversationId='{cid}' AND ThinkTurnStatus='completed'"
+    cli = Path(sys.executable).parent / "temporal"
+    found: list[dict[str, object]] = []
+    for _ in range(50):  # the visibility store is eventually consistent
+        out = subprocess.run(  # noqa: ASYNC221 - a short CLI call, as an operator would
+            [
+                str(cli),
+                "workflow",
+                "list",
+                "--address",
+                services.temporal_address,
+                "--query",
+                query,
+                "--output",
+                "json",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        found = json.loads(out) if out.strip() else []
+        if len(found) == 2:
+            break
+        await asyncio.sleep(0.2)
+    assert len(found) == 2
+    ids = {w["execution"]["workflowId"] for w in found}  # type: ignore[index]
+    assert all(i.startswith(f"turn-helper-{cid}-turn_") for i in ids)
+
+    turn_id = turn["turn_id"]
+    described = await temporal.get_workflow_handle(
+        turn_workflow_id("helper", cid, turn_id)
+    ).describe()
+    attrs = {p.key.name: p.value for p in described.typed_search_attributes}
+    attrs.pop("BuildIds", None)  # set by the server
+    assert attrs == {
+        "ThinkAgent": "helper",
+        "ThinkConversationId": cid,
+        "ThinkTurnStatus": "completed",
+    }
+    assert await described.static_summary() == f"helper turn in conversation {cid}"
+    conv = await temporal.get_workflow_handle(
+        conversation_workflow_id("default", "helper", cid)
+    ).describe()
+    assert conv.workflow_type == "think.Conversation"
+
+
+async def test_health_and_agents(api: httpx.AsyncClient) -> None:
+    assert (await api.get("/healthz")).json() == {"status": "ok"}
+    ready = (await api.get("/readyz")).json()
+    assert ready["status"] == "ok"
+    assert ready["checks"] == {"postgres": "ok", "temporal": "ok", "listener": "ok"}
+    agents = {a["name"]: a for a in (await api.get("/v1/agents")).json()["agents"]}
+    assert set(agents) == {"helper", "assistant"}
+    assistant = agents["assistant"]
+    assert assistant["model"] == "gpt-4o-mini"
+    assert {t["name"]: t["needs_approval"] for t in assistant["tools"]} == {
+        "get_weather": False,
+        "delete_file": True,
+    }
+    assert assistant["tools"][0]["description"] == "Current weather for a city."
+    docs = await api.get("/docs")
+    assert docs.status_code == 200
+    schema = (await api.get("/openapi.json")).json()
+    assert "/v1/agents/{agent}/conversations/{cid}/turns" in schema["paths"]
+
+
+async def test_conversation_create_and_get(api: httpx.AsyncClient, cid: str) -> None:
+    created = await api.post(
+        "/v1/agents/helper/conversations", json={"id": cid, "metadata": {"a": 1}}
+    )
+    assert created.status_code == 201
+    again = await api.post("/v1/agents/helper/conversations", json={"id": cid})
+    assert again.status_code == 200
+    assert again.json() == created.json()
+    got = (await api.get(helper_path(cid))).json()
+    assert got == {**created.json(), "active_leaf_id": None}
+    assert got["metadata"] == {"a": 1}
+    generated = await api.post("/v1/agents/helper/conversations")
+    assert generated.status_code == 201 and generated.json()["id"].startswith("conv_")
+    # The same id under another agent is another conversation.
+    other = await api.post("/v1/agents/assistant/conversations", json={"id": cid})
+    assert other.status_code == 201
