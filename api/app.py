@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import errors
@@ -45,7 +46,7 @@ class BodyLimit:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.limit:
-                    raise _TooLarge
+                    raise _TooLarge(self.limit)
             return message
 
         try:
@@ -54,14 +55,16 @@ class BodyLimit:
             await self._too_large(scope, receive, send)
 
     async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = errors.problem_response(
-            413, f"the request body is larger than the limit of {self.limit} bytes"
-        )
+        response = errors.problem_response(413, _TooLarge(self.limit).detail)
         await response(scope, receive, send)
 
 
-class _TooLarge(Exception):
-    pass
+class _TooLarge(StarletteHTTPException):
+    """An HTTPException, because FastAPI turns any other error met while reading the body into
+    400 "error parsing the body"; this one it re-raises, and the app's handler answers 413."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"the request body is larger than the limit of {limit} bytes")
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

@@ -58,6 +58,8 @@ Res = Annotated[Resources, Depends(_resources)]
 Tenant = Annotated[str, Depends(_tenant)]
 AgentClass = Annotated[type[Think], Depends(_agent)]
 ConversationId = Annotated[str, Path(pattern=ID_PATTERN, description="The conversation id")]
+# Turn ids are ours (`turn_<hex>`); checking their shape keeps e.g. a NUL out of the SQL (a 500).
+TurnId = Annotated[str, Path(pattern=ID_PATTERN, description="The turn id")]
 
 
 async def _conversation(

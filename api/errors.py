@@ -57,7 +57,8 @@ def _field(loc: tuple[Any, ...] | list[Any]) -> str:
     parts = [str(p) for p in loc]
     if parts and parts[0] in ("body", "query", "path", "header"):
         parts = parts[1:]
-    return ".".join(parts) or "body"
+    # Not "body": that is also the name of a field of the turn body.
+    return ".".join(parts) or "(request body)"
 
 
 async def _validation(request: Request, exc: Exception) -> JSONResponse:
@@ -65,7 +66,14 @@ async def _validation(request: Request, exc: Exception) -> JSONResponse:
     errors = []
     for err in exc.errors():
         if err.get("type") == "json_invalid":
-            return problem_response(400, f"the body is not valid JSON: {err.get('msg', '')}")
+            why = err.get("ctx", {}).get("error") or err.get("msg", "")
+            return problem_response(
+                400, f"the body is not valid JSON: {why} (at {_field(err['loc'])})"
+            )
+        if tuple(err.get("loc", ())) == ("body",) and isinstance(err.get("input"), bytes):
+            # FastAPI hands over the raw bytes when the Content-Type is not JSON; "body: Input
+            # should be a valid dictionary" would blame the `body` field instead.
+            return problem_response(415, "the body must be JSON (Content-Type: application/json)")
         errors.append({"field": _field(err.get("loc", ())), "message": err.get("msg", "")})
     detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors) or "invalid request"
     return problem_response(422, detail, errors=errors)
@@ -73,7 +81,10 @@ async def _validation(request: Request, exc: Exception) -> JSONResponse:
 
 async def _http(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
-    return problem_response(exc.status_code, str(exc.detail))
+    response = problem_response(exc.status_code, str(exc.detail))
+    # Keep the exception's headers: a 405 must say `Allow` (RFC 9110, 15.5.6).
+    response.headers.update(exc.headers or {})
+    return response
 
 
 async def _problem(request: Request, exc: Exception) -> JSONResponse:

@@ -2,18 +2,59 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
 from think._messages import UIMessage
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
 
 
+MAX_DEPTH = 100  # of JSON nesting in a body field; pydantic cannot serialize past ~255
+
+
+def _unstorable(value: Any) -> str | None:
+    """Where `value` holds what Python's JSON parser accepts but we cannot store, if anywhere:
+    NaN/Infinity, NUL characters and unpaired surrogates (`"\\ud800"`), which Postgres refuses,
+    and nesting too deep to serialize. A loop, not recursion, for that last reason."""
+    stack: list[tuple[str, int, Any]] = [("", 0, value)]
+    while stack:
+        where, depth, item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return f"{where or 'the value'} contains a NUL character (\\u0000)"
+            if not item.isascii():
+                try:
+                    item.encode()
+                except UnicodeEncodeError:
+                    return f"{where or 'the value'} contains an unpaired surrogate"
+        elif isinstance(item, float) and not math.isfinite(item):
+            return f"{where or 'the value'} is {item}, which JSON has no number for"
+        elif isinstance(item, dict | list) and depth >= MAX_DEPTH:
+            return f"the value is nested deeper than {MAX_DEPTH} levels"
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                stack.append((f"a key of {where or 'the object'}", depth, key))
+                stack.append((f"{where}.{key}" if where else str(key), depth + 1, child))
+        elif isinstance(item, list):
+            stack.extend((f"{where}[{i}]", depth + 1, child) for i, child in enumerate(item))
+    return None
+
+
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _storable(cls, value: Any) -> Any:
+        # Refused here, with the field's name, rather than by Postgres in an INSERT (a 500) or
+        # silently changed (pydantic writes NaN as null).
+        if problem := _unstorable(value):
+            raise ValueError(problem)
+        return value
 
 
 class CreateConversation(_Body):
@@ -39,8 +80,32 @@ class ClientTool(_Body):
     input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
 
 
+def _input_kind(value: Any) -> str | None:
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, dict | UIMessage):
+        return "message"
+    if isinstance(value, list):
+        return "messages"
+    return None
+
+
+# Tagged by the JSON type, so a bad message is reported once, where it is wrong
+# (`input.message.role`), not as a failure of each of the three forms in turn.
+TurnInput = Annotated[
+    Annotated[str, Tag("text")]
+    | Annotated[UIMessage, Tag("message")]
+    | Annotated[list[UIMessage], Tag("messages")],
+    Discriminator(
+        _input_kind,
+        custom_error_type="input_type",
+        custom_error_message="input must be a string, a UIMessage or a list of UIMessages",
+    ),
+]
+
+
 class SubmitTurnBody(_Body):
-    input: str | UIMessage | list[UIMessage]
+    input: TurnInput
     mode: Literal["submit", "wait", "stream"] = "submit"
     parent_id: str | None = Field(default=None, min_length=1)
     body: dict[str, Any] = Field(default_factory=dict)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import unquote
 
 import httpx
 import pytest
@@ -103,6 +104,13 @@ def body(value: Any) -> dict[str, Any]:
     return {"json": value}
 
 
+def nested(depth: int) -> Any:
+    value: Any = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
 BAD_SUBMISSIONS = [
     # Not JSON at all, or not JSON as declared.
     pytest.param(raw(b'{"input": "hi"'), 400, None, id="truncated-json"),
@@ -172,6 +180,17 @@ BAD_SUBMISSIONS = [
         422,
         "input",
         id="part-nan",
+    ),
+    # Nesting that pydantic could not serialize (a 500 once) or json could not even parse.
+    pytest.param(body({"input": "hi", "body": {"x": nested(150)}}), 422, "body", id="body-deep"),
+    pytest.param(
+        body({"input": {**MESSAGE, "metadata": {"x": nested(300)}}}), 422, "input", id="input-deep"
+    ),
+    pytest.param(
+        raw(b'{"input": "hi", "body": %s}' % (b"[" * 5000 + b"]" * 5000)),
+        400,
+        None,
+        id="too-deep-to-parse",
     ),
     # mode and wait_timeout
     pytest.param(body({"input": "hi", "mode": "fast"}), 422, "mode", id="unknown-mode"),
@@ -251,9 +270,44 @@ async def test_wrong_content_type_names_json(api: httpx.AsyncClient, cid: str) -
     assert "application/json" in assert_problem(response, 415)["detail"]
 
 
-async def test_malformed_json_says_so(api: httpx.AsyncClient, cid: str) -> None:
-    response = await api.post(f"{helper_path(cid)}/turns", **raw(b'{"input": '))
-    assert "JSON" in assert_problem(response, 400)["detail"]
+async def test_malformed_json_says_where(api: httpx.AsyncClient, cid: str) -> None:
+    response = await api.post(f"{helper_path(cid)}/turns", **raw(b'{"input": }'))
+    detail = assert_problem(response, 400)["detail"]
+    assert "not valid JSON" in detail and "Expecting value" in detail and "10" in detail
+
+
+@pytest.mark.parametrize(
+    ("value", "field"),
+    [
+        pytest.param(5, "input", id="int"),
+        pytest.param({**MESSAGE, "role": "robot"}, "input.message.role", id="role"),
+        pytest.param({"role": "user"}, "input.message.parts", id="no-parts"),
+        pytest.param({"role": "user", "parts": [{}]}, "input.message.parts", id="part-no-type"),
+        pytest.param({**MESSAGE, "color": "red"}, "input.message.color", id="extra"),
+        pytest.param([MESSAGE, {"role": "user"}], "input.messages.1.parts", id="second"),
+        pytest.param([MESSAGE, "hi"], "input.messages.1", id="str-in-list"),
+    ],
+)
+async def test_bad_input_is_reported_once_where_it_is_wrong(
+    api: httpx.AsyncClient, cid: str, value: Any, field: str
+) -> None:
+    """Not as a failure of each form `input` may take (string, message, list) in turn."""
+    response = await api.post(f"{helper_path(cid)}/turns", json={"input": value})
+    body = assert_problem(response, 422, field)
+    assert [e["field"] for e in body["errors"]] == [field]
+
+
+@pytest.mark.parametrize("content", [b"", b"null", b"[]", b'"hi"'])
+async def test_whole_body_errors_do_not_blame_the_body_field(
+    api: httpx.AsyncClient, cid: str, content: bytes
+) -> None:
+    """`body` is a field of a turn; an error about the request as a whole must not look like
+    one about that field."""
+    response = await api.post(f"{helper_path(cid)}/turns", **raw(content))
+    body = assert_problem(response, 422)
+    assert [e["field"] for e in body["errors"]] == ["(request body)"]
+    wrong_field = await api.post(f"{helper_path(cid)}/turns", json={"input": "hi", "body": 1})
+    assert [e["field"] for e in assert_problem(wrong_field, 422)["errors"]] == ["body"]
 
 
 async def test_bad_submission_to_existing_conversation_writes_nothing(
@@ -261,7 +315,7 @@ async def test_bad_submission_to_existing_conversation_writes_nothing(
 ) -> None:
     cid = done["conversation_id"]
     before = await counts(engine, cid)
-    for request_kw, status, field in (p.values for p in BAD_SUBMISSIONS[::4]):
+    for request_kw, status, field in (p.values for p in BAD_SUBMISSIONS):
         response = await api.post(f"{helper_path(cid)}/turns", **request_kw)
         assert_problem(response, status, field)
     assert await counts(engine, cid) == before
@@ -323,7 +377,7 @@ async def test_idempotency_key_with_different_body_conflicts(
     for changed in (
         {"input": "different"},
         {"input": "original", "body": {"x": 1}},
-        {"input": "original", "mode": "wait", "parent_id": original["message_id"]},
+        {"input": "original", "mode": "wait", "client_tools": [{"name": "t"}]},
     ):
         clash = await api.post(url, json=changed, headers=headers)
         body = assert_problem(clash, 409, "Idempotency-Key")
@@ -399,7 +453,7 @@ BAD_IDS = [
     pytest.param("trailing-newline%0A", id="newline"),
     pytest.param("nul%00", id="nul"),
     pytest.param("caf%C3%A9", id="non-ascii"),
-    pytest.param("a%2Fb", id="encoded-slash"),
+    pytest.param("a:b%20", id="trailing-space"),
 ]
 
 
@@ -423,16 +477,9 @@ async def test_bad_conversation_id_in_path(
     for method, path in routes(bad):
         kw: dict[str, Any] = {"json": {"input": "hi"}} if method == "POST" else {}
         response = await api.request(method, path, **kw)
-        if bad == "a%2Fb" and response.status_code == 404:
-            # An encoded slash may split the path: then no route matches at all.
-            assert_problem(response, 404)
-            continue
         assert_problem(response, 422, "cid")
-    async with engine.connect() as conn:
-        found = await conn.scalar(
-            sql("SELECT count(*) FROM conversations WHERE id LIKE '%has space%'")
-        )
-    assert found == 0
+    if "%00" not in bad:  # Postgres could not even look a NUL up
+        assert await counts(engine, unquote(bad)) == NOTHING
 
 
 @pytest.mark.parametrize(
@@ -454,7 +501,7 @@ async def test_create_conversation_bad_id(
 ) -> None:
     response = await api.post("/v1/agents/helper/conversations", json={"id": bad})
     assert_problem(response, 422, "id")
-    if isinstance(bad, str):
+    if isinstance(bad, str) and "\x00" not in bad:  # Postgres could not even look NUL up
         assert (await counts(engine, bad))[0] == 0
 
 
@@ -534,16 +581,7 @@ async def test_conversation_of_another_agent(api: httpx.AsyncClient, done: dict[
 
 
 @pytest.mark.parametrize("suffix", ["", "/stream"])
-@pytest.mark.parametrize(
-    "turn_id",
-    [
-        pytest.param("turn_0000000000000000", id="unknown"),
-        pytest.param("t" * 2000, id="long"),
-        pytest.param("has%20space", id="space"),
-        pytest.param("nul%00", id="nul"),
-        pytest.param("OTHER", id="another-conversations-turn"),
-    ],
-)
+@pytest.mark.parametrize("turn_id", ["turn_0000000000000000", "OTHER"], ids=["unknown", "other"])
 async def test_unknown_turn(
     api: httpx.AsyncClient,
     done: dict[str, Any],
@@ -552,16 +590,28 @@ async def test_unknown_turn(
     suffix: str,
 ) -> None:
     if turn_id == "OTHER":
+        # A turn that exists, but in another conversation.
         turn_id = other["turn_id"]
-        # It exists, in its own conversation.
-        mine = f"{helper_path(other['conversation_id'])}/turns/{turn_id}"
-        assert (await api.get(mine)).status_code == 200
-    path = f"{helper_path(done['conversation_id'])}/turns/{turn_id}{suffix}"
-    response = await api.get(path)
-    if response.status_code == 422:
-        assert_problem(response, 422, "turn_id")
-    else:
-        assert_problem(response, 404, "turn")
+        assert (await api.get(other["status_url"] + suffix)).status_code == 200
+    response = await api.get(f"{helper_path(done['conversation_id'])}/turns/{turn_id}{suffix}")
+    assert turn_id in assert_problem(response, 404)["detail"]
+
+
+@pytest.mark.parametrize("suffix", ["", "/stream"])
+@pytest.mark.parametrize(
+    "turn_id",
+    [
+        pytest.param("t" * 200, id="long"),
+        pytest.param("has%20space", id="space"),
+        pytest.param("-dash", id="leading-dash"),
+        pytest.param("nul%00", id="nul"),
+    ],
+)
+async def test_malformed_turn_id(
+    api: httpx.AsyncClient, done: dict[str, Any], turn_id: str, suffix: str
+) -> None:
+    response = await api.get(f"{helper_path(done['conversation_id'])}/turns/{turn_id}{suffix}")
+    assert_problem(response, 422, "turn_id")
 
 
 # -- query parameters and headers -------------------------------------------------------------
@@ -629,7 +679,7 @@ async def test_last_event_id_not_an_integer(
     assert_problem(response, 400, "Last-Event-ID")
 
 
-@pytest.mark.parametrize("value", ["99999999999999999999999", "-5", " 2 "])
+@pytest.mark.parametrize("value", ["99999999999999999999999", "-5", "0"])
 async def test_last_event_id_odd_integers_still_stream(
     api: httpx.AsyncClient, done: dict[str, Any], value: str
 ) -> None:

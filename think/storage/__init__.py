@@ -44,7 +44,9 @@ def create_engine_for(settings: Settings, *, pool_size: int = 10) -> AsyncEngine
         settings.sqlalchemy_url,
         pool_size=pool_size,
         max_overflow=pool_size,
-        pool_pre_ping=True,
+        # No pre-ping: it costs a round trip on every checkout, on the hot path of every
+        # activity; recycling old connections and Temporal's retries cover dead ones.
+        pool_recycle=1800,
     )
 
 

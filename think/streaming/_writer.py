@@ -2,7 +2,9 @@
 
 A fast model produces a token every few milliseconds; one INSERT + NOTIFY per token would make
 Postgres the bottleneck. The writer sends the first content chunk at once (that is the latency a
-user feels), then at most one batch per `interval` while the previous batch is in flight.
+user feels), then at most one batch per `interval`. When the step ends, whatever is still
+buffered is handed back to the caller, which writes it in the same transaction that records the
+step, so the end of a step never waits for the batching interval.
 """
 
 from __future__ import annotations
@@ -18,13 +20,7 @@ from think.streaming import _log
 from think.streaming._log import Fence
 
 _CONTENT = frozenset(
-    {
-        "text-delta",
-        "reasoning-delta",
-        "tool-input-start",
-        "tool-input-delta",
-        "tool-input-available",
-    }
+    {"text-delta", "reasoning-delta", "tool-input-start", "tool-input-delta", "tool-input-available"}
 )
 
 
@@ -40,6 +36,7 @@ class ChunkWriter:
         self._task: asyncio.Task[None] | None = None
         self._last_flush = 0.0
         self._content_sent = False
+        self._closing = asyncio.Event()
         self._error: BaseException | None = None
 
     def emit(self, chunk: dict[str, Any]) -> None:
@@ -52,11 +49,14 @@ class ChunkWriter:
 
     async def _drain(self) -> None:
         try:
-            while self._buffer:
+            while self._buffer and not self._closing.is_set():
                 if self._content_sent:
                     wait = self._last_flush + self._interval - time.monotonic()
                     if wait > 0:
-                        await asyncio.sleep(wait)
+                        with contextlib.suppress(TimeoutError):
+                            await asyncio.wait_for(self._closing.wait(), wait)
+                        if self._closing.is_set():
+                            return
                 batch, self._buffer = self._buffer, []
                 async with self._engine.begin() as conn:
                     await _log.append(conn, self._turn_id, batch, self._fence)
@@ -67,20 +67,19 @@ class ChunkWriter:
             raise
 
     async def drain(self) -> list[dict[str, Any]]:
-        """Wait for batches in flight; return what is still buffered (for the caller's commit)."""
+        """Stop batching; wait for a batch in flight and return the chunks not yet written."""
+        self._closing.set()
         if self._task is not None:
             task, self._task = self._task, None
-            try:
-                await task
-            except asyncio.CancelledError:
-                if self._error is None:
-                    raise
+            with contextlib.suppress(Exception):
+                await task  # its error, if any, is in self._error
         if self._error is not None:
             raise self._error
         rest, self._buffer = self._buffer, []
         return rest
 
     async def abort(self) -> None:
+        self._closing.set()
         if self._task is not None and not self._task.done():
             self._task.cancel()
             # We are discarding this writer: whatever its last batch raised no longer matters.

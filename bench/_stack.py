@@ -1,0 +1,47 @@
+"""A whole local deployment for benchmarks: embedded services, one worker, one API, a model.
+
+Benchmarks run by hand (`make bench`), never in CI: their figures go in docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from tests._stack import Stack, stack_env
+from think._embedded import start_services
+from think._settings import Settings
+from think.storage import migrate
+from think.testing import FakeOpenAIServer
+
+
+@contextlib.contextmanager
+def local_stack(
+    *, offline: bool = False, agents: str = "tests.agents:Helper,examples.assistant:Assistant"
+) -> Iterator[tuple[Stack, FakeOpenAIServer | None]]:
+    import asyncio
+
+    with tempfile.TemporaryDirectory(prefix="think-bench-") as tmp:
+        home = Path(tmp)
+        with start_services(home) as services:
+            asyncio.run(migrate(services.settings(Settings())))
+            model = None if offline else FakeOpenAIServer().start()
+            env = stack_env(
+                database_url=services.database_url,
+                temporal_address=services.temporal_address,
+                task_queue="bench",
+                agents=agents,
+                model_url=model.base_url if model else None,
+                home=home,
+            )
+            stack = Stack(env=env, logs=home)
+            try:
+                stack.start_worker()
+                stack.start_api()
+                yield stack, model
+            finally:
+                stack.stop()
+                if model:
+                    model.stop()
