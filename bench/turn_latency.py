@@ -33,7 +33,7 @@ def report(name: str, values: list[float]) -> None:
     )
 
 
-async def plain_turns(api: httpx.AsyncClient, agent: str, n: int) -> None:
+async def plain_turns(api: httpx.AsyncClient, agent: str, n: int, *, quiet: bool = False) -> None:
     first: list[float] = []
     first_text: list[float] = []
     done: list[float] = []
@@ -53,12 +53,16 @@ async def plain_turns(api: httpx.AsyncClient, agent: str, n: int) -> None:
         assert got_first is not None and got_text is not None
         first.append(got_first)
         first_text.append(got_text)
+    if quiet:
+        return
     report("plain turn: first SSE chunk", first)
     report("plain turn: first text-delta", first_text)
     report("plain turn: [DONE]", done)
 
 
-async def tool_turns(api: httpx.AsyncClient, model: FakeOpenAIServer, n: int) -> None:
+async def tool_turns(
+    api: httpx.AsyncClient, model: FakeOpenAIServer, n: int, *, quiet: bool = False
+) -> None:
     done: list[float] = []
     for i in range(n):
         cid = f"bench-tool-{i}"
@@ -69,20 +73,21 @@ async def tool_turns(api: httpx.AsyncClient, model: FakeOpenAIServer, n: int) ->
         )
         done.append(time.perf_counter() - t0)
         assert r.json()["status"] == "completed", r.text
-    report("tool turn (2 model calls, 1 tool)", done)
+    if not quiet:
+        report("tool turn (2 model calls, 1 tool)", done)
 
 
 async def run(args: argparse.Namespace) -> None:
     with local_stack(offline=args.offline) as (stack, model):
         async with httpx.AsyncClient(base_url=stack.api_url, timeout=60) as api:
             agent = "assistant" if args.offline else "helper"
-            await plain_turns(api, agent, 10)  # warm-up
+            await plain_turns(api, agent, 10, quiet=True)  # warm-up
             print(
                 f"model: {'offline' if args.offline else 'scripted instant (fake OpenAI server)'}"
             )
             await plain_turns(api, agent, args.turns)
             if model is not None:
-                await tool_turns(api, model, 10)
+                await tool_turns(api, model, 10, quiet=True)
                 await tool_turns(api, model, args.turns)
 
 

@@ -3,6 +3,7 @@ traceback, and nothing written for a rejected submission (API.md, "Errors")."""
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import unquote
@@ -84,13 +85,13 @@ async def finished_turn(api: httpx.AsyncClient, cid: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 async def done(api: httpx.AsyncClient) -> dict[str, Any]:
     """A conversation with one completed turn (its user and assistant messages stored)."""
-    return await finished_turn(api, "c-bad-input-done")
+    return await finished_turn(api, f"c-done-{secrets.token_hex(6)}")
 
 
 @pytest.fixture(scope="module")
 async def other(api: httpx.AsyncClient) -> dict[str, Any]:
     """Another conversation of the same agent with one completed turn."""
-    return await finished_turn(api, "c-bad-input-other")
+    return await finished_turn(api, f"c-other-{secrets.token_hex(6)}")
 
 
 # -- POST .../turns: the body -----------------------------------------------------------------
@@ -122,7 +123,7 @@ BAD_SUBMISSIONS = [
     pytest.param(raw(b"input=hi", "application/x-www-form-urlencoded"), 415, None, id="form"),
     pytest.param(raw(b'{"input": "hi"}', None), 415, None, id="no-content-type"),
     pytest.param(raw(b""), 422, None, id="empty-body"),
-    pytest.param(body(None), 422, None, id="json-null"),
+    pytest.param(raw(b"null"), 422, None, id="json-null"),
     pytest.param(body([{"input": "hi"}]), 422, None, id="json-array"),
     pytest.param(body("hi"), 422, None, id="json-string"),
     # input
@@ -397,8 +398,11 @@ async def test_idempotency_key_with_different_body_conflicts(
     assert turn_id == original["turn_id"]
     assert request["messages"][0]["parts"] == [{"type": "text", "text": "original"}]
     assert request.get("body", {}) == {} and "parent_id" not in request
-    again = await api.post(url, json={"input": "original"}, headers=headers)
+    # The original turn still runs, on its own input.
+    again = await api.post(url, json={"input": "original", "mode": "wait"}, headers=headers)
     assert again.status_code == 200 and again.json()["turn_id"] == original["turn_id"]
+    assert again.json()["status"] == "completed"
+    assert again.json()["message"]["parts"][-1]["text"] == "echo: original"
 
 
 # -- body size --------------------------------------------------------------------------------

@@ -46,7 +46,17 @@ def think_passthrough() -> list[str]:
     ]
     return names
 
+
 PRUNE_EVERY = 600.0
+
+
+def workflow_runner() -> SandboxedWorkflowRunner:
+    """The sandbox as workers run it; replay tests use the same one."""
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(
+            *PASSTHROUGH, *think_passthrough()
+        )
+    )
 
 
 def build_worker(client: Client, settings: Settings, activities: TurnActivities) -> Worker:
@@ -55,11 +65,7 @@ def build_worker(client: Client, settings: Settings, activities: TurnActivities)
         task_queue=settings.task_queue,
         workflows=WORKFLOWS,
         activities=activities.activities(),
-        workflow_runner=SandboxedWorkflowRunner(
-            restrictions=SandboxRestrictions.default.with_passthrough_modules(
-                *PASSTHROUGH, *think_passthrough()
-            )
-        ),
+        workflow_runner=workflow_runner(),
         # Cancellation reaches an activity through its heartbeat; keep that path short.
         max_heartbeat_throttle_interval=timedelta(seconds=0.5),
         default_heartbeat_throttle_interval=timedelta(seconds=0.5),

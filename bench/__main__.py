@@ -1,0 +1,18 @@
+"""`python -m bench` (`make bench`): every benchmark, one after the other."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+BENCHMARKS = [
+    ["bench.turn_latency"],
+    ["bench.turn_latency", "--offline", "--turns", "50"],
+    ["bench.throughput"],
+    ["bench.history_growth", "--turns", "200"],
+]
+
+if __name__ == "__main__":
+    for args in BENCHMARKS:
+        print(f"\n== python -m {' '.join(args)}", flush=True)
+        subprocess.run([sys.executable, "-m", *args], check=True)

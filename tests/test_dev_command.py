@@ -1,0 +1,309 @@
+"""`think dev` end to end, as `make dev` runs it: banner, the banner's own curl commands, the
+Temporal UI and search attributes, a clean Ctrl-C, and the data still there on the next start.
+
+Runs the real command in a fresh directory with a stripped environment (no model, so the
+bundled `assistant` answers through the offline model) on free ports, so it never clashes
+with a `think dev` or another test session on the same machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+import pytest
+
+from tests._stack import ROOT, free_port
+
+BANNER_TIMEOUT = 90.0
+"""Seconds for `think dev` to print its banner (Postgres initdb + Temporal + API on a slow box)."""
+STOP_TIMEOUT = 45.0
+"""Seconds for Ctrl-C to stop everything: STOP_GRACE (15 s) for the children, then services."""
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="finds leftover processes by command line"
+)
+
+
+def _clean_env(home: Path) -> dict[str, str]:
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("THINK_", "TEMPORAL_", "OPENAI_"))
+    }
+    env.update(THINK_HOME=str(home), PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    return env
+
+
+class Dev:
+    """One `think dev` process, its output collected by a thread so every wait is bounded."""
+
+    def __init__(self, cwd: Path, home: Path, ports: dict[str, int]) -> None:
+        self.ports = ports
+        self.needles = [str(cwd), *(str(p) for p in ports.values())]
+        self.lines: list[str] = []
+        self.seen: dict[int, float] = {}
+        """pid -> create_time of every process seen running on behalf of this `think dev`."""
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "think",
+                "dev",
+                "--port",
+                str(ports["api"]),
+                "--temporal-port",
+                str(ports["temporal"]),
+                "--ui-port",
+                str(ports["ui"]),
+            ],
+            cwd=cwd,
+            env=_clean_env(home),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            # Its own process group, as under a terminal: Ctrl-C goes to the whole group.
+            start_new_session=True,
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def output(self, last: int = 60) -> str:
+        return "\n".join(self.lines[-last:])
+
+    def wait_banner(self) -> list[str]:
+        """The banner's lines, once its last line (the stream curl) is out."""
+        deadline = time.monotonic() + BANNER_TIMEOUT
+        while not any(line.rstrip().endswith("/stream") for line in self.lines):
+            if self.process.poll() is not None:
+                self._reader.join(5)
+                pytest.fail(f"think dev exited with {self.process.returncode}:\n{self.output()}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"no banner within {BANNER_TIMEOUT:.0f} s:\n{self.output()}")
+            time.sleep(0.1)
+        start = max(i for i, line in enumerate(self.lines) if "Ctrl-C stops everything" in line)
+        return list(self.lines[start:])
+
+    def track(self) -> None:
+        """Remember everything running for us now, so the check after stopping cannot miss a
+        process whose command line does not name our directory or ports (postgres workers)."""
+        roots = [psutil.Process(self.process.pid), *self.matching()]
+        for root in roots:
+            with contextlib.suppress(psutil.Error):
+                for proc in [root, *root.children(recursive=True)]:
+                    self.seen[proc.pid] = proc.create_time()
+
+    def matching(self) -> list[psutil.Process]:
+        """Live processes whose command line names our directory or one of our ports."""
+        found = []
+        for proc in psutil.process_iter(["cmdline", "status"]):
+            if proc.pid == os.getpid() or proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            args = proc.info["cmdline"] or []
+            if any(
+                needle in arg if os.sep in needle else arg == needle or arg.endswith(":" + needle)
+                for arg in args
+                for needle in self.needles
+            ):
+                found.append(proc)
+        return found
+
+    def leftovers(self) -> list[str]:
+        """Descriptions of processes of this run that are still alive (zombies excluded)."""
+        alive: dict[int, psutil.Process] = {p.pid: p for p in self.matching()}
+        for pid, created in self.seen.items():
+            with contextlib.suppress(psutil.Error):
+                proc = psutil.Process(pid)
+                if proc.create_time() == created and proc.status() != psutil.STATUS_ZOMBIE:
+                    alive[pid] = proc
+        described = []
+        for pid, proc in sorted(alive.items()):
+            try:
+                described.append(f"{pid}: {' '.join(proc.cmdline())[:200]}")
+            except psutil.Error:
+                continue  # gone meanwhile
+        return described
+
+    def ctrl_c(self) -> int:
+        """SIGINT to the process group, as a terminal's Ctrl-C; returns the exit status."""
+        os.killpg(self.process.pid, signal.SIGINT)
+        try:
+            code = self.process.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            pytest.fail(
+                f"think dev still running {STOP_TIMEOUT:.0f} s after SIGINT:\n{self.output()}"
+            )
+        self._reader.join(5)
+        return code
+
+    def kill_everything(self) -> None:
+        """Whatever happened, leave nothing running: the group, then anything of ours (the
+        children run in sessions of their own, so killing the group does not reach them)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(10)
+        procs = list(self.matching())
+        for pid, created in self.seen.items():
+            with contextlib.suppress(psutil.Error):
+                proc = psutil.Process(pid)
+                if proc.create_time() == created:
+                    procs.append(proc)
+        for proc in procs:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+        psutil.wait_procs(procs, timeout=10)
+
+
+def _sh(command: str, timeout: float = 60.0) -> str:
+    result = subprocess.run(
+        ["bash", "-c", command], capture_output=True, text=True, timeout=timeout
+    )
+    assert result.returncode == 0, f"{command}\nexit {result.returncode}: {result.stderr}"
+    return result.stdout
+
+
+def _after(banner: list[str], heading: str) -> str:
+    """The command line printed under `heading`."""
+    index = next(i for i, line in enumerate(banner) if line.startswith(heading))
+    return banner[index + 1].strip()
+
+
+def _field(banner: list[str], name: str) -> str:
+    line = next((line for line in banner if line.strip().startswith(name)), None)
+    assert line is not None, f"no {name!r} in the banner:\n" + "\n".join(banner)
+    return line.split(maxsplit=len(name.split()))[-1]
+
+
+def _stream_text(sse: str) -> tuple[str, list[str]]:
+    """The text of a UI message stream and the types of its chunks."""
+    text, types = [], []
+    for line in sse.splitlines():
+        if not line.startswith("data: ") or line == "data: [DONE]":
+            continue
+        chunk: dict[str, Any] = json.loads(line.removeprefix("data: "))
+        types.append(chunk["type"])
+        if chunk["type"] == "text-delta":
+            text.append(chunk["delta"])
+    return "".join(text), types
+
+
+def _messages_text(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [
+        (m["role"], "".join(p.get("text", "") for p in m["parts"] if p.get("type") == "text"))
+        for m in messages
+    ]
+
+
+def test_think_dev_serves_the_banner_commands_stops_cleanly_and_keeps_data(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / ".think"
+    ports = {"api": free_port(), "temporal": free_port(), "ui": free_port()}
+    api = f"http://127.0.0.1:{ports['api']}"
+    temporal_cli = str(Path(sys.executable).parent / "temporal")
+
+    # ---------------------------------------------------------------- first run
+    dev = Dev(tmp_path, home, ports)
+    try:
+        banner = dev.wait_banner()
+        dev.track()
+        text = "\n".join(banner)
+        assert _field(banner, "API") == api, text
+        assert _field(banner, "OpenAPI docs") == f"{api}/docs", text
+        ui = _field(banner, "Temporal UI")
+        assert ui == f"http://127.0.0.1:{ports['ui']}", text
+        assert str(home) in _field(banner, "Data"), text
+
+        submit = _after(banner, "Submit a turn")
+        submit_and_stream = _after(banner, "Submit and stream")
+        stream = _after(banner, "Stream (or replay)")
+        for command in (submit, submit_and_stream, stream):
+            assert command.startswith("curl "), text
+            # The commands must target the API we asked for (localhost is 127.0.0.1 here).
+            urls = [arg for arg in shlex.split(command) if "://" in arg or "/v1/" in arg]
+            assert len(urls) == 1, command
+            url = urls[0] if "://" in urls[0] else f"http://{urls[0]}"
+            assert httpx.URL(url).port == ports["api"], command
+            assert httpx.URL(url).host in ("localhost", "127.0.0.1"), command
+            assert "/v1/agents/assistant/conversations/" in url, command
+        found = re.search(r"/conversations/([^/]+)/turns", submit)
+        assert found is not None, submit
+        cid = found.group(1)
+
+        # The banner's submit command, exactly as printed.
+        turn = json.loads(_sh(submit))
+        turn_id = turn["turn_id"]
+        assert turn["conversation_id"] == cid and turn["accepted"], turn
+        # The banner's stream command with the turn id filled in: it follows the turn to its end.
+        sse = _sh(stream.replace("<turn_id>", turn_id))
+        streamed, types = _stream_text(sse)
+        assert "offline model" in streamed, sse
+        assert types[0] == "start" and types[-1] == "finish", types
+        done = httpx.get(f"{api}/v1/agents/assistant/conversations/{cid}/turns/{turn_id}")
+        assert done.json()["status"] == "completed", done.text
+        # And the one-shot submit-and-stream command.
+        streamed, types = _stream_text(_sh(submit_and_stream))
+        assert "offline model" in streamed and types[-1] == "finish", types
+
+        messages = httpx.get(f"{api}/v1/agents/assistant/conversations/{cid}/messages")
+        assert messages.status_code == 200, messages.text
+        before = _messages_text(messages.json()["messages"])
+        assert [role for role, _ in before] == ["user", "assistant", "user", "assistant"], before
+        assert before[0] == ("user", "Hello!") and "offline model" in before[1][1], before
+
+        assert httpx.get(f"{api}/docs").status_code == 200
+        assert httpx.get(ui, timeout=10).status_code == 200
+        # The turn is visible in Temporal through the project's search attribute.
+        query = f"ThinkConversationId='{cid}'"
+        listed = ""
+        deadline = time.monotonic() + 10
+        while turn_id not in listed and time.monotonic() < deadline:
+            listed = _sh(
+                f"{shlex.quote(temporal_cli)} workflow list --address "
+                f"127.0.0.1:{ports['temporal']} --query {shlex.quote(query)}"
+            )
+            time.sleep(0.2)
+        assert turn_id in listed, listed
+
+        dev.track()
+        code = dev.ctrl_c()
+        assert code == 0, dev.output()
+        assert "think dev: stopped" in dev.output(), dev.output()
+        assert dev.leftovers() == [], dev.output()
+    finally:
+        dev.kill_everything()
+    assert not (home / "endpoints.json").exists()
+
+    # ---------------------------------------------------------------- second run, same data
+    dev = Dev(tmp_path, home, ports)
+    try:
+        dev.wait_banner()
+        dev.track()
+        messages = httpx.get(f"{api}/v1/agents/assistant/conversations/{cid}/messages")
+        assert messages.status_code == 200, messages.text
+        assert _messages_text(messages.json()["messages"]) == before
+        # The banner's command again: same Idempotency-Key, so the same turn, not a new one.
+        again = json.loads(_sh(submit))
+        assert (again["turn_id"], again["accepted"]) == (turn_id, False), again
+        code = dev.ctrl_c()
+        assert code == 0, dev.output()
+        assert dev.leftovers() == [], dev.output()
+    finally:
+        dev.kill_everything()
