@@ -52,8 +52,8 @@ class Dev:
         self.ports = ports
         self.needles = [str(cwd), *(str(p) for p in ports.values())]
         self.lines: list[str] = []
-        self.seen: dict[int, float] = {}
-        """pid -> create_time of every process seen running on behalf of this `think dev`."""
+        self.seen: dict[int, tuple[float, str]] = {}
+        """pid -> (create_time, command line) of every process seen running for this run."""
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -100,14 +100,16 @@ class Dev:
         start = max(i for i, line in enumerate(self.lines) if "Ctrl-C stops everything" in line)
         return list(self.lines[start:])
 
-    def track(self) -> None:
+    def track(self) -> list[str]:
         """Remember everything running for us now, so the check after stopping cannot miss a
-        process whose command line does not name our directory or ports (postgres workers)."""
+        process whose command line names neither our directory nor our ports (the worker,
+        postgres's own workers); returns the command lines of all of them."""
         roots = [psutil.Process(self.process.pid), *self.matching()]
         for root in roots:
             with contextlib.suppress(psutil.Error):
                 for proc in [root, *root.children(recursive=True)]:
-                    self.seen[proc.pid] = proc.create_time()
+                    self.seen[proc.pid] = (proc.create_time(), " ".join(proc.cmdline()))
+        return [command for _, command in self.seen.values()]
 
     def matching(self) -> list[psutil.Process]:
         """Live processes whose command line names our directory or one of our ports."""
@@ -127,7 +129,7 @@ class Dev:
     def leftovers(self) -> list[str]:
         """Descriptions of processes of this run that are still alive (zombies excluded)."""
         alive: dict[int, psutil.Process] = {p.pid: p for p in self.matching()}
-        for pid, created in self.seen.items():
+        for pid, (created, _) in self.seen.items():
             with contextlib.suppress(psutil.Error):
                 proc = psutil.Process(pid)
                 if proc.create_time() == created and proc.status() != psutil.STATUS_ZOMBIE:
@@ -160,7 +162,7 @@ class Dev:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(10)
         procs = list(self.matching())
-        for pid, created in self.seen.items():
+        for pid, (created, _) in self.seen.items():
             with contextlib.suppress(psutil.Error):
                 proc = psutil.Process(pid)
                 if proc.create_time() == created:
@@ -223,7 +225,16 @@ def test_think_dev_serves_the_banner_commands_stops_cleanly_and_keeps_data(
     dev = Dev(tmp_path, home, ports)
     try:
         banner = dev.wait_banner()
-        dev.track()
+        running = "\n".join(dev.track())
+        # The one process tree: Postgres, the Temporal dev server, the API and one worker.
+        for expected in (
+            f"postgres -D {home}/pg",
+            f"temporal server start-dev --ip 127.0.0.1 --port {ports['temporal']}",
+            f"-m think api --host 127.0.0.1 --port {ports['api']}",
+            "-m think worker",
+        ):
+            assert expected in running, f"no {expected!r} among:\n{running}"
+        assert running.count("-m think worker") == 1, running
         text = "\n".join(banner)
         assert _field(banner, "API") == api, text
         assert _field(banner, "OpenAPI docs") == f"{api}/docs", text

@@ -34,13 +34,13 @@ def replayer() -> Replayer:
     )
 
 
+def _load(path: Path) -> WorkflowHistory:
+    return WorkflowHistory.from_json(path.stem, json.loads(path.read_text()))
+
+
 @pytest.mark.parametrize("path", sorted(HISTORIES.glob("*.json")), ids=lambda p: p.stem)
 async def test_committed_history_replays(path: Path) -> None:
-    workflow_id = json.loads(path.read_text())["events"][0][
-        "workflowExecutionStartedEventAttributes"
-    ]
-    history = WorkflowHistory.from_json(workflow_id.get("workflowId", path.stem), path.read_text())
-    result = await replayer().replay_workflow(history, raise_on_replay_failure=True)
+    result = await replayer().replay_workflow(_load(path), raise_on_replay_failure=True)
     assert result.replay_failure is None
 
 

@@ -20,7 +20,13 @@ from think.streaming import _log
 from think.streaming._log import Fence
 
 _CONTENT = frozenset(
-    {"text-delta", "reasoning-delta", "tool-input-start", "tool-input-delta", "tool-input-available"}
+    {
+        "text-delta",
+        "reasoning-delta",
+        "tool-input-start",
+        "tool-input-delta",
+        "tool-input-available",
+    }
 )
 
 
