@@ -1,0 +1,58 @@
+"""THINK_API_KEYS: bearer keys per tenant; another tenant's conversations answer 404."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests._stack import Stack
+
+
+@pytest.fixture(scope="module")
+def keyed_api(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A second gateway on the same services and task queue, with API keys configured."""
+    env = {**stack.env, "THINK_API_KEYS": "alice-key:alice,bob-key:bob"}
+    gateway = Stack(env=env, logs=tmp_path_factory.mktemp("auth"))
+    try:
+        gateway.start_api()
+        yield gateway.api_url
+    finally:
+        gateway.stop()
+
+
+def client(url: str, key: str | None) -> httpx.AsyncClient:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx.AsyncClient(base_url=url, headers=headers, timeout=30)
+
+
+@pytest.mark.parametrize("key", [None, "wrong-key"])
+async def test_v1_needs_a_valid_key(keyed_api: str, key: str | None) -> None:
+    async with client(keyed_api, key) as api:
+        response = await api.get("/v1/agents")
+        assert response.status_code == 401
+        assert response.headers["content-type"] == "application/problem+json"
+        assert response.headers["www-authenticate"] == "Bearer"
+        # Operations endpoints stay open for load balancers.
+        assert (await api.get("/healthz")).status_code == 200
+
+
+async def test_tenants_are_isolated(keyed_api: str, cid: str) -> None:
+    async with client(keyed_api, "alice-key") as alice, client(keyed_api, "bob-key") as bob:
+        turn = (
+            await alice.post(
+                f"/v1/agents/helper/conversations/{cid}/turns",
+                json={"input": "secret", "mode": "wait"},
+            )
+        ).json()
+        assert turn["status"] == "completed"
+        base = f"/v1/agents/helper/conversations/{cid}"
+        for path in ("", "/messages", "/turns", f"/turns/{turn['turn_id']}"):
+            assert (await alice.get(base + path)).status_code == 200
+            assert (await bob.get(base + path)).status_code == 404, path
+        # Bob may use the same conversation id: it is a different conversation.
+        mine = (await bob.post(f"{base}/turns", json={"input": "mine", "mode": "wait"})).json()
+        assert mine["status"] == "completed"
+        messages = (await bob.get(f"{base}/messages")).json()["messages"]
+        assert [m["parts"][-1]["text"] for m in messages] == ["mine", "echo: mine"]
