@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import errors
 from api._listener import ChunkListener
-from api.deps import Resources
+from api.deps import Resources, require_tenant
 from api.routes import agents, conversations, health, turns
 from think._registry import AgentRegistry
 from think._settings import Settings
@@ -97,7 +97,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     errors.install(app)
-    for module in (agents, conversations, turns, health):
-        app.include_router(module.router)
+    # Every /v1 route needs the caller's tenant, which answers 401 first when keys are
+    # configured; the operations routes stay open for load balancers and probes.
+    for module in (agents, conversations, turns):
+        app.include_router(module.router, dependencies=[Depends(require_tenant)])
+    app.include_router(health.router)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     return app

@@ -34,7 +34,8 @@ def _resources(request: Request) -> Resources:
     return resources
 
 
-def _tenant(request: Request, resources: Annotated[Resources, Depends(_resources)]) -> str:
+def require_tenant(request: Request, resources: Annotated[Resources, Depends(_resources)]) -> str:
+    """The caller's tenant: from the bearer key when keys are configured, else `default`."""
     keys = resources.settings.api_keys
     if not keys:
         return "default"
@@ -55,7 +56,7 @@ def _agent(
 
 
 Res = Annotated[Resources, Depends(_resources)]
-Tenant = Annotated[str, Depends(_tenant)]
+Tenant = Annotated[str, Depends(require_tenant)]
 AgentClass = Annotated[type[Think], Depends(_agent)]
 ConversationId = Annotated[str, Path(pattern=ID_PATTERN, description="The conversation id")]
 # Turn ids are ours (`turn_<hex>`); checking their shape keeps e.g. a NUL out of the SQL (a 500).

@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from think.exceptions import AgentNotFoundError, UserError
-from think.storage import IdempotencyConflict, ParentNotFound
+from think.storage import IdempotencyConflict, MessageIdConflict, ParentNotFound
 
 log = logging.getLogger("think.api")
 
@@ -97,6 +97,8 @@ async def _user_error(request: Request, exc: Exception) -> JSONResponse:
         return problem_response(404, str(exc))
     if isinstance(exc, IdempotencyConflict):
         return problem_response(409, str(exc), turn_id=exc.turn_id)
+    if isinstance(exc, MessageIdConflict):
+        return problem_response(409, str(exc), errors=[{"field": "input.id", "message": str(exc)}])
     if isinstance(exc, ParentNotFound):
         return problem_response(422, str(exc), errors=[{"field": "parent_id", "message": str(exc)}])
     return problem_response(400, str(exc))

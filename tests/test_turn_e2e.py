@@ -215,3 +215,31 @@ async def test_branch_from_parent(
         await api.get(f"{helper_path(cid)}/messages", params={"leaf_id": messages[-1]["id"]})
     ).json()["messages"]
     assert old == messages
+
+
+async def test_reused_message_ids_are_refused_or_renamed_never_dropped(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    from think.testing import stall
+
+    def msg(mid: str, words: str) -> dict[str, Any]:
+        return {"id": mid, "role": "user", "parts": [{"type": "text", "text": words}]}
+
+    first = await submit(api, cid, {"input": msg("m1", "one"), "mode": "wait"})
+    assert first.json()["status"] == "completed"
+    again = await submit(api, cid, {"input": msg("m1", "again")})
+    assert again.status_code == 409
+    assert again.json()["errors"][0]["field"] == "input.id"
+    twice = await submit(api, cid, {"input": [msg("m2", "a"), msg("m2", "b")]})
+    assert twice.status_code == 409
+
+    # Two queued turns admitted with the same new id: the later one keeps its text.
+    fake_model.script(cid, stall(0.3) + text("slow"))
+    await submit(api, cid, {"input": "hold the queue"})
+    await submit(api, cid, {"input": msg("m3", "first m3")})
+    last = (await submit(api, cid, {"input": msg("m3", "second m3"), "mode": "wait"})).json()
+    assert last["status"] == "completed"
+    path = (await api.get(f"{helper_path(cid)}/messages")).json()["messages"]
+    texts = [m["parts"][-1]["text"] for m in path if m["role"] == "user"]
+    assert texts == ["one", "hold the queue", "first m3", "second m3"]
+    assert len({m["id"] for m in path}) == len(path)

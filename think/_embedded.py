@@ -666,15 +666,20 @@ def _run_async(coro: Coroutine[Any, Any, _T]) -> _T:
         return pool.submit(asyncio.run, coro).result()
 
 
+def _family(ip: str) -> socket.AddressFamily:
+    """IPv6 for an IPv6 literal (`::`, `::1`: `think dev --host`), else IPv4."""
+    return socket.AF_INET6 if ":" in ip else socket.AF_INET
+
+
 def _free_port(ip: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+    with socket.socket(_family(ip), socket.SOCK_STREAM) as sock:
         sock.bind((ip, 0))
         port: int = sock.getsockname()[1]
         return port
 
 
 def _port_free(ip: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+    with socket.socket(_family(ip), socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((ip, port))

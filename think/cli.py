@@ -367,7 +367,12 @@ def _ignore_stop_signals() -> None:
 
 
 def _connect_host(host: str) -> str:
-    return "127.0.0.1" if host in ("0.0.0.0", "") else ("[::1]" if host == "::" else host)
+    """Where a client reaches an API bound to `host`, in URL form (IPv6 in brackets)."""
+    if host in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    if host == "::":
+        return "[::1]"
+    return f"[{host}]" if ":" in host else host
 
 
 def _child_env(settings: Settings) -> dict[str, str]:

@@ -18,7 +18,7 @@ from think.storage._records import (
     TurnRequest,
     TurnStatus,
 )
-from think.storage._store import IdempotencyConflict, ParentNotFound, Store
+from think.storage._store import IdempotencyConflict, MessageIdConflict, ParentNotFound, Store
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -28,6 +28,7 @@ __all__ = [
     "Admission",
     "Conversation",
     "IdempotencyConflict",
+    "MessageIdConflict",
     "ParentNotFound",
     "Store",
     "TurnRecord",

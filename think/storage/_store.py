@@ -40,6 +40,14 @@ class IdempotencyConflict(UserError):
         self.turn_id = turn_id
 
 
+class MessageIdConflict(UserError):
+    """An input message reuses an id; the tree is append-only, so ids are never rewritten."""
+
+    def __init__(self, message_id: str, reason: str) -> None:
+        super().__init__(f"input message id {message_id!r} {reason}")
+        self.message_id = message_id
+
+
 class ParentNotFound(UserError):
     def __init__(self, parent_id: str) -> None:
         super().__init__(f"parent_id {parent_id!r} is not a message of this conversation")
@@ -239,17 +247,13 @@ class Store:
             conversation, _ = await self.ensure_conversation(
                 conn, tenant=tenant, agent=agent, conversation_id=conversation_id
             )
-            if request.parent_id is not None:
-                found = await conn.scalar(
-                    select(func.count())
-                    .select_from(_msg)
-                    .where(
-                        _msg.c.conversation_uid == conversation.uid,
-                        _msg.c.id == request.parent_id,
-                    )
-                )
-                if not found:
-                    raise ParentNotFound(request.parent_id)
+            if idempotency_key is not None:
+                # A known key answers before anything else is checked: a retry must get the
+                # same answer even if the conversation has moved on since.
+                known = await self._turn_by_key(conn, conversation.uid, idempotency_key)
+                if known is not None:
+                    return self._repeat(known, idempotency_key, request_hash)
+            await self._check_request(conn, conversation.uid, request)
             turn_id = new_id("turn")
             inserted = await conn.execute(
                 insert(_turn)
@@ -266,23 +270,56 @@ class Store:
                 .on_conflict_do_nothing(constraint="turns_idempotency_key")
                 .returning(_turn.c.id)
             )
-            accepted = inserted.first() is not None
-            if accepted:
+            if inserted.first() is not None:
                 row = (await conn.execute(_turn_select().where(_turn.c.id == turn_id))).one()
                 return Admission(turn=_turn_record(row), accepted=True)
-            row = (
-                await conn.execute(
-                    _turn_select().where(
-                        _turn.c.conversation_uid == conversation.uid,
-                        _turn.c.idempotency_key == idempotency_key,
-                    )
+            # Lost a race with an identical concurrent request: its row is committed now.
+            assert idempotency_key is not None
+            existing = await self._turn_by_key(conn, conversation.uid, idempotency_key)
+            assert existing is not None
+            return self._repeat(existing, idempotency_key, request_hash)
+
+    async def _turn_by_key(
+        self, conn: AsyncConnection, conversation_uid: str, key: str
+    ) -> TurnRecord | None:
+        row = (
+            await conn.execute(
+                _turn_select().where(
+                    _turn.c.conversation_uid == conversation_uid, _turn.c.idempotency_key == key
                 )
-            ).one()
-            existing = _turn_record(row)
-            if existing.request_hash != request_hash:
-                assert idempotency_key is not None
-                raise IdempotencyConflict(idempotency_key, existing.id)
-            return Admission(turn=existing, accepted=False)
+            )
+        ).first()
+        return _turn_record(row) if row else None
+
+    @staticmethod
+    def _repeat(existing: TurnRecord, key: str, request_hash: str) -> Admission:
+        if existing.request_hash != request_hash:
+            raise IdempotencyConflict(key, existing.id)
+        return Admission(turn=existing, accepted=False)
+
+    async def _check_request(
+        self, conn: AsyncConnection, conversation_uid: str, request: TurnRequest
+    ) -> None:
+        """Refuse what the turn could not apply later: a missing parent, reused message ids."""
+        if request.parent_id is not None:
+            found = await conn.scalar(
+                select(func.count())
+                .select_from(_msg)
+                .where(_msg.c.conversation_uid == conversation_uid, _msg.c.id == request.parent_id)
+            )
+            if not found:
+                raise ParentNotFound(request.parent_id)
+        ids = [m.id for m in request.messages]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            raise MessageIdConflict(repeated[0], "appears twice in the input")
+        taken = await conn.scalar(
+            select(_msg.c.id)
+            .where(_msg.c.conversation_uid == conversation_uid, _msg.c.id.in_(ids))
+            .limit(1)
+        )
+        if taken is not None:
+            raise MessageIdConflict(taken, "is already a message of this conversation")
 
     async def get_turn(
         self, turn_id: str, conversation_uid: str | None = None
@@ -344,11 +381,29 @@ class Store:
         """
         last = parent_id
         for message in messages:
-            await conn.execute(
+            inserted = await conn.execute(
                 insert(_msg)
                 .values(message_values(conversation_uid, message, parent_id=last, turn_id=turn_id))
                 .on_conflict_do_nothing()
+                .returning(_msg.c.id)
             )
+            if inserted.first() is None:
+                owner = await conn.scalar(
+                    select(_msg.c.turn_id).where(
+                        _msg.c.conversation_uid == conversation_uid, _msg.c.id == message.id
+                    )
+                )
+                if owner != turn_id or turn_id is None:
+                    # Another queued turn took this id after we were admitted: keep the
+                    # content under a fresh id rather than drop it.
+                    message = message.model_copy(update={"id": new_id("msg")})
+                    await conn.execute(
+                        insert(_msg).values(
+                            message_values(
+                                conversation_uid, message, parent_id=last, turn_id=turn_id
+                            )
+                        )
+                    )
             last = message.id
         return last
 
