@@ -13,7 +13,7 @@ from pathlib import Path
 from tests._stack import Stack, stack_env
 from think._embedded import start_services
 from think._settings import Settings
-from think.storage import migrate
+from think.storage import migrate_now
 from think.testing import FakeOpenAIServer
 
 
@@ -21,12 +21,10 @@ from think.testing import FakeOpenAIServer
 def local_stack(
     *, offline: bool = False, agents: str = "tests.agents:Helper,examples.assistant:Assistant"
 ) -> Iterator[tuple[Stack, FakeOpenAIServer | None]]:
-    import asyncio
-
     with tempfile.TemporaryDirectory(prefix="think-bench-") as tmp:
         home = Path(tmp)
         with start_services(home) as services:
-            asyncio.run(migrate(services.settings(Settings())))
+            migrate_now(services.settings(Settings()))
             model = None if offline else FakeOpenAIServer().start()
             env = stack_env(
                 database_url=services.database_url,

@@ -32,9 +32,21 @@ BANNER_TIMEOUT = 90.0
 STOP_TIMEOUT = 45.0
 """Seconds for Ctrl-C to stop everything: STOP_GRACE (15 s) for the children, then services."""
 
-pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux"), reason="finds leftover processes by command line"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux"), reason="finds leftover processes by command line"
+    ),
+    # Every wait below is bounded; this only backs them up (SIGALRM, so `finally` still runs).
+    pytest.mark.timeout(2 * (BANNER_TIMEOUT + STOP_TIMEOUT) + 60),
+]
+
+
+def _free_ports(*names: str) -> dict[str, int]:
+    """Distinct free ports, one per name."""
+    while True:
+        ports = {name: free_port() for name in names}
+        if len(set(ports.values())) == len(ports):
+            return ports
 
 
 def _clean_env(home: Path) -> dict[str, str]:
@@ -173,7 +185,7 @@ class Dev:
         psutil.wait_procs(procs, timeout=10)
 
 
-def _sh(command: str, timeout: float = 60.0) -> str:
+def _sh(command: str, timeout: float = 30.0) -> str:
     result = subprocess.run(
         ["bash", "-c", command], capture_output=True, text=True, timeout=timeout
     )
@@ -206,6 +218,18 @@ def _stream_text(sse: str) -> tuple[str, list[str]]:
     return "".join(text), types
 
 
+def _assert_listed(temporal_port: int, cid: str, turn_id: str) -> None:
+    """`temporal workflow list` finds the turn by its ThinkConversationId search attribute
+    (visibility is eventually consistent, hence the short retry)."""
+    temporal = shlex.quote(str(Path(sys.executable).parent / "temporal"))
+    query = shlex.quote(f"ThinkConversationId='{cid}'")
+    command = f"{temporal} workflow list --address 127.0.0.1:{temporal_port} --query {query}"
+    deadline = time.monotonic() + 10
+    while turn_id not in (listed := _sh(command)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert turn_id in listed, f"{command}\n{listed}"
+
+
 def _messages_text(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return [
         (m["role"], "".join(p.get("text", "") for p in m["parts"] if p.get("type") == "text"))
@@ -217,9 +241,8 @@ def test_think_dev_serves_the_banner_commands_stops_cleanly_and_keeps_data(
     tmp_path: Path,
 ) -> None:
     home = tmp_path / ".think"
-    ports = {"api": free_port(), "temporal": free_port(), "ui": free_port()}
+    ports = _free_ports("api", "temporal", "ui")
     api = f"http://127.0.0.1:{ports['api']}"
-    temporal_cli = str(Path(sys.executable).parent / "temporal")
 
     # ---------------------------------------------------------------- first run
     dev = Dev(tmp_path, home, ports)
@@ -282,16 +305,7 @@ def test_think_dev_serves_the_banner_commands_stops_cleanly_and_keeps_data(
         assert httpx.get(f"{api}/docs").status_code == 200
         assert httpx.get(ui, timeout=10).status_code == 200
         # The turn is visible in Temporal through the project's search attribute.
-        query = f"ThinkConversationId='{cid}'"
-        listed = ""
-        deadline = time.monotonic() + 10
-        while turn_id not in listed and time.monotonic() < deadline:
-            listed = _sh(
-                f"{shlex.quote(temporal_cli)} workflow list --address "
-                f"127.0.0.1:{ports['temporal']} --query {shlex.quote(query)}"
-            )
-            time.sleep(0.2)
-        assert turn_id in listed, listed
+        _assert_listed(ports["temporal"], cid, turn_id)
 
         dev.track()
         code = dev.ctrl_c()
@@ -310,6 +324,7 @@ def test_think_dev_serves_the_banner_commands_stops_cleanly_and_keeps_data(
         messages = httpx.get(f"{api}/v1/agents/assistant/conversations/{cid}/messages")
         assert messages.status_code == 200, messages.text
         assert _messages_text(messages.json()["messages"]) == before
+        _assert_listed(ports["temporal"], cid, turn_id)  # Temporal's history persisted too
         # The banner's command again: same Idempotency-Key, so the same turn, not a new one.
         again = json.loads(_sh(submit))
         assert (again["turn_id"], again["accepted"]) == (turn_id, False), again

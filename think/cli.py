@@ -509,6 +509,7 @@ def _print_banner(
     auth = " -H 'authorization: Bearer <key>'" if settings.api_keys else ""
     turns = f"{base}/v1/agents/{agent}/conversations/demo/turns"
     postgres = _hide_password(settings.require_database_url())
+    ui_url = "(external)" if temporal is None else temporal.ui_url or "(none: --ui-port 0)"
     lines = [
         "",
         f"Think is running ({total_seconds:.1f} s; services {services_seconds:.1f} s). "
@@ -516,7 +517,7 @@ def _print_banner(
         "",
         f"  API             {api_url}",
         f"  OpenAPI docs    {api_url}/docs",
-        f"  Temporal UI     {temporal.ui_url if temporal and temporal.ui_url else '(external)'}",
+        f"  Temporal UI     {ui_url}",
         f"  Temporal        {settings.temporal_address}  namespace {settings.temporal_namespace}"
         + ("" if temporal else "  (TEMPORAL_ADDRESS)"),
         f"  Postgres        {postgres}" + ("" if pg else "  (THINK_DATABASE_URL)"),

@@ -36,6 +36,7 @@ __all__ = [
     "TurnStatus",
     "create_engine_for",
     "migrate",
+    "migrate_now",
 ]
 
 
@@ -66,6 +67,11 @@ def _migrate_sync(url: str) -> None:
             command.upgrade(config, "head")
     finally:
         engine.dispose()
+
+
+def migrate_now(settings: Settings) -> None:
+    """`migrate` for callers without an event loop (scripts, the CLI before it starts one)."""
+    _migrate_sync(settings.sqlalchemy_url)
 
 
 async def migrate(settings: Settings) -> None:
