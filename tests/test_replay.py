@@ -20,7 +20,7 @@ from temporalio.worker import Replayer
 from tests.conftest import helper_path
 from think.testing import FakeOpenAIServer, text, tool_call
 from think.workflows import WORKFLOWS
-from think.workflows._names import turn_workflow_id
+from think.workflows._names import conversation_workflow_id, turn_workflow_id
 from workers.worker import workflow_runner
 
 HISTORIES = Path(__file__).parent / "histories"
@@ -44,17 +44,24 @@ async def test_committed_history_replays(path: Path) -> None:
     assert result.replay_failure is None
 
 
-async def test_tool_turn_history_replays(
+async def test_fresh_histories_replay(
     api: httpx.AsyncClient, fake_model: FakeOpenAIServer, temporal: Client, cid: str
 ) -> None:
-    fake_model.script(cid, tool_call("add", {"a": 1, "b": 2}), text("3"))
-    turn = (
-        await api.post(f"{helper_path(cid)}/turns", json={"input": "1+2?", "mode": "wait"})
-    ).json()
-    assert turn["status"] == "completed"
-    handle = temporal.get_workflow_handle(turn_workflow_id("helper", cid, turn["turn_id"]))
-    history = await handle.fetch_history()
-    result = await replayer().replay_workflow(history, raise_on_replay_failure=True)
-    assert result.replay_failure is None
+    """Histories made now replay in the sandbox (which rejects nondeterministic calls)."""
+    fake_model.script(cid, text("plain"), tool_call("add", {"a": 1, "b": 2}), text("3"))
+    histories: dict[str, WorkflowHistory] = {}
+    for name, words in (("plain-turn", "hello"), ("tool-turn", "1+2?")):
+        turn = (
+            await api.post(f"{helper_path(cid)}/turns", json={"input": words, "mode": "wait"})
+        ).json()
+        assert turn["status"] == "completed"
+        handle = temporal.get_workflow_handle(turn_workflow_id("helper", cid, turn["turn_id"]))
+        histories[name] = await handle.fetch_history()
+    conversation = temporal.get_workflow_handle(conversation_workflow_id("default", "helper", cid))
+    histories["conversation"] = await conversation.fetch_history()
+    for history in histories.values():
+        result = await replayer().replay_workflow(history, raise_on_replay_failure=True)
+        assert result.replay_failure is None
     if os.environ.get("THINK_RECORD_HISTORIES"):
-        (HISTORIES / "tool-turn.json").write_text(history.to_json())
+        for name, history in histories.items():
+            (HISTORIES / f"{name}.json").write_text(history.to_json())

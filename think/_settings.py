@@ -33,6 +33,11 @@ class Settings(BaseModel):
     chunk_retention_seconds: float = 24 * 3600
     chunk_flush_interval: float = 0.05
     heartbeat_timeout: float = 5.0
+    workflow_sandbox: bool = False
+    """Run workflows in Temporal's sandbox. Off by default: it re-imports the workflow modules
+    for every run and proxies every activation, which cost a turn tens of milliseconds of
+    worker CPU. The replay tests always use the sandbox, so a nondeterministic call in workflow
+    code still fails CI."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -57,6 +62,8 @@ class Settings(BaseModel):
         )
         if "THINK_MAX_BODY_BYTES" in env:
             settings.max_body_bytes = int(env["THINK_MAX_BODY_BYTES"])
+        if env.get("THINK_WORKFLOW_SANDBOX", "").lower() in ("1", "true", "yes"):
+            settings.workflow_sandbox = True
         if "THINK_CHUNK_RETENTION_SECONDS" in env:
             settings.chunk_retention_seconds = float(env["THINK_CHUNK_RETENTION_SECONDS"])
         return settings.with_dev_endpoints()

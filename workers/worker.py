@@ -8,7 +8,7 @@ import logging
 from datetime import timedelta
 
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from think._registry import AgentRegistry
@@ -65,7 +65,9 @@ def build_worker(client: Client, settings: Settings, activities: TurnActivities)
         task_queue=settings.task_queue,
         workflows=WORKFLOWS,
         activities=activities.activities(),
-        workflow_runner=workflow_runner(),
+        workflow_runner=workflow_runner()
+        if settings.workflow_sandbox
+        else UnsandboxedWorkflowRunner(),
         # Cancellation reaches an activity through its heartbeat; keep that path short.
         max_heartbeat_throttle_interval=timedelta(seconds=0.5),
         default_heartbeat_throttle_interval=timedelta(seconds=0.5),

@@ -1,4 +1,4 @@
-"""The activities of a turn: prepare, model step, tool call, commit.
+"""The activities of a turn: model step, tool call, commit.
 
 This is where the I/O and the user's code run. Each activity is idempotent: it reads the turn
 row under a lock, skips work a previous attempt already recorded, and writes its outcome and its
@@ -7,20 +7,21 @@ stream chunks in one transaction.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
 from pydantic_core import to_jsonable_python
-from sqlalchemy import text
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from think._agent import Think
+from think._messages import UIMessage
 from think._registry import AgentRegistry
 from think._settings import Settings
 from think._transcript import to_chat_messages
 from think.activities._heartbeat import heartbeating
+from think.activities._step_stream import StepStream
+from think.activities._turn_state import end_turn, start_turn
 from think.exceptions import (
     NON_RETRYABLE_MODEL_ERROR,
     NON_RETRYABLE_USER_ERROR,
@@ -46,18 +47,11 @@ from think.workflows._inputs import (
     CommitResult,
     ModelStepInput,
     ModelStepResult,
-    PrepareResult,
     ToolCallInput,
     ToolCallRef,
     ToolCallResult,
-    TurnInput,
 )
-from think.workflows._names import (
-    COMMIT_ACTIVITY,
-    MODEL_STEP_ACTIVITY,
-    PREPARE_ACTIVITY,
-    TOOL_CALL_ACTIVITY,
-)
+from think.workflows._names import COMMIT_ACTIVITY, MODEL_STEP_ACTIVITY, TOOL_CALL_ACTIVITY
 
 log = logging.getLogger("think.activities")
 
@@ -71,7 +65,7 @@ class TurnActivities:
         self.settings = settings
 
     def activities(self) -> list[Any]:
-        return [self.prepare_turn, self.model_step, self.tool_call, self.commit_turn]
+        return [self.model_step, self.tool_call, self.commit_turn]
 
     def _agent(self, name: str) -> Think:
         try:
@@ -81,76 +75,40 @@ class TurnActivities:
                 str(exc), type=NON_RETRYABLE_USER_ERROR, non_retryable=True
             ) from exc
 
-    # -- prepare ---------------------------------------------------------------------------
-
-    @activity.defn(name=PREPARE_ACTIVITY)
-    async def prepare_turn(self, inp: TurnInput) -> PrepareResult:
-        """Append the user's messages under the active leaf (as it is now, when the turn runs,
-        not when it was accepted) and open the stream with `start`."""
-        async with self.store.engine.begin() as conn:
-            turn = await self.store.lock_turn(conn, inp.turn_id)
-            if turn.terminal:
-                return PrepareResult(run=False)
-            agent = self._agent(turn.agent)
-            if turn.status == "pending":
-                conversation = await self.store.conversation_by_uid(conn, turn.conversation_uid)
-                parent = turn.request.parent_id or conversation.active_leaf_id
-                leaf = await self.store.insert_messages(
-                    conn,
-                    turn.conversation_uid,
-                    turn.request.messages,
-                    parent_id=parent,
-                    turn_id=turn.id,
-                )
-                if leaf is not None:
-                    await self.store.set_active_leaf(conn, turn.conversation_uid, leaf)
-                await self.store.update_turn(
-                    conn,
-                    turn.id,
-                    status="running",
-                    started_at=text("now()"),
-                    parent_id=leaf,
-                    message={"id": turn.message_id, "role": "assistant", "parts": []},
-                )
-                await append(conn, turn.id, [{"type": "start", "messageId": turn.message_id}])
-        model = agent.get_model()
-        return PrepareResult(
-            run=True,
-            max_steps=agent.max_steps,
-            steps_done=turn.steps_done,
-            model=model if isinstance(model, str) else model.name,
-        )
-
     # -- model step ------------------------------------------------------------------------
 
     @activity.defn(name=MODEL_STEP_ACTIVITY)
     async def model_step(self, inp: ModelStepInput) -> ModelStepResult:
-        info = activity.info()
-        fence = Fence(key=f"step-{inp.step}", attempt=info.attempt)
+        """One model call, streamed. The first step also starts the turn; a step that answers
+        without tools also ends it, in the transaction that records the step."""
+        fence = Fence(key=f"step-{inp.step}", attempt=activity.info().attempt)
         async with self.store.engine.begin() as conn:
             turn = await self.store.lock_turn(conn, inp.turn_id)
+            agent = self._agent(turn.agent)
+            if turn.terminal:
+                return ModelStepResult(ended=True, status=turn.status)
             if turn.steps_done > inp.step:
                 # A previous attempt finished this step but its completion never reached
                 # Temporal: answer from what it recorded instead of calling the model again.
-                return _recorded_step(turn.message or {}, inp.step, turn.usage)
+                return _recorded_step(turn.message or {}, inp.step, agent.max_steps)
+            turn = await start_turn(self.store, conn, turn)
             await claim(conn, turn.id, fence)
             transcript = await self.store.path(turn.conversation_uid, turn.parent_id, conn)
-        agent = self._agent(turn.agent)
-        tools = agent.get_tools()
         builder = MessageBuilder(turn.message)
         messages = to_chat_messages(agent.get_system_prompt(), transcript)
-        messages += to_chat_messages("", [_as_ui(builder.message)]) if builder.parts else []
+        if builder.parts:
+            messages += to_chat_messages("", [UIMessage.model_construct(**builder.message)])
+        model = resolve_model(agent.get_model(), self.settings)
         request = ModelRequest(
-            model=_model_id(agent),
+            model=model.name,
             messages=messages,
-            tools=[t.spec for t in tools],
+            tools=[t.spec for t in agent.get_tools()],
             metadata={"conversation-id": turn.conversation_id, "turn-id": turn.id},
         )
-        model = resolve_model(agent.get_model(), self.settings)
         writer = ChunkWriter(
             self.store.engine, turn.id, fence, interval=self.settings.chunk_flush_interval
         )
-        step = _StepStream(builder, writer, inp.step)
+        step = StepStream(builder, writer, inp.step)
         finish = Finish()
         try:
             step.emit({"type": "start-step"})
@@ -183,12 +141,31 @@ class TurnActivities:
             "input_tokens": turn.usage.get("input_tokens", 0) + finish.usage.input_tokens,
             "output_tokens": turn.usage.get("output_tokens", 0) + finish.usage.output_tokens,
         }
+        ended = not step.called_tools
         async with self.store.engine.begin() as conn:
-            await append(conn, turn.id, rest, fence)
-            await self.store.update_turn(
-                conn, turn.id, message=builder.message, steps_done=inp.step + 1, usage=usage
-            )
+            if ended:
+                await end_turn(
+                    self.store,
+                    conn,
+                    turn,
+                    status="completed",
+                    message=builder.message,
+                    chunks=rest,
+                    fence=fence,
+                    finish_reason=finish.finish_reason,
+                    steps_done=inp.step + 1,
+                    usage=usage,
+                )
+            else:
+                await append(conn, turn.id, rest, fence)
+                await self.store.update_turn(
+                    conn, turn.id, message=builder.message, steps_done=inp.step + 1, usage=usage
+                )
         return ModelStepResult(
+            ended=ended,
+            status="completed" if ended else "running",
+            max_steps=agent.max_steps,
+            model=model.name,
             tool_calls=calls,
             called_tools=step.called_tools,
             finish_reason=finish.finish_reason,
@@ -224,8 +201,7 @@ class TurnActivities:
         self, agent_name: str, inp: ToolCallInput, raw_input: Any
     ) -> dict[str, Any]:
         tool_name, tool_call_id = inp.tool_name, inp.tool_call_id
-        agent = self._agent(agent_name)
-        tool = agent.tools_by_name().get(tool_name)
+        tool = self._agent(agent_name).tools_by_name().get(tool_name)
         try:
             if tool is None:
                 raise ToolError(f"there is no tool named {tool_name!r}")
@@ -256,116 +232,28 @@ class TurnActivities:
 
     @activity.defn(name=COMMIT_ACTIVITY)
     async def commit_turn(self, inp: CommitInput) -> CommitResult:
-        """Store the assistant message and the final status, and end the stream: one
-        transaction, so a client never sees `finish` for a message that is not stored."""
+        """End a turn that no model step ended: a failure, or the step budget spent."""
         async with self.store.engine.begin() as conn:
             turn = await self.store.lock_turn(conn, inp.turn_id)
             if turn.terminal:
                 return CommitResult(status=turn.status)
-            message = turn.message or {"id": turn.message_id, "role": "assistant", "parts": []}
-            if inp.status == "completed":
-                chunk: dict[str, Any] = {"type": "finish", "finishReason": inp.finish_reason}
-            else:
-                chunk = {"type": "error", "errorText": inp.error or "the turn failed"}
-            stored = inp.status == "completed" or bool(message["parts"])
-            if stored:
-                await self.store.insert_messages(
-                    conn,
-                    turn.conversation_uid,
-                    [_as_ui(message)],
-                    parent_id=turn.parent_id,
-                    turn_id=turn.id,
-                )
-                await self.store.set_active_leaf(conn, turn.conversation_uid, message["id"])
-            await self.store.update_turn(
+            chunks: list[dict[str, Any]] = []
+            if inp.status != "completed":
+                chunks = [{"type": "error", "errorText": inp.error or "the turn failed"}]
+            await end_turn(
+                self.store,
                 conn,
-                turn.id,
+                turn,
                 status=inp.status,
-                completed_at=text("now()"),
+                message=turn.message or {"id": turn.message_id, "role": "assistant", "parts": []},
+                chunks=chunks,
                 error=inp.error,
-                message=message,
+                finish_reason=inp.finish_reason,
             )
-            await append(conn, turn.id, [chunk])
         return CommitResult(status=inp.status)
 
 
-class _StepStream:
-    """Turns model events into UI message chunks, keeping builder and stream in lockstep."""
-
-    def __init__(self, builder: MessageBuilder, writer: ChunkWriter, step: int) -> None:
-        self.builder = builder
-        self.writer = writer
-        self.step = step
-        self._open: tuple[str, str] | None = None  # ("text" | "reasoning", part id)
-        self._count = 0
-        self._calls: dict[str, tuple[str, list[str]]] = {}
-
-    def emit(self, chunk: dict[str, Any]) -> None:
-        self.builder.apply(chunk)
-        self.writer.emit(chunk)
-
-    def _switch(self, kind: str | None) -> str | None:
-        if self._open and self._open[0] != kind:
-            self.emit({"type": f"{self._open[0]}-end", "id": self._open[1]})
-            self._open = None
-        if kind and not self._open:
-            self._count += 1
-            self._open = (kind, f"{kind[0]}{self.step}-{self._count}")
-            self.emit({"type": f"{kind}-start", "id": self._open[1]})
-        return self._open[1] if self._open else None
-
-    def text(self, delta: str) -> None:
-        self.emit({"type": "text-delta", "id": self._switch("text"), "delta": delta})
-
-    def reasoning(self, delta: str) -> None:
-        self.emit({"type": "reasoning-delta", "id": self._switch("reasoning"), "delta": delta})
-
-    def tool_start(self, tool_call_id: str, tool_name: str) -> None:
-        self._switch(None)
-        self._calls[tool_call_id] = (tool_name, [])
-        self.emit({"type": "tool-input-start", "toolCallId": tool_call_id, "toolName": tool_name})
-
-    def tool_delta(self, tool_call_id: str, delta: str) -> None:
-        self._calls[tool_call_id][1].append(delta)
-        self.emit({"type": "tool-input-delta", "toolCallId": tool_call_id, "inputTextDelta": delta})
-
-    @property
-    def called_tools(self) -> bool:
-        return bool(self._calls)
-
-    def close(self) -> list[ToolCallRef]:
-        self._switch(None)
-        refs: list[ToolCallRef] = []
-        for call_id, (name, fragments) in self._calls.items():
-            raw = "".join(fragments)
-            try:
-                value: Any = json.loads(raw) if raw.strip() else {}
-            except json.JSONDecodeError as exc:
-                # Settled as an error right here; the model reads it and can try again.
-                self.emit(
-                    {
-                        "type": "tool-input-error",
-                        "toolCallId": call_id,
-                        "toolName": name,
-                        "input": raw,
-                        "errorText": f"the arguments are not valid JSON: {exc}",
-                    }
-                )
-                continue
-            self.emit(
-                {
-                    "type": "tool-input-available",
-                    "toolCallId": call_id,
-                    "toolName": name,
-                    "input": value,
-                }
-            )
-            refs.append(ToolCallRef(tool_call_id=call_id, tool_name=name))
-        self.emit({"type": "finish-step"})
-        return refs
-
-
-def _recorded_step(message: dict[str, Any], step: int, usage: dict[str, Any]) -> ModelStepResult:
+def _recorded_step(message: dict[str, Any], step: int, max_steps: int) -> ModelStepResult:
     steps: list[list[dict[str, Any]]] = []
     for part in message.get("parts", []):
         if part.get("type") == "step-start":
@@ -378,11 +266,11 @@ def _recorded_step(message: dict[str, Any], step: int, usage: dict[str, Any]) ->
         for p in parts
         if str(p.get("type", "")).startswith("tool-")
     ]
-    called = any(str(p.get("type", "")).startswith("tool-") for p in parts)
     return ModelStepResult(
+        max_steps=max_steps,
         tool_calls=[c for c in calls if _unsettled(parts, c.tool_call_id)],
-        called_tools=called,
-        finish_reason="tool-calls" if called else "stop",
+        called_tools=bool(calls),
+        finish_reason="tool-calls" if calls else "stop",
     )
 
 
@@ -391,19 +279,3 @@ def _unsettled(parts: list[dict[str, Any]], tool_call_id: str) -> bool:
         p.get("toolCallId") == tool_call_id and not str(p.get("state", "")).startswith("output-")
         for p in parts
     )
-
-
-def _as_ui(message: dict[str, Any]) -> Any:
-    from think._messages import UIMessage
-
-    return UIMessage.model_construct(
-        id=message["id"],
-        role=message.get("role", "assistant"),
-        parts=message.get("parts", []),
-        metadata=message.get("metadata"),
-    )
-
-
-def _model_id(agent: Think) -> str:
-    model = agent.get_model()
-    return model if isinstance(model, str) else model.name

@@ -40,14 +40,6 @@ class TurnInput(BaseModel):
     turn_id: str
 
 
-class PrepareResult(BaseModel):
-    run: bool
-    """False when the turn is already terminal (a duplicate start): nothing to do."""
-    max_steps: int = 10
-    steps_done: int = 0
-    model: str = ""
-
-
 class ModelStepInput(BaseModel):
     turn_id: str
     step: int
@@ -59,6 +51,12 @@ class ToolCallRef(BaseModel):
 
 
 class ModelStepResult(BaseModel):
+    ended: bool = False
+    """The turn is over: this step answered without tools and stored the message, or the turn
+    had already ended (a duplicate run)."""
+    status: str = "running"
+    max_steps: int = 10
+    model: str = ""
     tool_calls: list[ToolCallRef] = Field(default_factory=list)
     """Calls to run now (calls whose input was malformed are already settled as errors)."""
     called_tools: bool = False

@@ -10,7 +10,6 @@ from temporalio.common import SearchAttributeKey
 CONVERSATION_WORKFLOW = "think.Conversation"
 TURN_WORKFLOW = "think.Turn"
 SUBMIT_UPDATE = "submit"
-PREPARE_ACTIVITY = "think.prepare_turn"
 MODEL_STEP_ACTIVITY = "think.model_step"
 TOOL_CALL_ACTIVITY = "think.tool_call"
 COMMIT_ACTIVITY = "think.commit_turn"

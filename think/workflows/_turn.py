@@ -1,8 +1,13 @@
-"""One turn: prepare, then model steps and tool calls until the model stops, then commit.
+"""One turn: model steps and tool calls until the model answers without tools.
 
 Workflow code only sequences activities; all I/O and all user code (model, tools, hooks) run
 inside activities. Results passed between them are ids and small values: the transcript and
 the growing assistant message live in Postgres.
+
+A plain turn is one activity: the first model step also starts the turn (appends the user's
+message) and the step that answers without tools also ends it (stores the message), each in
+the transaction that records the step. Every separate activity would cost a workflow-task
+round trip, and this is the hot path of every turn.
 """
 
 from __future__ import annotations
@@ -20,7 +25,6 @@ with workflow.unsafe.imports_passed_through():
         CommitResult,
         ModelStepInput,
         ModelStepResult,
-        PrepareResult,
         ToolCallInput,
         ToolCallResult,
         TurnInput,
@@ -28,7 +32,6 @@ with workflow.unsafe.imports_passed_through():
     from think.workflows._names import (
         COMMIT_ACTIVITY,
         MODEL_STEP_ACTIVITY,
-        PREPARE_ACTIVITY,
         TOOL_CALL_ACTIVITY,
         TURN_STATUS_KEY,
         TURN_WORKFLOW,
@@ -52,22 +55,11 @@ class TurnWorkflow:
     async def run(self, inp: TurnInput) -> CommitResult:
         turn_id = inp.turn_id
         self._status("running")
-        # Prepare and commit are short database transactions: as local activities they run in
-        # the same workflow task as the step around them, saving a server round trip each.
-        prep: PrepareResult = await workflow.execute_local_activity(
-            PREPARE_ACTIVITY,
-            inp,
-            result_type=PrepareResult,
-            start_to_close_timeout=timedelta(seconds=30),
-            retry_policy=DB_RETRY,
-            summary="load the conversation, append the user message",
-        )
-        if not prep.run:
-            return CommitResult(status="skipped")
-        status: CommitInput = CommitInput(turn_id=turn_id, status="completed")
+        outcome = CommitInput(turn_id=turn_id, status="completed", finish_reason="tool-calls")
+        step = 0
         try:
-            for step in range(prep.steps_done, prep.max_steps):
-                workflow.set_current_details(f"step {step + 1}: waiting for {prep.model}")
+            while True:
+                workflow.set_current_details(f"step {step + 1}: waiting for the model")
                 result: ModelStepResult = await workflow.execute_activity(
                     MODEL_STEP_ACTIVITY,
                     ModelStepInput(turn_id=turn_id, step=step),
@@ -75,13 +67,12 @@ class TurnWorkflow:
                     start_to_close_timeout=timedelta(minutes=10),
                     heartbeat_timeout=MODEL_HEARTBEAT,
                     retry_policy=MODEL_RETRY,
-                    summary=f"model step {step + 1} ({prep.model})",
+                    summary=f"model step {step + 1}",
                 )
-                status.finish_reason = result.finish_reason
-                if not result.called_tools:
-                    break
+                if result.ended:
+                    return self._ended(result.status)
                 names = ", ".join(c.tool_name for c in result.tool_calls) or "nothing"
-                workflow.set_current_details(f"step {step + 1}: running {names}")
+                workflow.set_current_details(f"step {step + 1} ({result.model}): running {names}")
                 await asyncio.gather(
                     *(
                         workflow.execute_activity(
@@ -101,20 +92,27 @@ class TurnWorkflow:
                         for call in result.tool_calls
                     )
                 )
+                step += 1
+                if step >= result.max_steps:
+                    break  # the step budget is spent: end with what the tools returned
         except ActivityError as exc:
-            status = CommitInput(turn_id=turn_id, status="error", error=_message(exc))
-        workflow.set_current_details(f"recording the turn as {status.status}")
+            outcome = CommitInput(turn_id=turn_id, status="error", error=_message(exc))
+        workflow.set_current_details(f"recording the turn as {outcome.status}")
+        # A short database transaction: as a local activity it runs in this workflow task.
         committed: CommitResult = await workflow.execute_local_activity(
             COMMIT_ACTIVITY,
-            status,
+            outcome,
             result_type=CommitResult,
             start_to_close_timeout=timedelta(seconds=30),
             retry_policy=DB_RETRY,
-            summary=f"store the assistant message ({status.status})",
+            summary=f"store the assistant message ({outcome.status})",
         )
-        self._status(committed.status)
-        workflow.set_current_details(f"{committed.status}")
-        return committed
+        return self._ended(committed.status)
+
+    def _ended(self, status: str) -> CommitResult:
+        self._status(status)
+        workflow.set_current_details(status)
+        return CommitResult(status=status)
 
     def _status(self, status: str) -> None:
         workflow.upsert_search_attributes([TURN_STATUS_KEY.value_set(status)])

@@ -1,0 +1,86 @@
+"""Model events to UI message chunks, keeping the stored message and the stream in lockstep."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from think.streaming import ChunkWriter
+from think.streaming._builder import MessageBuilder
+from think.workflows._inputs import ToolCallRef
+
+
+class StepStream:
+    """Turns model events into UI message chunks, keeping builder and stream in lockstep."""
+
+    def __init__(self, builder: MessageBuilder, writer: ChunkWriter, step: int) -> None:
+        self.builder = builder
+        self.writer = writer
+        self.step = step
+        self._open: tuple[str, str] | None = None  # ("text" | "reasoning", part id)
+        self._count = 0
+        self._calls: dict[str, tuple[str, list[str]]] = {}
+
+    def emit(self, chunk: dict[str, Any]) -> None:
+        self.builder.apply(chunk)
+        self.writer.emit(chunk)
+
+    def _switch(self, kind: str | None) -> str | None:
+        if self._open and self._open[0] != kind:
+            self.emit({"type": f"{self._open[0]}-end", "id": self._open[1]})
+            self._open = None
+        if kind and not self._open:
+            self._count += 1
+            self._open = (kind, f"{kind[0]}{self.step}-{self._count}")
+            self.emit({"type": f"{kind}-start", "id": self._open[1]})
+        return self._open[1] if self._open else None
+
+    def text(self, delta: str) -> None:
+        self.emit({"type": "text-delta", "id": self._switch("text"), "delta": delta})
+
+    def reasoning(self, delta: str) -> None:
+        self.emit({"type": "reasoning-delta", "id": self._switch("reasoning"), "delta": delta})
+
+    def tool_start(self, tool_call_id: str, tool_name: str) -> None:
+        self._switch(None)
+        self._calls[tool_call_id] = (tool_name, [])
+        self.emit({"type": "tool-input-start", "toolCallId": tool_call_id, "toolName": tool_name})
+
+    def tool_delta(self, tool_call_id: str, delta: str) -> None:
+        self._calls[tool_call_id][1].append(delta)
+        self.emit({"type": "tool-input-delta", "toolCallId": tool_call_id, "inputTextDelta": delta})
+
+    @property
+    def called_tools(self) -> bool:
+        return bool(self._calls)
+
+    def close(self) -> list[ToolCallRef]:
+        self._switch(None)
+        refs: list[ToolCallRef] = []
+        for call_id, (name, fragments) in self._calls.items():
+            raw = "".join(fragments)
+            try:
+                value: Any = json.loads(raw) if raw.strip() else {}
+            except json.JSONDecodeError as exc:
+                # Settled as an error right here; the model reads it and can try again.
+                self.emit(
+                    {
+                        "type": "tool-input-error",
+                        "toolCallId": call_id,
+                        "toolName": name,
+                        "input": raw,
+                        "errorText": f"the arguments are not valid JSON: {exc}",
+                    }
+                )
+                continue
+            self.emit(
+                {
+                    "type": "tool-input-available",
+                    "toolCallId": call_id,
+                    "toolName": name,
+                    "input": value,
+                }
+            )
+            refs.append(ToolCallRef(tool_call_id=call_id, tool_name=name))
+        self.emit({"type": "finish-step"})
+        return refs

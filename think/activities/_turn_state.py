@@ -1,0 +1,76 @@
+"""The transactional steps of a turn's life: start it, and end it.
+
+Both run inside a caller's transaction that holds the turn's row lock, so they compose: the
+first model step starts the turn in the same transaction that claims its stream, and the last
+model step ends it in the same transaction that records the step. Each is a no-op when its
+work is already done, which is what makes a retried activity harmless.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from think._messages import UIMessage
+from think.storage import Store, TurnRecord
+from think.streaming import Fence, append
+
+
+async def start_turn(store: Store, conn: AsyncConnection, turn: TurnRecord) -> TurnRecord:
+    """Append the user's messages under the active leaf (as it is now, when the turn runs,
+    not when it was accepted), mark the turn running and open its stream with `start`."""
+    if turn.status != "pending":
+        return turn
+    conversation = await store.conversation_by_uid(conn, turn.conversation_uid)
+    parent = turn.request.parent_id or conversation.active_leaf_id
+    leaf = await store.insert_messages(
+        conn, turn.conversation_uid, turn.request.messages, parent_id=parent, turn_id=turn.id
+    )
+    if leaf is not None:
+        await store.set_active_leaf(conn, turn.conversation_uid, leaf)
+    message = {"id": turn.message_id, "role": "assistant", "parts": []}
+    await store.update_turn(
+        conn, turn.id, status="running", started_at=text("now()"), parent_id=leaf, message=message
+    )
+    await append(conn, turn.id, [{"type": "start", "messageId": turn.message_id}])
+    return turn.model_copy(update={"status": "running", "parent_id": leaf, "message": message})
+
+
+async def end_turn(
+    store: Store,
+    conn: AsyncConnection,
+    turn: TurnRecord,
+    *,
+    status: str,
+    message: dict[str, Any],
+    chunks: list[dict[str, Any]],
+    fence: Fence | None = None,
+    error: str | None = None,
+    finish_reason: str = "stop",
+    **columns: Any,
+) -> None:
+    """Store the assistant message, the final status and the stream's last chunks together,
+    so a client never sees `finish` for a message that is not stored."""
+    if status == "completed" or message["parts"]:
+        await store.insert_messages(
+            conn,
+            turn.conversation_uid,
+            [UIMessage.model_construct(**message)],
+            parent_id=turn.parent_id,
+            turn_id=turn.id,
+        )
+        await store.set_active_leaf(conn, turn.conversation_uid, message["id"])
+    await store.update_turn(
+        conn,
+        turn.id,
+        status=status,
+        completed_at=text("now()"),
+        error=error,
+        message=message,
+        **columns,
+    )
+    if status == "completed":
+        chunks = [*chunks, {"type": "finish", "finishReason": finish_reason}]
+    await append(conn, turn.id, chunks, fence)
