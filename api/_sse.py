@@ -57,7 +57,11 @@ async def follow(res: Resources, turn_id: str, after: int) -> AsyncIterator[Serv
                 continue
             turn = await res.store.get_turn(turn_id)
             if turn is None or turn.status in TERMINAL_STATUSES:
-                # Ended, and its chunks were pruned after the retention period.
+                # The status and the last chunks commit together, but may have landed between
+                # our two reads: look once more before concluding they were pruned.
+                async with engine.connect() as conn:
+                    if await read(conn, turn_id, after, limit=1):
+                        continue
                 yield DONE
                 return
             # Re-check now and then even without a NOTIFY (one may be lost in a reconnect).

@@ -41,8 +41,10 @@ async def plain_turns(api: httpx.AsyncClient, agent: str, n: int, *, quiet: bool
         url = f"/v1/agents/{agent}/conversations/bench-plain-{i % 5}/turns"
         t0 = time.perf_counter()
         got_first = got_text = None
+        lines: list[str] = []
         async with api.stream("POST", url, json={"input": "Hi there", "mode": "stream"}) as r:
             async for line in r.aiter_lines():
+                lines.append(line)
                 if not line.startswith("data:"):
                     continue
                 now = time.perf_counter() - t0
@@ -50,7 +52,7 @@ async def plain_turns(api: httpx.AsyncClient, agent: str, n: int, *, quiet: bool
                 if got_text is None and '"text-delta"' in line:
                     got_text = now
         done.append(time.perf_counter() - t0)
-        assert got_first is not None and got_text is not None
+        assert got_first is not None and got_text is not None, "\n".join(lines)
         first.append(got_first)
         first_text.append(got_text)
     if quiet:
