@@ -41,11 +41,11 @@ def _ping() -> ServerSentEvent:
 
 
 async def follow(res: Resources, turn_id: str, after: int) -> AsyncIterator[ServerSentEvent]:
-    engine = res.store.engine
+    db = res.store.db
     with res.listener.subscribe(turn_id) as event:
         while True:
             event.clear()
-            async with engine.connect() as conn:
+            async with db.connection() as conn:
                 rows = await read(conn, turn_id, after)
             for seq, chunk in rows:
                 yield encode(seq, chunk)
@@ -59,7 +59,7 @@ async def follow(res: Resources, turn_id: str, after: int) -> AsyncIterator[Serv
             if turn is None or turn.status in TERMINAL_STATUSES:
                 # The status and the last chunks commit together, but may have landed between
                 # our two reads: look once more before concluding they were pruned.
-                async with engine.connect() as conn:
+                async with db.connection() as conn:
                     if await read(conn, turn_id, after, limit=1):
                         continue
                 yield DONE

@@ -1,6 +1,6 @@
 """The FastAPI gateway: `create_app(settings)` and nothing at import time.
 
-The lifespan opens the process's resources once (the database engine, the Temporal client, the
+The lifespan opens the process's resources once (the database pool, the Temporal client, the
 LISTEN connection) and routes receive them through dependencies; nothing is global.
 """
 
@@ -20,7 +20,7 @@ from api.routes import agents, conversations, health, turns
 from think._registry import AgentRegistry
 from think._settings import Settings
 from think._temporal import connect
-from think.storage import Store, create_engine_for
+from think.storage import Store, open_database
 
 
 class BodyLimit:
@@ -73,13 +73,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        engine = create_engine_for(settings, pool_size=20)
+        db = await open_database(settings, max_size=20)
         listener = ChunkListener(settings.libpq_url)
         await listener.start()
         temporal = await connect(settings)
         app.state.resources = Resources(
             settings=settings,
-            store=Store(engine),
+            store=Store(db),
             temporal=temporal,
             listener=listener,
             registry=registry,
@@ -88,7 +88,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:
             await listener.stop()
-            await engine.dispose()
+            await db.close()
 
     app = FastAPI(
         title="Think",

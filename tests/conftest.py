@@ -13,13 +13,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from tests._stack import Stack, stack_env
 from think._embedded import Services, start_services
 from think._settings import Settings
 from think._temporal import connect
-from think.storage import create_engine_for, migrate
+from think.storage import migrate
 from think.testing import FakeOpenAIServer
 
 
@@ -75,7 +75,8 @@ async def api(stack: Stack) -> AsyncIterator[httpx.AsyncClient]:
 
 @pytest.fixture(scope="session")
 async def engine(settings: Settings) -> AsyncIterator[AsyncEngine]:
-    engine = create_engine_for(settings, pool_size=4)
+    # Tests inspect the database through SQLAlchemy Core: independent of the code under test.
+    engine = create_async_engine(settings.sqlalchemy_url, pool_size=4)
     yield engine
     await engine.dispose()
 

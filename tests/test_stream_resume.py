@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests._sse import chunks, parse, read_stream
 from tests.conftest import helper_path
+from think._settings import Settings
 from think.testing import FakeOpenAIServer, reply, text
 
 
@@ -114,15 +115,19 @@ async def test_chunks_are_batched_not_one_insert_per_token(
 
 
 async def test_pruned_chunks_keep_the_turn_and_message(
-    api: httpx.AsyncClient, engine: AsyncEngine, cid: str
+    api: httpx.AsyncClient, settings: Settings, cid: str
 ) -> None:
-    from think.storage import Store
+    from think.storage import Store, open_database
 
     turn = (
         await api.post(f"{helper_path(cid)}/turns", json={"input": "keep", "mode": "wait"})
     ).json()
     await asyncio.sleep(0.05)
-    removed = await Store(engine).prune_chunks(0)
+    db = await open_database(settings, max_size=1)
+    try:
+        removed = await Store(db).prune_chunks(0)
+    finally:
+        await db.close()
     assert removed > 0
     _, events = await read_stream(api, turn["stream_url"])
     assert [e.data for e in events] == ["[DONE]"]

@@ -15,7 +15,7 @@ from think._registry import AgentRegistry
 from think._settings import Settings
 from think._temporal import connect
 from think.activities import TurnActivities
-from think.storage import Store, create_engine_for
+from think.storage import Store, open_database
 from think.workflows import WORKFLOWS
 
 log = logging.getLogger("think.worker")
@@ -92,8 +92,8 @@ async def _prune_forever(store: Store, retention: float) -> None:
 async def run_worker(settings: Settings) -> None:
     """Run until cancelled."""
     registry = AgentRegistry.from_paths(settings.agents)
-    engine = create_engine_for(settings)
-    store = Store(engine)
+    db = await open_database(settings, max_size=20)
+    store = Store(db)
     client = await connect(settings)
     worker = build_worker(client, settings, TurnActivities(store, registry, settings))
     pruner = asyncio.create_task(_prune_forever(store, settings.chunk_retention_seconds))
@@ -104,4 +104,4 @@ async def run_worker(settings: Settings) -> None:
         pruner.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await pruner
-        await engine.dispose()
+        await db.close()

@@ -5,7 +5,6 @@ from datetime import timedelta
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
-from sqlalchemy import text
 
 from api.deps import Res
 
@@ -24,8 +23,8 @@ async def readyz(res: Res) -> JSONResponse:
     checks: dict[str, str] = {}
     try:
         async with asyncio.timeout(2):
-            async with res.store.engine.connect() as conn:
-                await conn.execute(text("SELECT 1"))
+            async with res.store.db.connection() as conn:
+                await conn.execute("SELECT 1")
         checks["postgres"] = "ok"
     except Exception as exc:
         checks["postgres"] = f"unavailable: {type(exc).__name__}"

@@ -82,7 +82,7 @@ class TurnActivities:
         """One model call, streamed. The first step also starts the turn; a step that answers
         without tools also ends it, in the transaction that records the step."""
         fence = Fence(key=f"step-{inp.step}", attempt=activity.info().attempt)
-        async with self.store.engine.begin() as conn:
+        async with self.store.db.transaction() as conn:
             turn = await self.store.lock_turn(conn, inp.turn_id)
             agent = self._agent(turn.agent)
             if turn.terminal:
@@ -106,7 +106,7 @@ class TurnActivities:
             metadata={"conversation-id": turn.conversation_id, "turn-id": turn.id},
         )
         writer = ChunkWriter(
-            self.store.engine, turn.id, fence, interval=self.settings.chunk_flush_interval
+            self.store.db, turn.id, fence, interval=self.settings.chunk_flush_interval
         )
         step = StepStream(builder, writer, inp.step)
         finish = Finish()
@@ -142,7 +142,7 @@ class TurnActivities:
             "output_tokens": turn.usage.get("output_tokens", 0) + finish.usage.output_tokens,
         }
         ended = not step.called_tools
-        async with self.store.engine.begin() as conn:
+        async with self.store.db.transaction() as conn:
             if ended:
                 await end_turn(
                     self.store,
@@ -186,7 +186,7 @@ class TurnActivities:
         if str(part.get("state", "")).startswith("output-"):
             return ToolCallResult(ok=part["state"] == "output-available")
         chunk = await self._run_tool(turn.agent, inp, part.get("input"))
-        async with self.store.engine.begin() as conn:
+        async with self.store.db.transaction() as conn:
             locked = await self.store.lock_turn(conn, inp.turn_id)
             builder = MessageBuilder(locked.message)
             settled = builder.tool_part(inp.tool_call_id) or {}
@@ -233,7 +233,7 @@ class TurnActivities:
     @activity.defn(name=COMMIT_ACTIVITY)
     async def commit_turn(self, inp: CommitInput) -> CommitResult:
         """End a turn that no model step ended: a failure, or the step budget spent."""
-        async with self.store.engine.begin() as conn:
+        async with self.store.db.transaction() as conn:
             turn = await self.store.lock_turn(conn, inp.turn_id)
             if turn.terminal:
                 return CommitResult(status=turn.status)

@@ -10,15 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from think._messages import UIMessage
-from think.storage import Store, TurnRecord
+from think.storage import NOW, Conn, Store, TurnRecord
 from think.streaming import Fence, append
 
 
-async def start_turn(store: Store, conn: AsyncConnection, turn: TurnRecord) -> TurnRecord:
+async def start_turn(store: Store, conn: Conn, turn: TurnRecord) -> TurnRecord:
     """Append the user's messages under the active leaf (as it is now, when the turn runs,
     not when it was accepted), mark the turn running and open its stream with `start`."""
     if turn.status != "pending":
@@ -32,7 +29,7 @@ async def start_turn(store: Store, conn: AsyncConnection, turn: TurnRecord) -> T
         await store.set_active_leaf(conn, turn.conversation_uid, leaf)
     message = {"id": turn.message_id, "role": "assistant", "parts": []}
     await store.update_turn(
-        conn, turn.id, status="running", started_at=text("now()"), parent_id=leaf, message=message
+        conn, turn.id, status="running", started_at=NOW, parent_id=leaf, message=message
     )
     await append(conn, turn.id, [{"type": "start", "messageId": turn.message_id}])
     return turn.model_copy(update={"status": "running", "parent_id": leaf, "message": message})
@@ -40,7 +37,7 @@ async def start_turn(store: Store, conn: AsyncConnection, turn: TurnRecord) -> T
 
 async def end_turn(
     store: Store,
-    conn: AsyncConnection,
+    conn: Conn,
     turn: TurnRecord,
     *,
     status: str,
@@ -66,7 +63,7 @@ async def end_turn(
         conn,
         turn.id,
         status=status,
-        completed_at=text("now()"),
+        completed_at=NOW,
         error=error,
         message=message,
         **columns,

@@ -6,9 +6,9 @@ import asyncio
 from pathlib import Path
 
 from sqlalchemy import create_engine
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from think._settings import Settings
+from think.storage._db import Conn, Database
 from think.storage._records import (
     PAUSED_STATUSES,
     TERMINAL_STATUSES,
@@ -18,15 +18,18 @@ from think.storage._records import (
     TurnRequest,
     TurnStatus,
 )
-from think.storage._store import IdempotencyConflict, MessageIdConflict, ParentNotFound, Store
+from think.storage._store import NOW, IdempotencyConflict, MessageIdConflict, ParentNotFound, Store
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 __all__ = [
+    "NOW",
     "PAUSED_STATUSES",
     "TERMINAL_STATUSES",
     "Admission",
+    "Conn",
     "Conversation",
+    "Database",
     "IdempotencyConflict",
     "MessageIdConflict",
     "ParentNotFound",
@@ -34,22 +37,15 @@ __all__ = [
     "TurnRecord",
     "TurnRequest",
     "TurnStatus",
-    "create_engine_for",
     "migrate",
     "migrate_now",
+    "open_database",
 ]
 
 
-def create_engine_for(settings: Settings, *, pool_size: int = 10) -> AsyncEngine:
-    """The process's one engine. Created by the app's lifespan or the worker, never at import."""
-    return create_async_engine(
-        settings.sqlalchemy_url,
-        pool_size=pool_size,
-        max_overflow=pool_size,
-        # No pre-ping: it costs a round trip on every checkout, on the hot path of every
-        # activity; recycling old connections and Temporal's retries cover dead ones.
-        pool_recycle=1800,
-    )
+async def open_database(settings: Settings, *, max_size: int = 10) -> Database:
+    """The process's one pool. Opened by the app's lifespan or the worker, never at import."""
+    return await Database(settings.libpq_url, max_size=max_size).open()
 
 
 def _migrate_sync(url: str) -> None:

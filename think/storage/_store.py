@@ -1,4 +1,4 @@
-"""Reads and writes of conversations, messages and turns.
+"""Reads and writes of conversations, messages and turns, in plain SQL over psycopg.
 
 Every write that a Temporal activity makes is idempotent (keyed inserts, `ON CONFLICT`, state
 checks under a row lock), so an activity retried after a crash changes nothing twice. Writes
@@ -13,12 +13,12 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Row, Table, func, select, text, update
-from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from psycopg.rows import DictRow
+from psycopg.types.json import Jsonb
 
 from think._messages import UIMessage, new_id, text_of
 from think.exceptions import UserError
+from think.storage._db import Conn, Database, fetch_all, fetch_one
 from think.storage._records import (
     TERMINAL_STATUSES,
     Admission,
@@ -26,7 +26,6 @@ from think.storage._records import (
     TurnRecord,
     TurnRequest,
 )
-from think.storage._tables import ConversationRow, MessageRow, TurnRow
 
 
 class IdempotencyConflict(UserError):
@@ -54,95 +53,138 @@ class ParentNotFound(UserError):
         self.parent_id = parent_id
 
 
-# Core tables for set-based statements (INSERT ... ON CONFLICT, UPDATE ... RETURNING).
-_conv: Table = ConversationRow.__table__  # type: ignore[assignment]  # a Table at runtime
-_msg: Table = MessageRow.__table__  # type: ignore[assignment]  # a Table at runtime
-_turn: Table = TurnRow.__table__  # type: ignore[assignment]  # a Table at runtime
+_CONVERSATION_COLUMNS = "uid, tenant, agent, id, created_at, active_leaf_id, metadata"
 
-_PATH_SQL = text(
-    """
+_INSERT_CONVERSATION = f"""
+    INSERT INTO conversations (uid, tenant, agent, id, metadata)
+    VALUES (%(uid)s, %(tenant)s, %(agent)s, %(id)s, %(metadata)s)
+    ON CONFLICT ON CONSTRAINT conversations_name_key DO NOTHING
+    RETURNING {_CONVERSATION_COLUMNS}
+"""
+_FIND_CONVERSATION = f"""
+    SELECT {_CONVERSATION_COLUMNS} FROM conversations
+    WHERE tenant = %(tenant)s AND agent = %(agent)s AND id = %(id)s
+"""
+_CONVERSATION_BY_UID = f"SELECT {_CONVERSATION_COLUMNS} FROM conversations WHERE uid = %(uid)s"
+
+_TURN_SELECT = """
+    SELECT t.*, c.id AS conversation_id, c.tenant AS tenant
+    FROM turns t JOIN conversations c ON c.uid = t.conversation_uid
+"""
+_TURN_BY_ID = _TURN_SELECT + " WHERE t.id = %(id)s"
+_TURN_BY_ID_IN = _TURN_SELECT + " WHERE t.id = %(id)s AND t.conversation_uid = %(c)s"
+_TURN_BY_KEY = _TURN_SELECT + " WHERE t.conversation_uid = %(c)s AND t.idempotency_key = %(key)s"
+_LOCK_TURN = _TURN_BY_ID + " FOR UPDATE OF t"
+
+_INSERT_TURN = """
+    INSERT INTO turns (id, conversation_uid, agent, idempotency_key, request_hash, request,
+                       status, message_id)
+    VALUES (%(id)s, %(c)s, %(agent)s, %(key)s, %(hash)s, %(request)s, 'pending', %(message_id)s)
+    ON CONFLICT ON CONSTRAINT turns_idempotency_key DO NOTHING
+    RETURNING id
+"""
+
+_PATH = """
     WITH RECURSIVE path AS (
         SELECT id, parent_id, role, parts, metadata, 0 AS depth
-        FROM messages WHERE conversation_uid = :c AND id = :leaf
+        FROM messages WHERE conversation_uid = %(c)s AND id = %(leaf)s
       UNION ALL
         SELECT m.id, m.parent_id, m.role, m.parts, m.metadata, p.depth + 1
-        FROM messages m JOIN path p ON m.conversation_uid = :c AND m.id = p.parent_id
+        FROM messages m JOIN path p ON m.conversation_uid = %(c)s AND m.id = p.parent_id
     )
     SELECT id, role, parts, metadata FROM path ORDER BY depth DESC
-    """
+"""
+
+_INSERT_MESSAGE = """
+    INSERT INTO messages (conversation_uid, id, parent_id, role, parts, metadata, turn_id,
+                          text_content, byte_size)
+    VALUES (%(c)s, %(id)s, %(parent_id)s, %(role)s, %(parts)s, %(metadata)s, %(turn_id)s,
+            %(text)s, %(size)s)
+    ON CONFLICT DO NOTHING
+    RETURNING id
+"""
+
+# Columns a caller may set through `update_turn`; anything else is a programming error.
+_TURN_COLUMNS = frozenset(
+    {
+        "status",
+        "started_at",
+        "completed_at",
+        "parent_id",
+        "message",
+        "error",
+        "steps_done",
+        "usage",
+    }
 )
+_JSON_COLUMNS = frozenset({"message", "usage"})
+NOW = object()
+"""Pass as a value to `update_turn` for the database's `now()`."""
 
 
-def _conversation(row: Row[Any]) -> Conversation:
-    m = row._mapping
+def _conversation(row: DictRow) -> Conversation:
     return Conversation(
-        uid=m["uid"],
-        tenant=m["tenant"],
-        agent=m["agent"],
-        id=m["id"],
-        created_at=m["created_at"],
-        active_leaf_id=m["active_leaf_id"],
-        metadata=m["metadata"] or {},
+        uid=row["uid"],
+        tenant=row["tenant"],
+        agent=row["agent"],
+        id=row["id"],
+        created_at=row["created_at"],
+        active_leaf_id=row["active_leaf_id"],
+        metadata=row["metadata"] or {},
     )
 
 
-def _turn_record(row: Row[Any]) -> TurnRecord:
-    m = dict(row._mapping)
+def _turn_record(row: DictRow) -> TurnRecord:
     return TurnRecord(
-        id=m["id"],
-        conversation_uid=m["conversation_uid"],
-        conversation_id=m["conversation_id"],
-        tenant=m["tenant"],
-        agent=m["agent"],
-        idempotency_key=m["idempotency_key"],
-        request_hash=m["request_hash"],
-        request=TurnRequest.model_validate(m["request"]),
-        status=m["status"],
-        created_at=m["created_at"],
-        started_at=m["started_at"],
-        completed_at=m["completed_at"],
-        message_id=m["message_id"],
-        parent_id=m["parent_id"],
-        message=m["message"],
-        error=m["error"],
-        steps_done=m["steps_done"],
-        usage=m["usage"] or {},
+        id=row["id"],
+        conversation_uid=row["conversation_uid"],
+        conversation_id=row["conversation_id"],
+        tenant=row["tenant"],
+        agent=row["agent"],
+        idempotency_key=row["idempotency_key"],
+        request_hash=row["request_hash"],
+        request=TurnRequest.model_validate(row["request"]),
+        status=row["status"],
+        created_at=row["created_at"],
+        started_at=row["started_at"],
+        completed_at=row["completed_at"],
+        message_id=row["message_id"],
+        parent_id=row["parent_id"],
+        message=row["message"],
+        error=row["error"],
+        steps_done=row["steps_done"],
+        usage=row["usage"] or {},
     )
 
 
-def _turn_select() -> Any:
-    return select(
-        _turn,
-        _conv.c.id.label("conversation_id"),
-        _conv.c.tenant.label("tenant"),
-    ).join(_conv, _conv.c.uid == _turn.c.conversation_uid)
-
-
-def message_values(conversation_uid: str, message: UIMessage, **extra: Any) -> dict[str, Any]:
+def _message_params(
+    conversation_uid: str, message: UIMessage, *, parent_id: str | None, turn_id: str | None
+) -> dict[str, Any]:
     parts = message.parts
     return {
-        "conversation_uid": conversation_uid,
+        "c": conversation_uid,
         "id": message.id,
+        "parent_id": parent_id,
         "role": message.role,
-        "parts": parts,
-        "metadata": message.metadata,
-        "text_content": text_of(parts),
-        "byte_size": len(json.dumps(parts)),
-        **extra,
+        "parts": Jsonb(parts),
+        "metadata": Jsonb(message.metadata) if message.metadata is not None else None,
+        "turn_id": turn_id,
+        "text": text_of(parts),
+        "size": len(json.dumps(parts)),
     }
 
 
 class Store:
-    """The conversation store over one async SQLAlchemy engine (shared, never per request)."""
+    """The conversation store over the process's one connection pool."""
 
-    def __init__(self, engine: AsyncEngine) -> None:
-        self.engine = engine
+    def __init__(self, db: Database) -> None:
+        self.db = db
 
     # -- conversations ---------------------------------------------------------------------
 
     async def ensure_conversation(
         self,
-        conn: AsyncConnection,
+        conn: Conn,
         *,
         tenant: str,
         agent: str,
@@ -150,29 +192,26 @@ class Store:
         metadata: dict[str, Any] | None = None,
     ) -> tuple[Conversation, bool]:
         """Get the conversation, creating it first if needed; says whether it was created."""
-        inserted = await conn.execute(
-            insert(_conv)
-            .values(
-                uid=str(uuid.uuid4()),
-                tenant=tenant,
-                agent=agent,
-                id=conversation_id,
-                metadata=metadata or {},
-            )
-            .on_conflict_do_nothing(constraint="conversations_name_key")
-            .returning(*_conv.c)
+        key = {"tenant": tenant, "agent": agent, "id": conversation_id}
+        row = await fetch_one(conn, _FIND_CONVERSATION, key)
+        if row is not None:
+            return _conversation(row), False
+        row = await fetch_one(
+            conn,
+            _INSERT_CONVERSATION,
+            {**key, "uid": str(uuid.uuid4()), "metadata": Jsonb(metadata or {})},
         )
-        row = inserted.first()
         if row is not None:
             return _conversation(row), True
-        existing = await self._find_conversation(conn, tenant, agent, conversation_id)
-        assert existing is not None  # the insert conflicted, so the row exists
-        return existing, False
+        # Created by a concurrent request since our first look.
+        row = await fetch_one(conn, _FIND_CONVERSATION, key)
+        assert row is not None
+        return _conversation(row), False
 
     async def create_conversation(
         self, *, tenant: str, agent: str, conversation_id: str, metadata: dict[str, Any]
     ) -> tuple[Conversation, bool]:
-        async with self.engine.begin() as conn:
+        async with self.db.transaction() as conn:
             return await self.ensure_conversation(
                 conn,
                 tenant=tenant,
@@ -184,46 +223,81 @@ class Store:
     async def get_conversation(
         self, *, tenant: str, agent: str, conversation_id: str
     ) -> Conversation | None:
-        async with self.engine.connect() as conn:
-            return await self._find_conversation(conn, tenant, agent, conversation_id)
-
-    async def _find_conversation(
-        self, conn: AsyncConnection, tenant: str, agent: str, conversation_id: str
-    ) -> Conversation | None:
-        result = await conn.execute(
-            select(_conv).where(
-                _conv.c.tenant == tenant, _conv.c.agent == agent, _conv.c.id == conversation_id
+        async with self.db.connection() as conn:
+            row = await fetch_one(
+                conn, _FIND_CONVERSATION, {"tenant": tenant, "agent": agent, "id": conversation_id}
             )
-        )
-        row = result.first()
         return _conversation(row) if row else None
+
+    async def conversation_by_uid(self, conn: Conn, uid: str) -> Conversation:
+        row = await fetch_one(conn, _CONVERSATION_BY_UID, {"uid": uid})
+        assert row is not None
+        return _conversation(row)
+
+    async def set_active_leaf(self, conn: Conn, conversation_uid: str, leaf_id: str) -> None:
+        await conn.execute(
+            "UPDATE conversations SET active_leaf_id = %(leaf)s WHERE uid = %(c)s",
+            {"leaf": leaf_id, "c": conversation_uid},
+        )
 
     # -- messages --------------------------------------------------------------------------
 
     async def path(
-        self, conversation_uid: str, leaf_id: str | None, conn: AsyncConnection | None = None
+        self, conversation_uid: str, leaf_id: str | None, conn: Conn | None = None
     ) -> list[UIMessage]:
         """The messages from the root to `leaf_id`, root first."""
         if leaf_id is None:
             return []
         if conn is None:
-            async with self.engine.connect() as own:
+            async with self.db.connection() as own:
                 return await self.path(conversation_uid, leaf_id, own)
-        rows = await conn.execute(_PATH_SQL, {"c": conversation_uid, "leaf": leaf_id})
+        rows = await fetch_all(conn, _PATH, {"c": conversation_uid, "leaf": leaf_id})
         return [
-            UIMessage(id=r.id, role=r.role, parts=r.parts, metadata=r.metadata)
+            UIMessage.model_construct(
+                id=r["id"], role=r["role"], parts=r["parts"], metadata=r["metadata"]
+            )
             for r in rows
-            if r.parts
+            if r["parts"]
         ]
 
     async def message_exists(self, conversation_uid: str, message_id: str) -> bool:
-        async with self.engine.connect() as conn:
-            found = await conn.scalar(
-                select(func.count())
-                .select_from(_msg)
-                .where(_msg.c.conversation_uid == conversation_uid, _msg.c.id == message_id)
+        async with self.db.connection() as conn:
+            row = await fetch_one(
+                conn,
+                "SELECT 1 AS found FROM messages WHERE conversation_uid = %(c)s AND id = %(id)s",
+                {"c": conversation_uid, "id": message_id},
             )
-            return bool(found)
+        return row is not None
+
+    async def insert_messages(
+        self,
+        conn: Conn,
+        conversation_uid: str,
+        messages: Sequence[UIMessage],
+        *,
+        parent_id: str | None,
+        turn_id: str | None,
+    ) -> str | None:
+        """Append `messages` as a chain under `parent_id`; returns the id of the last one.
+
+        A message this turn already inserted is left as it is, so a retried activity is
+        harmless. An id another turn took meanwhile (two queued turns admitted with the same
+        new id) is replaced by a fresh one: the content is kept, never dropped.
+        """
+        last = parent_id
+        for message in messages:
+            params = _message_params(conversation_uid, message, parent_id=last, turn_id=turn_id)
+            if await fetch_one(conn, _INSERT_MESSAGE, params) is None:
+                owner = await fetch_one(
+                    conn,
+                    "SELECT turn_id FROM messages WHERE conversation_uid = %(c)s AND id = %(id)s",
+                    params,
+                )
+                if turn_id is None or owner is None or owner["turn_id"] != turn_id:
+                    message = message.model_copy(update={"id": new_id("msg")})
+                    await conn.execute(_INSERT_MESSAGE, {**params, "id": message.id})
+            last = message.id
+        return last
 
     # -- turns -----------------------------------------------------------------------------
 
@@ -243,7 +317,7 @@ class Store:
         requests produce one turn: every loser's insert waits for the winner's commit, does
         nothing, and then reads the winner's row.
         """
-        async with self.engine.begin() as conn:
+        async with self.db.transaction() as conn:
             conversation, _ = await self.ensure_conversation(
                 conn, tenant=tenant, agent=agent, conversation_id=conversation_id
             )
@@ -255,23 +329,22 @@ class Store:
                     return self._repeat(known, idempotency_key, request_hash)
             await self._check_request(conn, conversation.uid, request)
             turn_id = new_id("turn")
-            inserted = await conn.execute(
-                insert(_turn)
-                .values(
-                    id=turn_id,
-                    conversation_uid=conversation.uid,
-                    agent=agent,
-                    idempotency_key=idempotency_key,
-                    request_hash=request_hash,
-                    request=request.model_dump(mode="json", exclude_none=True),
-                    status="pending",
-                    message_id=new_id("msg"),
-                )
-                .on_conflict_do_nothing(constraint="turns_idempotency_key")
-                .returning(_turn.c.id)
+            inserted = await fetch_one(
+                conn,
+                _INSERT_TURN,
+                {
+                    "id": turn_id,
+                    "c": conversation.uid,
+                    "agent": agent,
+                    "key": idempotency_key,
+                    "hash": request_hash,
+                    "request": Jsonb(request.model_dump(mode="json", exclude_none=True)),
+                    "message_id": new_id("msg"),
+                },
             )
-            if inserted.first() is not None:
-                row = (await conn.execute(_turn_select().where(_turn.c.id == turn_id))).one()
+            if inserted is not None:
+                row = await fetch_one(conn, _TURN_BY_ID, {"id": turn_id})
+                assert row is not None
                 return Admission(turn=_turn_record(row), accepted=True)
             # Lost a race with an identical concurrent request: its row is committed now.
             assert idempotency_key is not None
@@ -279,16 +352,8 @@ class Store:
             assert existing is not None
             return self._repeat(existing, idempotency_key, request_hash)
 
-    async def _turn_by_key(
-        self, conn: AsyncConnection, conversation_uid: str, key: str
-    ) -> TurnRecord | None:
-        row = (
-            await conn.execute(
-                _turn_select().where(
-                    _turn.c.conversation_uid == conversation_uid, _turn.c.idempotency_key == key
-                )
-            )
-        ).first()
+    async def _turn_by_key(self, conn: Conn, conversation_uid: str, key: str) -> TurnRecord | None:
+        row = await fetch_one(conn, _TURN_BY_KEY, {"c": conversation_uid, "key": key})
         return _turn_record(row) if row else None
 
     @staticmethod
@@ -297,131 +362,83 @@ class Store:
             raise IdempotencyConflict(key, existing.id)
         return Admission(turn=existing, accepted=False)
 
-    async def _check_request(
-        self, conn: AsyncConnection, conversation_uid: str, request: TurnRequest
-    ) -> None:
+    async def _check_request(self, conn: Conn, conversation_uid: str, request: TurnRequest) -> None:
         """Refuse what the turn could not apply later: a missing parent, reused message ids."""
         if request.parent_id is not None:
-            found = await conn.scalar(
-                select(func.count())
-                .select_from(_msg)
-                .where(_msg.c.conversation_uid == conversation_uid, _msg.c.id == request.parent_id)
+            found = await fetch_one(
+                conn,
+                "SELECT 1 AS found FROM messages WHERE conversation_uid = %(c)s AND id = %(id)s",
+                {"c": conversation_uid, "id": request.parent_id},
             )
-            if not found:
+            if found is None:
                 raise ParentNotFound(request.parent_id)
         ids = [m.id for m in request.messages]
         repeated = sorted({i for i in ids if ids.count(i) > 1})
         if repeated:
             raise MessageIdConflict(repeated[0], "appears twice in the input")
-        taken = await conn.scalar(
-            select(_msg.c.id)
-            .where(_msg.c.conversation_uid == conversation_uid, _msg.c.id.in_(ids))
-            .limit(1)
+        taken = await fetch_one(
+            conn,
+            "SELECT id FROM messages WHERE conversation_uid = %(c)s AND id = ANY(%(ids)s) LIMIT 1",
+            {"c": conversation_uid, "ids": ids},
         )
         if taken is not None:
-            raise MessageIdConflict(taken, "is already a message of this conversation")
+            raise MessageIdConflict(taken["id"], "is already a message of this conversation")
 
     async def get_turn(
         self, turn_id: str, conversation_uid: str | None = None
     ) -> TurnRecord | None:
-        query = _turn_select().where(_turn.c.id == turn_id)
-        if conversation_uid is not None:
-            query = query.where(_turn.c.conversation_uid == conversation_uid)
-        async with self.engine.connect() as conn:
-            row = (await conn.execute(query)).first()
+        async with self.db.connection() as conn:
+            if conversation_uid is None:
+                row = await fetch_one(conn, _TURN_BY_ID, {"id": turn_id})
+            else:
+                row = await fetch_one(conn, _TURN_BY_ID_IN, {"id": turn_id, "c": conversation_uid})
         return _turn_record(row) if row else None
 
     async def list_turns(
         self, conversation_uid: str, *, status: Sequence[str] = (), limit: int = 100
     ) -> list[TurnRecord]:
-        query = (
-            _turn_select()
-            .where(_turn.c.conversation_uid == conversation_uid)
-            .order_by(_turn.c.created_at.desc(), _turn.c.id.desc())
-            .limit(limit)
-        )
+        query = _TURN_SELECT + " WHERE t.conversation_uid = %(c)s"
         if status:
-            query = query.where(_turn.c.status.in_(list(status)))
-        async with self.engine.connect() as conn:
-            rows = (await conn.execute(query)).all()
+            query += " AND t.status = ANY(%(status)s)"
+        query += " ORDER BY t.created_at DESC, t.id DESC LIMIT %(limit)s"
+        async with self.db.connection() as conn:
+            rows = await fetch_all(
+                conn, query, {"c": conversation_uid, "status": list(status), "limit": limit}
+            )
         return [_turn_record(r) for r in rows]
 
-    async def lock_turn(self, conn: AsyncConnection, turn_id: str) -> TurnRecord:
-        row = (
-            await conn.execute(
-                _turn_select().where(_turn.c.id == turn_id).with_for_update(of=_turn)
-            )
-        ).first()
+    async def lock_turn(self, conn: Conn, turn_id: str) -> TurnRecord:
+        row = await fetch_one(conn, _LOCK_TURN, {"id": turn_id})
         if row is None:
             raise UserError(f"turn {turn_id!r} does not exist")
         return _turn_record(row)
 
-    async def update_turn(self, conn: AsyncConnection, turn_id: str, **values: Any) -> None:
-        await conn.execute(update(_turn).where(_turn.c.id == turn_id).values(**values))
-
-    async def set_active_leaf(
-        self, conn: AsyncConnection, conversation_uid: str, leaf_id: str
-    ) -> None:
+    async def update_turn(self, conn: Conn, turn_id: str, **values: Any) -> None:
+        unknown = set(values) - _TURN_COLUMNS
+        if unknown:
+            raise TypeError(f"not turn columns: {sorted(unknown)}")
+        assignments = []
+        params: dict[str, Any] = {"id": turn_id}
+        for column, value in values.items():
+            if value is NOW:
+                assignments.append(f"{column} = now()")
+                continue
+            assignments.append(f"{column} = %({column})s")
+            params[column] = Jsonb(value) if column in _JSON_COLUMNS else value
         await conn.execute(
-            update(_conv).where(_conv.c.uid == conversation_uid).values(active_leaf_id=leaf_id)
+            f"UPDATE turns SET {', '.join(assignments)} WHERE id = %(id)s",  # columns checked
+            params,
         )
-
-    async def insert_messages(
-        self,
-        conn: AsyncConnection,
-        conversation_uid: str,
-        messages: Sequence[UIMessage],
-        *,
-        parent_id: str | None,
-        turn_id: str | None,
-    ) -> str | None:
-        """Append `messages` as a chain under `parent_id`; returns the id of the last one.
-
-        A message id that already exists is left as it is, so a retried activity is harmless.
-        """
-        last = parent_id
-        for message in messages:
-            inserted = await conn.execute(
-                insert(_msg)
-                .values(message_values(conversation_uid, message, parent_id=last, turn_id=turn_id))
-                .on_conflict_do_nothing()
-                .returning(_msg.c.id)
-            )
-            if inserted.first() is None:
-                owner = await conn.scalar(
-                    select(_msg.c.turn_id).where(
-                        _msg.c.conversation_uid == conversation_uid, _msg.c.id == message.id
-                    )
-                )
-                if owner != turn_id or turn_id is None:
-                    # Another queued turn took this id after we were admitted: keep the
-                    # content under a fresh id rather than drop it.
-                    message = message.model_copy(update={"id": new_id("msg")})
-                    await conn.execute(
-                        insert(_msg).values(
-                            message_values(
-                                conversation_uid, message, parent_id=last, turn_id=turn_id
-                            )
-                        )
-                    )
-            last = message.id
-        return last
-
-    async def conversation_by_uid(self, conn: AsyncConnection, uid: str) -> Conversation:
-        row = (await conn.execute(select(_conv).where(_conv.c.uid == uid))).one()
-        return _conversation(row)
 
     async def prune_chunks(self, older_than_seconds: float) -> int:
         """Delete the stream chunks of turns that ended more than the retention ago."""
-        async with self.engine.begin() as conn:
-            result = await conn.execute(
-                text(
-                    "DELETE FROM stream_chunks c USING turns t WHERE t.id = c.turn_id "
-                    "AND t.completed_at < now() - make_interval(secs => :s)"
-                ),
+        async with self.db.transaction() as conn:
+            cursor = await conn.execute(
+                "DELETE FROM stream_chunks c USING turns t WHERE t.id = c.turn_id "
+                "AND t.completed_at < now() - make_interval(secs => %(s)s)",
                 {"s": older_than_seconds},
             )
-            return result.rowcount or 0
+            return cursor.rowcount or 0
 
     @staticmethod
     def terminal(status: str) -> bool:

@@ -13,10 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from think.exceptions import ThinkError
+from think.storage._db import Conn, fetch_all, fetch_one
 
 CHANNEL = "think_chunks"
 TERMINAL_CHUNKS = frozenset({"finish", "error", "abort"})
@@ -33,55 +32,51 @@ class StaleAttempt(ThinkError):
     """A newer attempt of the same activity has taken over; this one must stop writing."""
 
 
-_CLAIM = text(
-    """
+_CLAIM = """
     UPDATE turns
-    SET fences = jsonb_set(fences, ARRAY[:key],
-        to_jsonb(GREATEST(COALESCE((fences ->> :key)::int, 0), :attempt)))
-    WHERE id = :turn
-    RETURNING (fences ->> :key)::int AS current, next_seq
-    """
-)
+    SET fences = jsonb_set(fences, ARRAY[%(key)s],
+        to_jsonb(GREATEST(COALESCE((fences ->> %(key)s)::int, 0), %(attempt)s)))
+    WHERE id = %(turn)s
+    RETURNING (fences ->> %(key)s)::int AS current, next_seq
+"""
 
-_RESERVE = text(
-    """
-    UPDATE turns SET next_seq = next_seq + :n
-    WHERE id = :turn AND (CAST(:key AS text) IS NULL OR (fences ->> :key)::int = :attempt)
-    RETURNING next_seq - :n AS start
-    """
-)
+_RESERVE = """
+    UPDATE turns SET next_seq = next_seq + %(n)s
+    WHERE id = %(turn)s AND (%(key)s::text IS NULL OR (fences ->> %(key)s)::int = %(attempt)s)
+    RETURNING next_seq - %(n)s AS start
+"""
 
-_INSERT = text(
-    """
+_INSERT = """
     INSERT INTO stream_chunks (turn_id, seq, attempt, chunk)
-    SELECT :turn, :start + x.ord - 1, :attempt, x.value
-    FROM jsonb_array_elements(CAST(:chunks AS jsonb)) WITH ORDINALITY AS x(value, ord)
-    """
-)
+    SELECT %(turn)s, %(start)s + x.ord - 1, %(attempt)s, x.value
+    FROM jsonb_array_elements(%(chunks)s::jsonb) WITH ORDINALITY AS x(value, ord)
+"""
 
-_NOTIFY = text("SELECT pg_notify(:channel, :turn)")
+_NOTIFY = "SELECT pg_notify(%(channel)s, %(turn)s)"
 
-_READ = text(
-    "SELECT seq, chunk FROM stream_chunks WHERE turn_id = :turn AND seq > :after "
-    "ORDER BY seq LIMIT :limit"
-)
+_READ = """
+    SELECT seq, chunk FROM stream_chunks WHERE turn_id = %(turn)s AND seq > %(after)s
+    ORDER BY seq LIMIT %(limit)s
+"""
 
 
-async def claim(conn: AsyncConnection, turn_id: str, fence: Fence) -> int:
+async def claim(conn: Conn, turn_id: str, fence: Fence) -> int:
     """Register `fence.attempt` as the newest attempt; returns the turn's next sequence number.
 
     Raises `StaleAttempt` when a newer attempt already claimed the fence.
     """
-    row = (
-        await conn.execute(_CLAIM, {"key": fence.key, "attempt": fence.attempt, "turn": turn_id})
-    ).one()
-    if row.current != fence.attempt:
+    row = await fetch_one(
+        conn, _CLAIM, {"key": fence.key, "attempt": fence.attempt, "turn": turn_id}
+    )
+    if row is None:
+        raise StaleAttempt(f"turn {turn_id!r} does not exist")
+    if row["current"] != fence.attempt:
         raise StaleAttempt(f"attempt {fence.attempt} of {fence.key!r} was superseded")
-    return int(row.next_seq)
+    return int(row["next_seq"])
 
 
 async def append(
-    conn: AsyncConnection,
+    conn: Conn,
     turn_id: str,
     chunks: Sequence[dict[str, Any]],
     fence: Fence | None = None,
@@ -93,35 +88,30 @@ async def append(
     """
     if not chunks:
         return -1
-    row = (
-        await conn.execute(
-            _RESERVE,
-            {
-                "n": len(chunks),
-                "turn": turn_id,
-                "key": fence.key if fence else None,
-                "attempt": fence.attempt if fence else 0,
-            },
-        )
-    ).first()
+    attempt = fence.attempt if fence else 0
+    row = await fetch_one(
+        conn,
+        _RESERVE,
+        {
+            "n": len(chunks),
+            "turn": turn_id,
+            "key": fence.key if fence else None,
+            "attempt": attempt,
+        },
+    )
     if row is None:
-        raise StaleAttempt(f"attempt {fence.attempt if fence else 0} of turn {turn_id!r} is stale")
-    start = int(row.start)
+        raise StaleAttempt(f"attempt {attempt} of turn {turn_id!r} is stale")
+    start = int(row["start"])
     await conn.execute(
         _INSERT,
-        {
-            "turn": turn_id,
-            "start": start,
-            "attempt": fence.attempt if fence else 0,
-            "chunks": json.dumps(list(chunks)),
-        },
+        {"turn": turn_id, "start": start, "attempt": attempt, "chunks": json.dumps(list(chunks))},
     )
     await conn.execute(_NOTIFY, {"channel": CHANNEL, "turn": turn_id})
     return start + len(chunks) - 1
 
 
 async def read(
-    conn: AsyncConnection, turn_id: str, after: int, limit: int = 1000
+    conn: Conn, turn_id: str, after: int, limit: int = 1000
 ) -> list[tuple[int, dict[str, Any]]]:
-    rows = await conn.execute(_READ, {"turn": turn_id, "after": after, "limit": limit})
-    return [(int(r.seq), r.chunk) for r in rows]
+    rows = await fetch_all(conn, _READ, {"turn": turn_id, "after": after, "limit": limit})
+    return [(int(r["seq"]), r["chunk"]) for r in rows]

@@ -14,8 +14,7 @@ import contextlib
 import time
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncEngine
-
+from think.storage._db import Database
 from think.streaming import _log
 from think.streaming._log import Fence
 
@@ -31,10 +30,8 @@ _CONTENT = frozenset(
 
 
 class ChunkWriter:
-    def __init__(
-        self, engine: AsyncEngine, turn_id: str, fence: Fence, *, interval: float = 0.05
-    ) -> None:
-        self._engine = engine
+    def __init__(self, db: Database, turn_id: str, fence: Fence, *, interval: float = 0.05) -> None:
+        self._db = db
         self._turn_id = turn_id
         self._fence = fence
         self._interval = interval
@@ -64,7 +61,7 @@ class ChunkWriter:
                         if self._closing.is_set():
                             return
                 batch, self._buffer = self._buffer, []
-                async with self._engine.begin() as conn:
+                async with self._db.transaction() as conn:
                     await _log.append(conn, self._turn_id, batch, self._fence)
                 self._last_flush = time.monotonic()
                 self._content_sent = self._content_sent or any(c["type"] in _CONTENT for c in batch)
