@@ -25,10 +25,8 @@ async def client_loop(
     deadline: float,
     out: list[float],
 ) -> None:
-    i = 0
+    cid = f"tp-{worker_id}"  # each client is one user in one conversation
     while time.perf_counter() < deadline:
-        cid = f"tp-{worker_id}-{i}"
-        i += 1
         model.script(cid, tool_call("add", {"a": 1, "b": 2}), text("3"))
         t0 = time.perf_counter()
         r = await api.post(

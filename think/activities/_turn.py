@@ -114,7 +114,6 @@ class TurnActivities:
             step.emit({"type": "start-step"})
             async with heartbeating():
                 async for event in model.stream(request):
-                    activity.heartbeat()
                     if isinstance(event, TextDelta):
                         step.text(event.delta)
                     elif isinstance(event, ReasoningDelta):

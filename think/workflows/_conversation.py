@@ -102,7 +102,9 @@ class ConversationWorkflow:
                     [
                         SearchAttributePair(AGENT_KEY, conv.agent),
                         SearchAttributePair(CONVERSATION_KEY, conv.conversation_id),
-                        SearchAttributePair(TURN_STATUS_KEY, "pending"),
+                        # Set at start rather than upserted by the turn: one visibility
+                        # write less per turn.
+                        SearchAttributePair(TURN_STATUS_KEY, "running"),
                     ]
                 ),
                 static_summary=f"{conv.agent} turn in conversation {conv.conversation_id}",

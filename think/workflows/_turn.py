@@ -53,8 +53,7 @@ MODEL_HEARTBEAT = timedelta(seconds=5)
 class TurnWorkflow:
     @workflow.run
     async def run(self, inp: TurnInput) -> CommitResult:
-        turn_id = inp.turn_id
-        self._status("running")
+        turn_id = inp.turn_id  # started with ThinkTurnStatus=running by the conversation
         outcome = CommitInput(turn_id=turn_id, status="completed", finish_reason="tool-calls")
         step = 0
         try:
