@@ -56,6 +56,7 @@ async def test_fresh_histories_replay(
         ).json()
         assert turn["status"] == "completed"
         handle = temporal.get_workflow_handle(turn_workflow_id("helper", cid, turn["turn_id"]))
+        await handle.result()  # the turn is stored before its workflow has quite finished
         histories[name] = await handle.fetch_history()
     conversation = temporal.get_workflow_handle(conversation_workflow_id("default", "helper", cid))
     histories["conversation"] = await conversation.fetch_history()
