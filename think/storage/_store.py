@@ -123,38 +123,12 @@ NOW = object()
 
 
 def _conversation(row: DictRow) -> Conversation:
-    return Conversation(
-        uid=row["uid"],
-        tenant=row["tenant"],
-        agent=row["agent"],
-        id=row["id"],
-        created_at=row["created_at"],
-        active_leaf_id=row["active_leaf_id"],
-        metadata=row["metadata"] or {},
-    )
+    # The queries select exactly the record's fields, by the same names.
+    return Conversation.model_validate(row)
 
 
 def _turn_record(row: DictRow) -> TurnRecord:
-    return TurnRecord(
-        id=row["id"],
-        conversation_uid=row["conversation_uid"],
-        conversation_id=row["conversation_id"],
-        tenant=row["tenant"],
-        agent=row["agent"],
-        idempotency_key=row["idempotency_key"],
-        request_hash=row["request_hash"],
-        request=TurnRequest.model_validate(row["request"]),
-        status=row["status"],
-        created_at=row["created_at"],
-        started_at=row["started_at"],
-        completed_at=row["completed_at"],
-        message_id=row["message_id"],
-        parent_id=row["parent_id"],
-        message=row["message"],
-        error=row["error"],
-        steps_done=row["steps_done"],
-        usage=row["usage"] or {},
-    )
+    return TurnRecord.model_validate(row)
 
 
 def _message_params(
