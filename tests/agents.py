@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from think import Think, Tool, tool
+import os
+from pathlib import Path
 
-TOOL_RUNS: list[str] = []
+from think import Think, Tool, tool
 
 
 @tool
@@ -25,6 +26,16 @@ async def explode(reason: str) -> str:
     raise RuntimeError(f"boom: {reason}")
 
 
+@tool
+def record(note: str) -> str:
+    """Append a note to the file named by THINK_TEST_TOOL_LOG: a side effect tests can count."""
+    path = os.environ.get("THINK_TEST_TOOL_LOG")
+    if path:
+        with Path(path).open("a") as log:
+            log.write(note + "\n")
+    return f"recorded {note}"
+
+
 class Helper(Think):
     """The agent most tests talk to."""
 
@@ -38,4 +49,4 @@ class Helper(Think):
         return "You are a test agent."
 
     def get_tools(self) -> list[Tool]:
-        return [get_weather, add, explode]
+        return [get_weather, add, explode, record]

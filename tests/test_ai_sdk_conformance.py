@@ -74,7 +74,7 @@ async def test_stored_message_equals_ai_sdk_reconstruction(
     assert rebuilt["message"] == stored
 
 
-@pytest.mark.parametrize("fixture", ["text-reasoning", "static-tools"])
+@pytest.mark.parametrize("fixture", ["text-reasoning", "static-tools", "reset-data-error-abort"])
 async def test_builder_matches_ai_sdk_on_reference_fixtures(fixture: str) -> None:
     """The Python builder folds the harness's hand-checked fixtures exactly as the SDK does."""
     from tests._sse import chunks, parse

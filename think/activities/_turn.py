@@ -40,7 +40,7 @@ from think.models import (
     resolve_model,
 )
 from think.storage import Store
-from think.streaming import ChunkWriter, Fence, StaleAttempt, append, claim
+from think.streaming import ChunkWriter, Fence, StaleAttempt, append, claim, step_is_open
 from think.streaming._builder import MessageBuilder
 from think.workflows._inputs import (
     CommitInput,
@@ -93,6 +93,9 @@ class TurnActivities:
                 return _recorded_step(turn.message or {}, inp.step, agent.max_steps)
             turn = await start_turn(self.store, conn, turn)
             await claim(conn, turn.id, fence)
+            # A retry after a crash or a stall: the abandoned attempt may have streamed part
+            # of this step, which clients must drop before this attempt streams it again.
+            interrupted = fence.attempt > 1 and await step_is_open(conn, turn.id)
             transcript = await self.store.path(turn.conversation_uid, turn.parent_id, conn)
         builder = MessageBuilder(turn.message)
         messages = to_chat_messages(agent.get_system_prompt(), transcript)
@@ -111,7 +114,13 @@ class TurnActivities:
         step = StepStream(builder, writer, inp.step)
         finish = Finish()
         try:
-            step.emit({"type": "start-step"})
+            if interrupted:
+                # Clients keep the step's `step-start` and drop what followed it; the draft
+                # never held the abandoned attempt's parts, so it just starts the step.
+                step.writer.emit({"type": "reset-step"})
+                step.builder.apply({"type": "start-step"})
+            else:
+                step.emit({"type": "start-step"})
             async with heartbeating():
                 async for event in model.stream(request):
                     if isinstance(event, TextDelta):

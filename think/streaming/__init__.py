@@ -1,6 +1,15 @@
 """The stream log (Postgres + NOTIFY), its writer for activities and its listener for gateways."""
 
-from think.streaming._log import CHANNEL, TERMINAL_CHUNKS, Fence, StaleAttempt, append, claim, read
+from think.streaming._log import (
+    CHANNEL,
+    TERMINAL_CHUNKS,
+    Fence,
+    StaleAttempt,
+    append,
+    claim,
+    read,
+    step_is_open,
+)
 from think.streaming._writer import ChunkWriter
 
 __all__ = [
@@ -12,4 +21,5 @@ __all__ = [
     "append",
     "claim",
     "read",
+    "step_is_open",
 ]

@@ -115,3 +115,16 @@ async def read(
 ) -> list[tuple[int, dict[str, Any]]]:
     rows = await fetch_all(conn, _READ, {"turn": turn_id, "after": after, "limit": limit})
     return [(int(r["seq"]), r["chunk"]) for r in rows]
+
+
+_LAST_STEP_BOUNDARY = """
+    SELECT chunk ->> 'type' AS type FROM stream_chunks
+    WHERE turn_id = %(turn)s AND chunk ->> 'type' IN ('start-step', 'finish-step')
+    ORDER BY seq DESC LIMIT 1
+"""
+
+
+async def step_is_open(conn: Conn, turn_id: str) -> bool:
+    """Whether the stream's last step was started and never finished (an attempt died in it)."""
+    row = await fetch_one(conn, _LAST_STEP_BOUNDARY, {"turn": turn_id})
+    return row is not None and row["type"] == "start-step"

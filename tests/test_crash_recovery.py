@@ -1,0 +1,120 @@
+"""A worker SIGKILLed mid-stream: the turn finishes on another worker, and the client ends with
+exactly one copy of the answer (the stream carries `reset-step` before the retried step)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests._sse import chunks, parse, read_stream
+from tests._stack import Stack
+from tests.test_ai_sdk_conformance import NODE_DIR, reconstruct
+from think.testing import FakeOpenAIServer, reply, text, tool_call
+
+WORDS = [f"word{i} " for i in range(40)]
+
+
+@pytest.fixture(scope="module")
+def crash_stack(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """A gateway and a worker of their own (own task queue), so killing them hurts no one."""
+    logs = tmp_path_factory.mktemp("crash")
+    env = {
+        **stack.env,
+        "THINK_TASK_QUEUE": "think-crash",
+        "THINK_TEST_TOOL_LOG": str(logs / "tool-runs.log"),
+    }
+    own = Stack(env=env, logs=logs)
+    try:
+        own.start_worker()
+        own.start_api()
+        yield own
+    finally:
+        own.stop()
+
+
+async def wait_until_terminal(api: httpx.AsyncClient, url: str) -> dict[str, Any]:
+    for _ in range(400):
+        turn: dict[str, Any] = (await api.get(url)).json()
+        if turn["status"] not in ("pending", "running"):
+            return turn
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"turn still running: {turn}")
+
+
+async def test_sigkill_mid_stream_resumes_on_another_worker(
+    crash_stack: Stack, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    slow = reply(text(*WORDS), delay=0.05)  # ~2 s of streaming
+    fake_model.script(cid, slow, slow)
+    async with httpx.AsyncClient(base_url=crash_stack.api_url, timeout=60) as api:
+        base = f"/v1/agents/helper/conversations/{cid}"
+        turn = (await api.post(f"{base}/turns", json={"input": "tell me"})).json()
+
+        # Wait until part of the answer has been streamed, then kill the worker outright.
+        seen = 0
+        async with api.stream("GET", turn["stream_url"]) as response:
+            buffer = ""
+            async for piece in response.aiter_text():
+                buffer += piece
+                seen = sum(1 for c in chunks(parse(buffer)) if c["type"] == "text-delta")
+                if seen >= 5:
+                    break
+        worker = next(p for p in crash_stack.processes if p.name == "worker")
+        worker.kill()
+        crash_stack.start_worker()  # the replacement picks the step up after its heartbeat timeout
+
+        final = await wait_until_terminal(api, turn["status_url"])
+        assert final["status"] == "completed", final
+        stored = (await api.get(f"{base}/messages")).json()["messages"]
+        answer = next(m for m in stored if m["id"] == turn["message_id"])
+        assert answer["parts"] == [
+            {"type": "step-start"},
+            {"type": "text", "text": "".join(WORDS), "state": "done"},
+        ]
+
+        body, events = await read_stream(api, turn["stream_url"])
+        kinds = [c["type"] for c in chunks(events)]
+        assert kinds.count("reset-step") == 1
+        assert kinds.index("reset-step") > kinds.index("text-delta")
+        assert kinds[-1] == "finish"
+        assert fake_model.calls(cid) == 2  # the killed attempt and its retry
+        if (NODE_DIR / "node_modules" / "ai").exists():
+            rebuilt = await reconstruct(body)
+            assert rebuilt["message"] == answer
+
+
+async def test_a_crash_after_a_tool_never_runs_the_tool_again(
+    crash_stack: Stack, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(
+        cid,
+        tool_call("record", {"note": cid}, id="call_record"),
+        reply(text(*WORDS), delay=0.05),
+        reply(text(*WORDS), delay=0.05),
+    )
+    async with httpx.AsyncClient(base_url=crash_stack.api_url, timeout=60) as api:
+        base = f"/v1/agents/helper/conversations/{cid}"
+        turn = (await api.post(f"{base}/turns", json={"input": "note it"})).json()
+        # Kill the worker while it streams the step after the tool.
+        async with api.stream("GET", turn["stream_url"]) as response:
+            buffer = ""
+            async for piece in response.aiter_text():
+                buffer += piece
+                if sum(1 for c in chunks(parse(buffer)) if c["type"] == "text-delta") >= 3:
+                    break
+        live = [p for p in crash_stack.processes if p.name == "worker" and p.popen.poll() is None]
+        live[0].kill()
+        crash_stack.start_worker()
+        final = await wait_until_terminal(api, turn["status_url"])
+        assert final["status"] == "completed", final
+        parts = final["message"]["parts"]
+        assert [p["type"] for p in parts] == ["step-start", "tool-record", "step-start", "text"]
+        assert parts[1]["output"] == f"recorded {cid}"
+        assert parts[3]["text"] == "".join(WORDS)
+    runs = (crash_stack.logs / "tool-runs.log").read_text().splitlines()
+    assert runs.count(cid) == 1  # the side effect happened once, crash or not
+    assert fake_model.calls(cid) == 3  # step 1, step 2 killed, step 2 retried
