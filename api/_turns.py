@@ -27,6 +27,7 @@ from api.deps import Resources
 from api.errors import Problem
 from api.schemas import PendingClientTool, SubmitTurnBody, TurnOut
 from think.storage import PAUSED_STATUSES, TERMINAL_STATUSES, Admission, TurnRecord, TurnRequest
+from think.streaming import append
 from think.workflows._inputs import ConversationInput, ConversationRef, SubmitTurn
 from think.workflows._names import (
     AGENT_KEY,
@@ -34,6 +35,7 @@ from think.workflows._names import (
     CONVERSATION_WORKFLOW,
     SUBMIT_UPDATE,
     conversation_workflow_id,
+    turn_workflow_id,
 )
 
 log = logging.getLogger("think.api.turns")
@@ -176,3 +178,28 @@ async def wait_for_turn(res: Resources, turn: TurnRecord, wait_timeout: float | 
             # missed while the listener reconnected.
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), timeout=min(left, 5.0))
+
+
+async def cancel(res: Resources, turn: TurnRecord, reason: str) -> bool:
+    """Cancel a turn; False when it had already ended (nothing changes then).
+
+    A turn still queued is aborted right here, before it ever calls the model or appends its
+    user message. A running one is cancelled through Temporal: the cancel reaches its activity
+    at the next heartbeat, which stores the partial answer and ends the stream with `abort`.
+    """
+    if turn.status in TERMINAL_STATUSES:
+        return False
+    async with res.store.db.transaction() as conn:
+        if await res.store.abort_if_pending(conn, turn.id, reason):
+            await append(conn, turn.id, [{"type": "abort", "reason": reason}])
+            return True
+        await res.store.note_cancel(conn, turn.id, reason)
+    handle = res.temporal.get_workflow_handle(
+        turn_workflow_id(turn.agent, turn.conversation_id, turn.id)
+    )
+    try:
+        await handle.cancel()
+    except RPCError as exc:
+        # Already finished between our read and the cancel: it ended on its own.
+        log.info("cancel of turn %s: %s", turn.id, exc)
+    return True

@@ -133,6 +133,10 @@ class SubmitTurnBody(_Body):
         return self.model_dump(mode="json", exclude={"mode", "wait_timeout"})
 
 
+class CancelTurnBody(_Body):
+    reason: str = Field(default="cancelled", min_length=1, max_length=1000)
+
+
 class PendingApproval(BaseModel):
     approval_id: str
     tool_call_id: str

@@ -2,14 +2,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Body, Header, Query, Request
 from fastapi.responses import JSONResponse
 
 from api import _turns
 from api._sse import stream_response
 from api.deps import AgentClass, ConversationId, ExistingConversation, Res, Tenant, TurnId
 from api.errors import Problem
-from api.schemas import SubmitTurnBody, TurnOut, TurnsOut
+from api.schemas import CancelTurnBody, SubmitTurnBody, TurnOut, TurnsOut
 from think.storage import TurnRecord, TurnStatus
 
 router = APIRouter(tags=["turns"])
@@ -115,3 +115,23 @@ async def stream_turn(
                 errors=[{"field": "Last-Event-ID", "message": "not an integer"}],
             ) from None
     return stream_response(res, turn_id, after)
+
+
+@router.post(
+    f"{TURN}/cancel",
+    response_model=TurnOut,
+    status_code=202,
+    responses={200: {"description": "The turn had already ended; nothing changed"}},
+)
+async def cancel_turn(
+    request: Request,
+    res: Res,
+    conv: ExistingConversation,
+    turn_id: TurnId,
+    body: Annotated[CancelTurnBody | None, Body()] = None,
+) -> Any:
+    turn = await _turn(res, conv, turn_id)
+    changed = await _turns.cancel(res, turn, (body or CancelTurnBody()).reason)
+    current = await _turn(res, conv, turn_id)
+    out = _turns.turn_out(current, accepted=True, base=_base(request), with_message=False)
+    return JSONResponse(out.model_dump(mode="json"), status_code=202 if changed else 200)

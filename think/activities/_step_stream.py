@@ -50,6 +50,16 @@ class StepStream:
         self._calls[tool_call_id][1].append(delta)
         self.emit({"type": "tool-input-delta", "toolCallId": tool_call_id, "inputTextDelta": delta})
 
+    def interrupt(self) -> list[dict[str, Any]]:
+        """Close what is open (a text or reasoning part) and hand back the chunks that do so,
+        applied to the message but not yet written, for the caller's final transaction."""
+        if not self._open:
+            return []
+        chunk = {"type": f"{self._open[0]}-end", "id": self._open[1]}
+        self.builder.apply(chunk)
+        self._open = None
+        return [chunk]
+
     @property
     def called_tools(self) -> bool:
         return bool(self._calls)

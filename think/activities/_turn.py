@@ -7,6 +7,7 @@ stream chunks in one transaction.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -135,6 +136,11 @@ class TurnActivities:
                         finish = event
             calls = step.close()
             rest = await writer.drain()
+        except asyncio.CancelledError:
+            # The turn was cancelled (it reaches us through a heartbeat): keep what the model
+            # said so far, end the stream with `abort`, and let the workflow see the cancel.
+            await asyncio.shield(self._store_cancelled(turn.id, builder, step, writer))
+            raise
         except StaleAttempt as exc:
             await writer.abort()
             raise ApplicationError(str(exc), type=STALE_ATTEMPT, non_retryable=True) from exc
@@ -151,6 +157,10 @@ class TurnActivities:
         }
         ended = not step.called_tools
         async with self.store.db.transaction() as conn:
+            current = await self.store.lock_turn(conn, turn.id)
+            if current.terminal:
+                # Cancelled while we were streaming: that outcome stands.
+                return ModelStepResult(ended=True, status=current.status)
             if ended:
                 await end_turn(
                     self.store,
@@ -181,6 +191,30 @@ class TurnActivities:
             output_tokens=finish.usage.output_tokens,
         )
 
+    async def _store_cancelled(
+        self, turn_id: str, builder: MessageBuilder, step: StepStream, writer: ChunkWriter
+    ) -> None:
+        try:
+            # Everything the builder holds must reach the stream too, or the stored message
+            # would differ from what clients rebuild.
+            rest = await writer.drain()
+        except StaleAttempt:
+            return  # a newer attempt owns the turn; it will see the cancel itself
+        async with self.store.db.transaction() as conn:
+            turn = await self.store.lock_turn(conn, turn_id)
+            if turn.terminal:
+                return
+            chunks = rest + step.interrupt()
+            await end_turn(
+                self.store,
+                conn,
+                turn,
+                status="aborted",
+                message=builder.message,
+                chunks=[*chunks, {"type": "abort", "reason": turn.error or "cancelled"}],
+                error=turn.error or "cancelled",
+            )
+
     # -- tool call -------------------------------------------------------------------------
 
     @activity.defn(name=TOOL_CALL_ACTIVITY)
@@ -196,6 +230,8 @@ class TurnActivities:
         chunk = await self._run_tool(turn.agent, inp, part.get("input"))
         async with self.store.db.transaction() as conn:
             locked = await self.store.lock_turn(conn, inp.turn_id)
+            if locked.terminal:
+                return ToolCallResult(ok=False)  # cancelled meanwhile: record nothing
             builder = MessageBuilder(locked.message)
             settled = builder.tool_part(inp.tool_call_id) or {}
             if str(settled.get("state", "")).startswith("output-"):
@@ -246,7 +282,9 @@ class TurnActivities:
             if turn.terminal:
                 return CommitResult(status=turn.status)
             chunks: list[dict[str, Any]] = []
-            if inp.status != "completed":
+            if inp.status == "aborted":
+                chunks = [{"type": "abort", "reason": turn.error or inp.error or "cancelled"}]
+            elif inp.status != "completed":
                 chunks = [{"type": "error", "errorText": inp.error or "the turn failed"}]
             await end_turn(
                 self.store,
@@ -255,7 +293,8 @@ class TurnActivities:
                 status=inp.status,
                 message=turn.message or {"id": turn.message_id, "role": "assistant", "parts": []},
                 chunks=chunks,
-                error=inp.error,
+                # A cancel's reason was recorded by whoever asked for it.
+                error=(turn.error or inp.error) if inp.status == "aborted" else inp.error,
                 finish_reason=inp.finish_reason,
             )
         return CommitResult(status=inp.status)

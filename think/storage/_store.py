@@ -404,6 +404,23 @@ class Store:
             params,
         )
 
+    async def abort_if_pending(self, conn: Conn, turn_id: str, reason: str) -> bool:
+        """Abort a turn that has not started; False when it has (or has already ended)."""
+        row = await fetch_one(
+            conn,
+            "UPDATE turns SET status = 'aborted', completed_at = now(), error = %(reason)s "
+            "WHERE id = %(id)s AND status = 'pending' RETURNING id",
+            {"id": turn_id, "reason": reason},
+        )
+        return row is not None
+
+    async def note_cancel(self, conn: Conn, turn_id: str, reason: str) -> None:
+        """Record why a running turn is being cancelled; the turn records `aborted` itself."""
+        await conn.execute(
+            "UPDATE turns SET error = %(reason)s WHERE id = %(id)s AND completed_at IS NULL",
+            {"id": turn_id, "reason": reason},
+        )
+
     async def prune_chunks(self, older_than_seconds: float) -> int:
         """Delete the stream chunks of turns that ended more than the retention ago."""
         async with self.db.transaction() as conn:

@@ -17,7 +17,8 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
+from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
     from think.workflows._inputs import (
@@ -66,6 +67,8 @@ class TurnWorkflow:
                     start_to_close_timeout=timedelta(minutes=10),
                     heartbeat_timeout=MODEL_HEARTBEAT,
                     retry_policy=MODEL_RETRY,
+                    # On cancel, wait for the step to store its partial answer and `abort`.
+                    cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
                     summary=f"model step {step + 1}",
                 )
                 if result.ended:
@@ -95,7 +98,13 @@ class TurnWorkflow:
                 if step >= result.max_steps:
                     break  # the step budget is spent: end with what the tools returned
         except ActivityError as exc:
-            outcome = CommitInput(turn_id=turn_id, status="error", error=_message(exc))
+            if isinstance(exc.cause, CancelledError):
+                outcome = CommitInput(turn_id=turn_id, status="aborted", error="cancelled")
+            else:
+                outcome = CommitInput(turn_id=turn_id, status="error", error=_message(exc))
+        except asyncio.CancelledError:
+            # Cancelled (POST …/cancel): record `aborted` unless the step already did.
+            outcome = CommitInput(turn_id=turn_id, status="aborted", error="cancelled")
         workflow.set_current_details(f"recording the turn as {outcome.status}")
         # A short database transaction: as a local activity it runs in this workflow task.
         committed: CommitResult = await workflow.execute_local_activity(

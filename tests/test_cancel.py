@@ -1,0 +1,99 @@
+"""Cancelling turns: running ones stop within about a second and keep their partial answer,
+queued ones never start, finished ones are left alone."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import httpx
+
+from tests._sse import chunks, parse, read_stream
+from tests.conftest import helper_path
+from tests.test_ai_sdk_conformance import NODE_DIR, reconstruct
+from think.testing import FakeOpenAIServer, reply, text
+
+WORDS = [f"w{i} " for i in range(60)]
+
+
+async def until_terminal(api: httpx.AsyncClient, url: str) -> dict[str, Any]:
+    for _ in range(300):
+        turn: dict[str, Any] = (await api.get(url)).json()
+        if turn["status"] not in ("pending", "running"):
+            return turn
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"still running: {turn}")
+
+
+async def test_cancel_running_keeps_the_partial_answer(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, reply(text(*WORDS), delay=0.05))  # ~3 s of streaming
+    turn = (await api.post(f"{helper_path(cid)}/turns", json={"input": "long"})).json()
+    async with api.stream("GET", turn["stream_url"]) as response:
+        buffer = ""
+        async for piece in response.aiter_text():
+            buffer += piece
+            if sum(1 for c in chunks(parse(buffer)) if c["type"] == "text-delta") >= 5:
+                break
+    asked = time.monotonic()
+    cancelled = await api.post(f"{turn['status_url']}/cancel", json={"reason": "user pressed stop"})
+    assert cancelled.status_code == 202
+    final = await until_terminal(api, turn["status_url"])
+    took = time.monotonic() - asked
+    assert final["status"] == "aborted"
+    assert final["error"] == "user pressed stop"
+    assert took < 2.5, f"cancel took {took:.2f} s"
+
+    partial = final["message"]["parts"][-1]["text"]
+    assert 0 < len(partial) < len("".join(WORDS))
+    assert "".join(WORDS).startswith(partial)
+    stored = (await api.get(f"{helper_path(cid)}/messages")).json()["messages"]
+    assert stored[-1]["id"] == turn["message_id"]
+    assert stored[-1]["parts"] == final["message"]["parts"]
+
+    body, events = await read_stream(api, turn["stream_url"])
+    got = chunks(events)
+    assert got[-1] == {"type": "abort", "reason": "user pressed stop"}
+    assert events[-1].data == "[DONE]"
+    if (NODE_DIR / "node_modules" / "ai").exists():
+        assert (await reconstruct(body))["message"] == stored[-1]
+
+    # A second cancel changes nothing.
+    again = await api.post(f"{turn['status_url']}/cancel")
+    assert again.status_code == 200
+    assert again.json()["status"] == "aborted"
+
+
+async def test_cancel_pending_never_starts(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, reply(text("slow first answer"), delay=0.2))
+    first = (await api.post(f"{helper_path(cid)}/turns", json={"input": "first"})).json()
+    queued = (await api.post(f"{helper_path(cid)}/turns", json={"input": "second"})).json()
+    assert queued["status"] == "pending"
+    cancelled = await api.post(f"{queued['status_url']}/cancel")
+    assert cancelled.status_code == 202
+    assert cancelled.json()["status"] == "aborted"
+    assert (await until_terminal(api, first["status_url"]))["status"] == "completed"
+    _, events = await read_stream(api, queued["stream_url"])
+    assert chunks(events) == [{"type": "abort", "reason": "cancelled"}]
+    await asyncio.sleep(0.3)  # the entity still dequeues it: it must do nothing
+    messages = (await api.get(f"{helper_path(cid)}/messages")).json()["messages"]
+    assert [m["parts"][-1]["text"] for m in messages] == ["first", "slow first answer"]
+    assert fake_model.calls(cid) == 1
+    assert (await api.get(queued["status_url"])).json()["status"] == "aborted"
+
+
+async def test_cancel_after_completion_changes_nothing(api: httpx.AsyncClient, cid: str) -> None:
+    done = (
+        await api.post(f"{helper_path(cid)}/turns", json={"input": "quick", "mode": "wait"})
+    ).json()
+    response = await api.post(f"{done['status_url']}/cancel", json={"reason": "too late"})
+    assert response.status_code == 200
+    after = response.json()
+    assert after["status"] == "completed" and after["error"] is None
+    assert after["message"] == done["message"]
+    missing = await api.post(f"{helper_path(cid)}/turns/turn_nope/cancel")
+    assert missing.status_code == 404
