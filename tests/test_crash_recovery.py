@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -118,3 +119,41 @@ async def test_a_crash_after_a_tool_never_runs_the_tool_again(
     runs = (crash_stack.logs / "tool-runs.log").read_text().splitlines()
     assert runs.count(cid) == 1  # the side effect happened once, crash or not
     assert fake_model.calls(cid) == 3  # step 1, step 2 killed, step 2 retried
+
+
+async def test_gateway_killed_mid_stream_resume_on_another(
+    stack: Stack, fake_model: FakeOpenAIServer, cid: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The stream log is the truth: any gateway serves any reconnect, without gap or repeat."""
+    gateways = Stack(env=stack.env, logs=tmp_path_factory.mktemp("gateways"))
+    try:
+        first = gateways.start_api()
+        first_url = gateways.api_url
+        gateways.start_api()
+        second_url = gateways.api_url
+        fake_model.script(cid, reply(text(*WORDS), delay=0.05))
+        seen: list[int] = []
+        async with httpx.AsyncClient(base_url=first_url, timeout=60) as api:
+            turn = (
+                await api.post(f"/v1/agents/helper/conversations/{cid}/turns", json={"input": "x"})
+            ).json()
+            stream_path = urlsplit(turn["stream_url"]).path
+            async with api.stream("GET", stream_path) as response:
+                buffer = ""
+                async for piece in response.aiter_text():
+                    buffer += piece
+                    seen = [e.id for e in parse(buffer) if e.id is not None]
+                    if len(seen) >= 8:
+                        first.kill()  # the gateway dies under the client
+                        break
+        async with httpx.AsyncClient(base_url=second_url, timeout=60) as api:
+            _, rest = await read_stream(api, stream_path, last_event_id=seen[-1])
+            _, whole = await read_stream(api, stream_path)
+        rest_ids = [e.id for e in rest if e.id is not None]
+        whole_ids = [e.id for e in whole if e.id is not None]
+        assert seen + rest_ids == whole_ids  # no gap, no duplicate
+        assert chunks(whole)[-1]["type"] == "finish"
+        streamed = "".join(c["delta"] for c in chunks(whole) if c["type"] == "text-delta")
+        assert streamed == "".join(WORDS)
+    finally:
+        gateways.stop()
