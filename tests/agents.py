@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from think import Think, Tool, tool
+from think import ChatRecovery, Think, Tool, tool
 
 
 @tool
@@ -50,3 +50,11 @@ class Helper(Think):
 
     def get_tools(self) -> list[Tool]:
         return [get_weather, add, explode, record]
+
+
+class Staller(Helper):
+    """The helper agent with a short stall timeout and a small recovery budget."""
+
+    name = "staller"
+    chat_stream_stall_timeout = 1.0
+    chat_recovery = ChatRecovery(max_attempts=2, terminal_message="Interrupted, sorry.")

@@ -10,6 +10,7 @@ import think.testing
 def test_think_exports() -> None:
     assert sorted(think.__all__) == [
         "AgentNotFoundError",
+        "ChatRecovery",
         "ConfigurationError",
         "ModelClient",
         "ModelError",

@@ -6,6 +6,7 @@ workflow, every conversation lives in Postgres, and replies stream over SSE.
 
 from think._agent import Think
 from think._messages import UIMessage
+from think._recovery import ChatRecovery
 from think._settings import Settings
 from think._tools import Tool, tool
 from think.exceptions import (
@@ -20,6 +21,7 @@ from think.models import ModelClient, ModelRequest
 
 __all__ = [
     "AgentNotFoundError",
+    "ChatRecovery",
     "ConfigurationError",
     "ModelClient",
     "ModelError",

@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import ClassVar
 
+from think._recovery import ChatRecovery
 from think._tools import Tool
 from think.models import ModelClient
 
@@ -29,6 +30,11 @@ class Think:
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     max_steps: ClassVar[int] = 10
+    chat_stream_stall_timeout: ClassVar[float] = 60.0
+    """Seconds a model stream may go without a chunk (the first one included) before the step
+    is abandoned and retried."""
+    chat_recovery: ClassVar[ChatRecovery] = ChatRecovery()
+    """How often a failed model step is retried before the turn ends as `interrupted`."""
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)

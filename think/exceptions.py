@@ -51,3 +51,4 @@ class ToolError(ThinkError):
 NON_RETRYABLE_USER_ERROR = "ThinkUserError"
 NON_RETRYABLE_MODEL_ERROR = "ThinkModelError"
 STALE_ATTEMPT = "ThinkStaleAttempt"
+MODEL_RETRY = "ThinkModelRetry"

@@ -9,8 +9,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from typing import TypeVar
 
 from temporalio import activity
+
+from think.exceptions import ModelError
+
+_T = TypeVar("_T")
 
 
 @contextlib.asynccontextmanager
@@ -34,3 +39,29 @@ async def heartbeating(interval: float = 1.0) -> AsyncIterator[None]:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+async def within_stall_timeout(events: AsyncIterator[_T], seconds: float) -> AsyncIterator[_T]:
+    """Pass events through, failing (retryably) when the next one takes longer than `seconds`.
+
+    A stalled model stream keeps its activity alive and heartbeating, so Temporal's heartbeat
+    timeout never fires for it: the step has to notice the silence itself.
+    """
+    iterator = aiter(events)
+    try:
+        while True:
+            try:
+                async with asyncio.timeout(seconds):
+                    event = await anext(iterator)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                raise ModelError(
+                    f"the model sent nothing for {seconds:g} s (chat_stream_stall_timeout)",
+                    retryable=True,
+                ) from None
+            yield event
+    finally:
+        close = getattr(iterator, "aclose", None)
+        if close is not None:
+            await close()

@@ -20,10 +20,11 @@ from think._messages import UIMessage
 from think._registry import AgentRegistry
 from think._settings import Settings
 from think._transcript import to_chat_messages
-from think.activities._heartbeat import heartbeating
+from think.activities._heartbeat import heartbeating, within_stall_timeout
 from think.activities._step_stream import StepStream
 from think.activities._turn_state import end_turn, start_turn
 from think.exceptions import (
+    MODEL_RETRY,
     NON_RETRYABLE_MODEL_ERROR,
     NON_RETRYABLE_USER_ERROR,
     STALE_ATTEMPT,
@@ -40,7 +41,7 @@ from think.models import (
     ToolCallStart,
     resolve_model,
 )
-from think.storage import Store
+from think.storage import Store, TurnRecord
 from think.streaming import ChunkWriter, Fence, StaleAttempt, append, claim, step_is_open
 from think.streaming._builder import MessageBuilder
 from think.workflows._inputs import (
@@ -123,7 +124,10 @@ class TurnActivities:
             else:
                 step.emit({"type": "start-step"})
             async with heartbeating():
-                async for event in model.stream(request):
+                events = within_stall_timeout(
+                    model.stream(request), agent.chat_stream_stall_timeout
+                )
+                async for event in events:
                     if isinstance(event, TextDelta):
                         step.text(event.delta)
                     elif isinstance(event, ReasoningDelta):
@@ -145,12 +149,12 @@ class TurnActivities:
             await writer.abort()
             raise ApplicationError(str(exc), type=STALE_ATTEMPT, non_retryable=True) from exc
         except ModelError as exc:
-            await writer.abort()
-            if exc.retryable:
-                raise
-            raise ApplicationError(
-                str(exc), type=NON_RETRYABLE_MODEL_ERROR, non_retryable=True
-            ) from exc
+            if not exc.retryable:
+                await writer.abort()
+                raise ApplicationError(
+                    str(exc), type=NON_RETRYABLE_MODEL_ERROR, non_retryable=True
+                ) from exc
+            return await self._recover(agent, turn, writer, fence, exc)
         usage = {
             "input_tokens": turn.usage.get("input_tokens", 0) + finish.usage.input_tokens,
             "output_tokens": turn.usage.get("output_tokens", 0) + finish.usage.output_tokens,
@@ -190,6 +194,63 @@ class TurnActivities:
             input_tokens=finish.usage.input_tokens,
             output_tokens=finish.usage.output_tokens,
         )
+
+    async def _recover(
+        self,
+        agent: Think,
+        turn: TurnRecord,
+        writer: ChunkWriter,
+        fence: Fence,
+        exc: ModelError,
+    ) -> ModelStepResult:
+        """A retryable failure (an error, a dropped or stalled stream): retry the step while the
+        agent's `chat_recovery` budget lasts, then end the turn as `interrupted`."""
+        try:
+            rest = await writer.drain()
+        except StaleAttempt as stale:
+            raise ApplicationError(str(stale), type=STALE_ATTEMPT, non_retryable=True) from exc
+        budget = agent.chat_recovery.max_attempts
+        cause = str(exc)
+        if fence.attempt < budget:
+            log.warning("turn %s: model step attempt %d failed: %s", turn.id, fence.attempt, cause)
+            recovering = {
+                "type": "data-recovering",
+                "data": {"attempt": fence.attempt + 1, "max_attempts": budget, "cause": cause},
+                "transient": True,
+            }
+            async with self.store.db.transaction() as conn:
+                await append(conn, turn.id, [*rest, recovering], fence)
+            raise ApplicationError(cause, type=MODEL_RETRY) from exc
+        log.warning("turn %s interrupted after %d attempts: %s", turn.id, budget, cause)
+        # Drop the failed step's partial output and answer with the terminal message instead.
+        builder = MessageBuilder(turn.message)
+        builder.apply({"type": "start-step"})
+        notice = agent.chat_recovery.terminal_message
+        closing: list[dict[str, Any]] = [
+            {"type": "reset-step"},
+            {"type": "text-start", "id": "interrupted"},
+            {"type": "text-delta", "id": "interrupted", "delta": notice},
+            {"type": "text-end", "id": "interrupted"},
+            {"type": "finish-step"},
+        ]
+        for chunk in closing[1:]:
+            builder.apply(chunk)
+        async with self.store.db.transaction() as conn:
+            current = await self.store.lock_turn(conn, turn.id)
+            if current.terminal:
+                return ModelStepResult(ended=True, status=current.status)
+            await end_turn(
+                self.store,
+                conn,
+                turn,
+                status="interrupted",
+                message=builder.message,
+                chunks=[*rest, *closing],
+                fence=fence,
+                error=f"interrupted after {budget} attempts: {cause}",
+                finish_reason="interrupted",
+            )
+        return ModelStepResult(ended=True, status="interrupted")
 
     async def _store_cancelled(
         self, turn_id: str, builder: MessageBuilder, step: StepStream, writer: ChunkWriter

@@ -50,7 +50,7 @@ async def end_turn(
 ) -> None:
     """Store the assistant message, the final status and the stream's last chunks together,
     so a client never sees `finish` for a message that is not stored."""
-    if status == "completed" or message["parts"]:
+    if status in ("completed", "interrupted") or message["parts"]:
         await store.insert_messages(
             conn,
             turn.conversation_uid,
@@ -68,6 +68,8 @@ async def end_turn(
         message=message,
         **columns,
     )
-    if status == "completed":
+    if status in ("completed", "interrupted"):
+        # An interrupted turn still has an answer (the terminal message): it finishes, with
+        # the reason saying how. Errors and aborts end with their own chunk instead.
         chunks = [*chunks, {"type": "finish", "finishReason": finish_reason}]
     await append(conn, turn.id, chunks, fence)

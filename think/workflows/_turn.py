@@ -41,11 +41,13 @@ with workflow.unsafe.imports_passed_through():
 DB_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=5)
 )
+# The step itself bounds model failures (the agent's `chat_recovery`, ending the turn as
+# `interrupted`); what reaches this policy beyond that are infrastructure failures (Postgres or
+# a worker down), which are retried until they recover.
 MODEL_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=500),
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=10),
-    maximum_attempts=5,
 )
 MODEL_HEARTBEAT = timedelta(seconds=5)
 

@@ -1,0 +1,75 @@
+"""A failing or stalled model: bounded retries, visible recovery, then `interrupted`."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests._sse import chunks, read_stream
+from tests.test_ai_sdk_conformance import NODE_DIR, reconstruct
+from think.testing import FakeOpenAIServer, error, stall, text
+
+BASE = "/v1/agents/staller/conversations"
+
+
+async def test_a_stall_after_partial_output_is_retried_and_the_partial_dropped(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, text("half an ") + stall(5), text("whole answer"))
+    turn = (await api.post(f"{BASE}/{cid}/turns", json={"input": "q", "mode": "wait"})).json()
+    assert turn["status"] == "completed", turn
+    assert turn["message"]["parts"] == [
+        {"type": "step-start"},
+        {"type": "text", "text": "whole answer", "state": "done"},
+    ]
+    body, events = await read_stream(api, turn["stream_url"])
+    got = chunks(events)
+    kinds = [c["type"] for c in got]
+    recovering = next(c for c in got if c["type"] == "data-recovering")
+    assert recovering["transient"] is True
+    assert recovering["data"]["attempt"] == 2
+    assert "sent nothing for 1 s" in recovering["data"]["cause"]
+    assert kinds.index("text-delta") < kinds.index("reset-step") < len(kinds) - 1
+    assert fake_model.calls(cid) == 2
+    if (NODE_DIR / "node_modules" / "ai").exists():
+        assert (await reconstruct(body))["message"] == turn["message"]
+
+
+async def test_a_model_that_keeps_stalling_ends_interrupted(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, stall(5), text("partial") + stall(5))
+    turn = (await api.post(f"{BASE}/{cid}/turns", json={"input": "q", "mode": "wait"})).json()
+    assert turn["status"] == "interrupted", turn
+    assert "interrupted after 2 attempts" in turn["error"]
+    assert "sent nothing" in turn["error"]
+    assert turn["message"]["parts"] == [
+        {"type": "step-start"},
+        {"type": "text", "text": "Interrupted, sorry.", "state": "done"},
+    ]
+    messages = (await api.get(f"{BASE}/{cid}/messages")).json()["messages"]
+    assert messages[-1]["parts"] == turn["message"]["parts"]
+    body, events = await read_stream(api, turn["stream_url"])
+    assert chunks(events)[-1] == {"type": "finish", "finishReason": "interrupted"}
+    assert fake_model.calls(cid) == 2  # the budget, not more
+    if (NODE_DIR / "node_modules" / "ai").exists():
+        assert (await reconstruct(body))["message"] == turn["message"]
+
+
+async def test_retryable_errors_are_retried_within_the_budget(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, error(429, "slow down"), text("fine now"))
+    turn = (await api.post(f"{BASE}/{cid}/turns", json={"input": "q", "mode": "wait"})).json()
+    assert turn["status"] == "completed"
+    assert turn["message"]["parts"][-1]["text"] == "fine now"
+    assert fake_model.calls(cid) == 2
+
+
+async def test_non_retryable_errors_fail_fast(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, error(401, "bad key"), text("never"))
+    turn = (await api.post(f"{BASE}/{cid}/turns", json={"input": "q", "mode": "wait"})).json()
+    assert turn["status"] == "error"
+    assert "bad key" in turn["error"]
+    assert fake_model.calls(cid) == 1
