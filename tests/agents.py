@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from think import ChatRecovery, Think, Tool, tool
+from think import ChatRecovery, Think, Tool, ToolContext, tool
 
 
 @tool
@@ -27,12 +27,12 @@ async def explode(reason: str) -> str:
 
 
 @tool
-def record(note: str) -> str:
+def record(note: str, ctx: ToolContext) -> str:
     """Append a note to the file named by THINK_TEST_TOOL_LOG: a side effect tests can count."""
     path = os.environ.get("THINK_TEST_TOOL_LOG")
     if path:
         with Path(path).open("a") as log:
-            log.write(note + "\n")
+            log.write(f"{note} {ctx.idempotency_key}\n")
     return f"recorded {note}"
 
 

@@ -117,7 +117,9 @@ async def test_a_crash_after_a_tool_never_runs_the_tool_again(
         assert parts[1]["output"] == f"recorded {cid}"
         assert parts[3]["text"] == "".join(WORDS)
     runs = (crash_stack.logs / "tool-runs.log").read_text().splitlines()
-    assert runs.count(cid) == 1  # the side effect happened once, crash or not
+    mine = [line for line in runs if line.startswith(f"{cid} ")]
+    # The side effect happened once, crash or not, and saw the call's stable key.
+    assert mine == [f"{cid} {final['turn_id']}:call_record"]
     assert fake_model.calls(cid) == 3  # step 1, step 2 killed, step 2 retried
 
 

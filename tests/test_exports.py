@@ -19,6 +19,7 @@ def test_think_exports() -> None:
         "Think",
         "ThinkError",
         "Tool",
+        "ToolContext",
         "ToolError",
         "UIMessage",
         "UserError",

@@ -8,7 +8,7 @@ from think._agent import Think
 from think._messages import UIMessage
 from think._recovery import ChatRecovery
 from think._settings import Settings
-from think._tools import Tool, tool
+from think._tools import Tool, ToolContext, tool
 from think.exceptions import (
     AgentNotFoundError,
     ConfigurationError,
@@ -30,6 +30,7 @@ __all__ = [
     "Think",
     "ThinkError",
     "Tool",
+    "ToolContext",
     "ToolError",
     "UIMessage",
     "UserError",

@@ -18,6 +18,29 @@ from think.exceptions import ToolError, UserError
 from think.models import ToolSpec
 
 
+class ToolContext(BaseModel):
+    """What a tool may know about the call it serves; declare a parameter `ctx: ToolContext`.
+
+    `idempotency_key` is the same for every attempt of one tool call (it is built from the turn
+    and the model's tool-call id), so a tool with a side effect it cannot make idempotent itself
+    can hand it to the system it calls (a payment API, an outbox table) and be safe against the
+    retry that follows a crash between its side effect and the recording of its result.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    agent: str
+    conversation_id: str
+    turn_id: str
+    tool_call_id: str
+    tool_name: str
+    attempt: int = 1
+
+    @property
+    def idempotency_key(self) -> str:
+        return f"{self.turn_id}:{self.tool_call_id}"
+
+
 class Tool:
     """A callable the model can invoke, with its schema and its policy."""
 
@@ -33,7 +56,8 @@ class Tool:
         self.name = name or fn.__name__
         self.description = (description or inspect.getdoc(fn) or "").strip()
         self.needs_approval = needs_approval
-        self.args_model = _args_model(fn, self.name)
+        self.context_param = _context_param(fn)
+        self.args_model = _args_model(fn, self.name, skip=self.context_param)
 
     @property
     def spec(self) -> ToolSpec:
@@ -52,7 +76,11 @@ class Tool:
             raise ToolError(f"invalid arguments for tool {self.name!r}: {problems}") from exc
         return {name: getattr(parsed, name) for name in type(parsed).model_fields}
 
-    async def __call__(self, **kwargs: Any) -> Any:
+    async def __call__(self, context: ToolContext | None = None, /, **kwargs: Any) -> Any:
+        if self.context_param is not None:
+            if context is None:
+                raise UserError(f"tool {self.name!r} needs a ToolContext to run")
+            kwargs[self.context_param] = context
         if inspect.iscoroutinefunction(self.fn):
             return await self.fn(**kwargs)
         # A sync tool may block; keep the event loop (and the heartbeats) running meanwhile.
@@ -62,10 +90,22 @@ class Tool:
         return f"Tool({self.name!r})"
 
 
-def _args_model(fn: Callable[..., Any], tool_name: str) -> type[BaseModel]:
+def _context_param(fn: Callable[..., Any]) -> str | None:
+    """The name of the parameter annotated `ToolContext`, which the model never sees."""
+    import typing
+
+    for name, hint in _type_hints(fn).items():
+        if hint is ToolContext or ToolContext in typing.get_args(hint):  # also `ToolContext | None`
+            return name
+    return None
+
+
+def _args_model(fn: Callable[..., Any], tool_name: str, *, skip: str | None) -> type[BaseModel]:
     fields: dict[str, Any] = {}
     hints = _type_hints(fn)
     for param in inspect.signature(fn).parameters.values():
+        if param.name == skip:
+            continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise UserError(
                 f"tool {tool_name!r}: *args and **kwargs cannot be described to a model"

@@ -19,6 +19,7 @@ from think._agent import Think
 from think._messages import UIMessage
 from think._registry import AgentRegistry
 from think._settings import Settings
+from think._tools import ToolContext
 from think._transcript import to_chat_messages
 from think.activities._heartbeat import heartbeating, within_stall_timeout
 from think.activities._step_stream import StepStream
@@ -288,7 +289,15 @@ class TurnActivities:
             raise ApplicationError(f"no tool call {inp.tool_call_id!r}", non_retryable=True)
         if str(part.get("state", "")).startswith("output-"):
             return ToolCallResult(ok=part["state"] == "output-available")
-        chunk = await self._run_tool(turn.agent, inp, part.get("input"))
+        context = ToolContext(
+            agent=turn.agent,
+            conversation_id=turn.conversation_id,
+            turn_id=turn.id,
+            tool_call_id=inp.tool_call_id,
+            tool_name=inp.tool_name,
+            attempt=activity.info().attempt,
+        )
+        chunk = await self._run_tool(context, part.get("input"))
         async with self.store.db.transaction() as conn:
             locked = await self.store.lock_turn(conn, inp.turn_id)
             if locked.terminal:
@@ -302,11 +311,9 @@ class TurnActivities:
             await self.store.update_turn(conn, inp.turn_id, message=builder.message)
         return ToolCallResult(ok=chunk["type"] == "tool-output-available")
 
-    async def _run_tool(
-        self, agent_name: str, inp: ToolCallInput, raw_input: Any
-    ) -> dict[str, Any]:
-        tool_name, tool_call_id = inp.tool_name, inp.tool_call_id
-        tool = self._agent(agent_name).tools_by_name().get(tool_name)
+    async def _run_tool(self, context: ToolContext, raw_input: Any) -> dict[str, Any]:
+        tool_name, tool_call_id = context.tool_name, context.tool_call_id
+        tool = self._agent(context.agent).tools_by_name().get(tool_name)
         try:
             if tool is None:
                 raise ToolError(f"there is no tool named {tool_name!r}")
@@ -320,7 +327,7 @@ class TurnActivities:
                 raise ToolError(f"the input of {tool_name!r} must be a JSON object")
             arguments = tool.validate(raw_input)
             async with heartbeating():
-                output = await tool(**arguments)
+                output = await tool(context, **arguments)
             return {
                 "type": "tool-output-available",
                 "toolCallId": tool_call_id,
