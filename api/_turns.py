@@ -13,30 +13,16 @@ import hashlib
 import json
 import logging
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-from temporalio.client import WithStartWorkflowOperation
-from temporalio.common import (
-    SearchAttributePair,
-    TypedSearchAttributes,
-    WorkflowIDConflictPolicy,
-)
 from temporalio.service import RPCError
 
 from api.deps import Resources
 from api.errors import Problem
 from api.schemas import PendingClientTool, SubmitTurnBody, TurnOut
+from think._dispatch import DispatchFailed, dispatch
 from think.storage import PAUSED_STATUSES, TERMINAL_STATUSES, Admission, TurnRecord, TurnRequest
 from think.streaming import append
-from think.workflows._inputs import ConversationInput, ConversationRef, SubmitTurn
-from think.workflows._names import (
-    AGENT_KEY,
-    CONVERSATION_KEY,
-    CONVERSATION_WORKFLOW,
-    SUBMIT_UPDATE,
-    conversation_workflow_id,
-    turn_workflow_id,
-)
+from think.workflows._names import turn_workflow_id
 
 log = logging.getLogger("think.api.turns")
 
@@ -83,53 +69,14 @@ async def submit(
 
 
 async def schedule(res: Resources, turn: TurnRecord) -> None:
-    """Hand the turn to its conversation's workflow, starting that workflow if needed."""
-    ref = ConversationRef(
-        tenant=turn.tenant,
-        agent=turn.agent,
-        conversation_id=turn.conversation_id,
-        conversation_uid=turn.conversation_uid,
-    )
-    workflow_id = conversation_workflow_id(turn.tenant, turn.agent, turn.conversation_id)
-    last: Exception | None = None
-    for attempt in range(3):
-        start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
-            CONVERSATION_WORKFLOW,
-            ConversationInput(conversation=ref),
-            id=workflow_id,
-            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-            task_queue=res.settings.task_queue,
-            search_attributes=TypedSearchAttributes(
-                [
-                    SearchAttributePair(AGENT_KEY, turn.agent),
-                    SearchAttributePair(CONVERSATION_KEY, turn.conversation_id),
-                ]
-            ),
-            static_summary=f"conversation {turn.conversation_id} with {turn.agent}",
-        )
-        try:
-            await res.temporal.execute_update_with_start_workflow(
-                SUBMIT_UPDATE,
-                SubmitTurn(turn_id=turn.id),
-                start_workflow_operation=start,
-                id=turn.id,
-            )
-            return
-        except RPCError as exc:
-            # The entity may have closed (idle) between our update and its acceptance;
-            # update-with-start then starts a fresh run on the next try.
-            log.warning("scheduling turn %s failed (attempt %d): %s", turn.id, attempt + 1, exc)
-            last = exc
-            await asyncio.sleep(0.1 * (attempt + 1))
-        except Exception as exc:
-            last = exc
-            break
-    raise Problem(
-        503,
-        f"turn {turn.id!r} is recorded but could not be scheduled ({last}); retry the request "
-        "with the same Idempotency-Key",
-        turn_id=turn.id,
-    )
+    try:
+        await dispatch(res.temporal, res.settings.task_queue, turn)
+    except DispatchFailed as exc:
+        raise Problem(
+            503,
+            f"{exc}; the turn is recorded: retry the request with the same Idempotency-Key",
+            turn_id=turn.id,
+        ) from exc
 
 
 def turn_out(turn: TurnRecord, *, accepted: bool, base: str, with_message: bool) -> TurnOut:

@@ -122,6 +122,7 @@ def stack_env(
         THINK_TASK_QUEUE=task_queue,
         THINK_AGENTS=agents,
         THINK_HOME=str(home),
+        THINK_PENDING_SWEEP_SECONDS="1",
         PYTHONUNBUFFERED="1",
     )
     if model_url:

@@ -14,6 +14,9 @@ import pytest
 from tests._sse import chunks, parse, read_stream
 from tests._stack import Stack
 from tests.test_ai_sdk_conformance import NODE_DIR, reconstruct
+from think._messages import UIMessage
+from think._settings import Settings
+from think.storage import Store, TurnRequest, open_database
 from think.testing import FakeOpenAIServer, reply, text, tool_call
 
 WORDS = [f"word{i} " for i in range(40)]
@@ -38,7 +41,7 @@ def crash_stack(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Itera
 
 
 async def wait_until_terminal(api: httpx.AsyncClient, url: str) -> dict[str, Any]:
-    for _ in range(400):
+    for _ in range(600):
         turn: dict[str, Any] = (await api.get(url)).json()
         if turn["status"] not in ("pending", "running"):
             return turn
@@ -159,3 +162,25 @@ async def test_gateway_killed_mid_stream_resume_on_another(
         assert streamed == "".join(WORDS)
     finally:
         gateways.stop()
+
+
+async def test_a_turn_orphaned_by_a_dead_gateway_is_picked_up(
+    stack: Stack, settings: Settings, api: httpx.AsyncClient, cid: str
+) -> None:
+    """Admitted in Postgres, never handed to Temporal (the gateway died in between)."""
+    db = await open_database(settings, max_size=1)
+    try:
+        admission = await Store(db).admit_turn(
+            tenant="default",
+            agent="helper",
+            conversation_id=cid,
+            request=TurnRequest(messages=[UIMessage.user_text("orphan")]),
+            request_hash="x",
+            idempotency_key=None,
+        )
+    finally:
+        await db.close()
+    url = f"/v1/agents/helper/conversations/{cid}/turns/{admission.turn.id}"
+    final = await wait_until_terminal(api, url)
+    assert final["status"] == "completed"
+    assert final["message"]["parts"][-1]["text"] == "echo: orphan"

@@ -33,6 +33,9 @@ class Settings(BaseModel):
     chunk_retention_seconds: float = 24 * 3600
     chunk_flush_interval: float = 0.05
     heartbeat_timeout: float = 5.0
+    pending_sweep_seconds: float = 30.0
+    """How often workers re-send turns still `pending` after this long to Temporal (a gateway
+    that died between its Postgres commit and its Temporal call leaves such a turn)."""
     workflow_sandbox: bool = False
     """Run workflows in Temporal's sandbox. Off by default: it re-imports the workflow modules
     for every run and proxies every activation, which cost a turn tens of milliseconds of
@@ -64,6 +67,8 @@ class Settings(BaseModel):
             settings.max_body_bytes = int(env["THINK_MAX_BODY_BYTES"])
         if env.get("THINK_WORKFLOW_SANDBOX", "").lower() in ("1", "true", "yes"):
             settings.workflow_sandbox = True
+        if "THINK_PENDING_SWEEP_SECONDS" in env:
+            settings.pending_sweep_seconds = float(env["THINK_PENDING_SWEEP_SECONDS"])
         if "THINK_CHUNK_RETENTION_SECONDS" in env:
             settings.chunk_retention_seconds = float(env["THINK_CHUNK_RETENTION_SECONDS"])
         return settings.with_dev_endpoints()

@@ -11,6 +11,7 @@ from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from think._dispatch import dispatch
 from think._registry import AgentRegistry
 from think._settings import Settings
 from think._temporal import connect
@@ -89,6 +90,23 @@ async def _prune_forever(store: Store, retention: float) -> None:
         await asyncio.sleep(PRUNE_EVERY)
 
 
+async def _sweep_forever(client: Client, store: Store, settings: Settings) -> None:
+    """Re-send turns left `pending` by a gateway that died before reaching Temporal.
+
+    Sending a turn twice is harmless (the conversation workflow queues each id once), so a turn
+    that is merely queued behind a long one costs only a cheap duplicate update.
+    """
+    every = settings.pending_sweep_seconds
+    while True:
+        await asyncio.sleep(every)
+        try:
+            for turn in await store.stale_pending(every):
+                log.info("re-sending pending turn %s to Temporal", turn.id)
+                await dispatch(client, settings.task_queue, turn)
+        except Exception:
+            log.warning("sweeping pending turns failed", exc_info=True)
+
+
 async def run_worker(settings: Settings) -> None:
     """Run until cancelled."""
     registry = AgentRegistry.from_paths(settings.agents)
@@ -96,12 +114,16 @@ async def run_worker(settings: Settings) -> None:
     store = Store(db)
     client = await connect(settings)
     worker = build_worker(client, settings, TurnActivities(store, registry, settings))
-    pruner = asyncio.create_task(_prune_forever(store, settings.chunk_retention_seconds))
+    housekeeping = [
+        asyncio.create_task(_prune_forever(store, settings.chunk_retention_seconds)),
+        asyncio.create_task(_sweep_forever(client, store, settings)),
+    ]
     log.info("worker polling task queue %r", settings.task_queue)
     try:
         await worker.run()
     finally:
-        pruner.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await pruner
+        for task in housekeeping:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         await db.close()

@@ -404,6 +404,17 @@ class Store:
             params,
         )
 
+    async def stale_pending(self, older_than_seconds: float, limit: int = 200) -> list[TurnRecord]:
+        """Turns accepted a while ago and still not started, oldest first."""
+        async with self.db.connection() as conn:
+            rows = await fetch_all(
+                conn,
+                _TURN_SELECT + " WHERE t.status = 'pending' AND t.created_at < now() - "
+                "make_interval(secs => %(s)s) ORDER BY t.created_at LIMIT %(limit)s",
+                {"s": older_than_seconds, "limit": limit},
+            )
+        return [_turn_record(r) for r in rows]
+
     async def abort_if_pending(self, conn: Conn, turn_id: str, reason: str) -> bool:
         """Abort a turn that has not started; False when it has (or has already ended)."""
         row = await fetch_one(
