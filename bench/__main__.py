@@ -10,6 +10,7 @@ BENCHMARKS = [
     ["bench.turn_latency", "--offline", "--turns", "50"],
     ["bench.throughput"],
     ["bench.history_growth", "--turns", "200"],
+    ["bench.chaos", "--turns", "100"],
 ]
 
 if __name__ == "__main__":

@@ -19,14 +19,18 @@ from think.testing import FakeOpenAIServer
 
 @contextlib.contextmanager
 def local_stack(
-    *, offline: bool = False, agents: str = "tests.agents:Helper,examples.assistant:Assistant"
+    *,
+    offline: bool = False,
+    agents: str = "tests.agents:Helper,examples.assistant:Assistant",
+    workers: int = 1,
+    env: dict[str, str] | None = None,
 ) -> Iterator[tuple[Stack, FakeOpenAIServer | None]]:
     with tempfile.TemporaryDirectory(prefix="think-bench-") as tmp:
         home = Path(tmp)
         with start_services(home) as services:
             migrate_now(services.settings(Settings()))
             model = None if offline else FakeOpenAIServer().start()
-            env = stack_env(
+            full_env = stack_env(
                 database_url=services.database_url,
                 temporal_address=services.temporal_address,
                 task_queue="bench",
@@ -34,9 +38,11 @@ def local_stack(
                 model_url=model.base_url if model else None,
                 home=home,
             )
-            stack = Stack(env=env, logs=home)
+            full_env.update(env or {})
+            stack = Stack(env=full_env, logs=home)
             try:
-                stack.start_worker()
+                for _ in range(workers):
+                    stack.start_worker()
                 stack.start_api()
                 yield stack, model
             finally:

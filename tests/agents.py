@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -27,6 +28,13 @@ async def explode(reason: str) -> str:
 
 
 @tool
+async def slow(seconds: float) -> str:
+    """Take a while."""
+    await asyncio.sleep(seconds)
+    return "done"
+
+
+@tool
 def record(note: str, ctx: ToolContext) -> str:
     """Append a note to the file named by THINK_TEST_TOOL_LOG: a side effect tests can count."""
     path = os.environ.get("THINK_TEST_TOOL_LOG")
@@ -49,7 +57,7 @@ class Helper(Think):
         return "You are a test agent."
 
     def get_tools(self) -> list[Tool]:
-        return [get_weather, add, explode, record]
+        return [get_weather, add, explode, record, slow]
 
 
 class Staller(Helper):

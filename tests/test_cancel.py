@@ -97,3 +97,33 @@ async def test_cancel_after_completion_changes_nothing(api: httpx.AsyncClient, c
     assert after["message"] == done["message"]
     missing = await api.post(f"{helper_path(cid)}/turns/turn_nope/cancel")
     assert missing.status_code == 404
+
+
+async def test_a_tool_call_cut_off_by_a_cancel_is_repaired_for_the_next_turn(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    from think.testing import tool_call
+
+    fake_model.script(cid, tool_call("slow", {"seconds": 10}, id="call_slow"), text("next"))
+    turn = (await api.post(f"{helper_path(cid)}/turns", json={"input": "wait"})).json()
+    # Cancel once the model has asked for the tool and the tool is running.
+    async with api.stream("GET", turn["stream_url"]) as response:
+        buffer = ""
+        async for piece in response.aiter_text():
+            buffer += piece
+            if any(c["type"] == "tool-input-available" for c in chunks(parse(buffer))):
+                break
+    await asyncio.sleep(0.3)
+    assert (await api.post(f"{turn['status_url']}/cancel")).status_code == 202
+    final = await until_terminal(api, turn["status_url"])
+    assert final["status"] == "aborted"
+    tool_part = next(p for p in final["message"]["parts"] if p["type"] == "tool-slow")
+    assert tool_part["state"] == "input-available"  # stored as it was: never rewritten
+
+    second = (
+        await api.post(f"{helper_path(cid)}/turns", json={"input": "again", "mode": "wait"})
+    ).json()
+    assert second["status"] == "completed"
+    sent = fake_model.requests(cid)[-1]["body"]["messages"]
+    answer = next(m for m in sent if m["role"] == "tool" and m["tool_call_id"] == "call_slow")
+    assert "interrupted" in answer["content"]

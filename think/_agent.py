@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from think._recovery import ChatRecovery
 from think._tools import Tool
+from think._transcript import interrupted_tool_error
 from think.models import ModelClient
 
 
@@ -50,6 +51,13 @@ class Think:
 
     def get_tools(self) -> Sequence[Tool]:
         return []
+
+    def repair_interrupted_tool_part(self, part: dict[str, Any]) -> dict[str, Any]:
+        """Settle a tool call that never got a result (its turn was cancelled or crashed) before
+        the transcript goes to the model, which would otherwise reject it. Return the part with
+        a settled `state` (`output-error` with `errorText`, or `output-available` with
+        `output`); the stored message is not changed."""
+        return interrupted_tool_error(part)
 
     def tools_by_name(self) -> dict[str, Tool]:
         return {t.name: t for t in self.get_tools()}

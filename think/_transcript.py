@@ -8,6 +8,7 @@ with text and tool calls. The model needs each step as its own assistant message
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from think._messages import UIMessage
@@ -15,13 +16,25 @@ from think._messages import UIMessage
 INTERRUPTED_TOOL_RESULT = "The tool call was interrupted before it produced a result."
 
 
-def to_chat_messages(system: str, messages: list[UIMessage]) -> list[dict[str, Any]]:
+Repair = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def interrupted_tool_error(part: dict[str, Any]) -> dict[str, Any]:
+    """The default repair: a tool call with no settled result becomes an errored result."""
+    return {**part, "state": "output-error", "errorText": INTERRUPTED_TOOL_RESULT}
+
+
+def to_chat_messages(
+    system: str, messages: list[UIMessage], repair: Repair = interrupted_tool_error
+) -> list[dict[str, Any]]:
+    """`repair` settles tool calls left without a result (a cancelled or crashed turn), since
+    providers reject a transcript with a tool call and no answer to it."""
     out: list[dict[str, Any]] = []
     if system:
         out.append({"role": "system", "content": system})
     for message in messages:
         if message.role == "assistant":
-            out.extend(_assistant(message.parts))
+            out.extend(_assistant(message.parts, repair))
         else:
             content = _user_content(message.parts)
             if content:
@@ -54,7 +67,7 @@ def tool_name(part: dict[str, Any]) -> str:
     return str(part["type"])[len("tool-") :]
 
 
-def _assistant(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _assistant(parts: list[dict[str, Any]], repair: Repair) -> list[dict[str, Any]]:
     steps: list[list[dict[str, Any]]] = [[]]
     for part in parts:
         if part.get("type") == "step-start":
@@ -83,6 +96,8 @@ def _assistant(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
             ]
         out.append(message)
         for p in calls:
+            if not str(p.get("state", "")).startswith("output-"):
+                p = repair(p)
             out.append({"role": "tool", "tool_call_id": p["toolCallId"], "content": _result(p)})
     return out
 

@@ -101,7 +101,9 @@ class TurnActivities:
             interrupted = fence.attempt > 1 and await step_is_open(conn, turn.id)
             transcript = await self.store.path(turn.conversation_uid, turn.parent_id, conn)
         builder = MessageBuilder(turn.message)
-        messages = to_chat_messages(agent.get_system_prompt(), transcript)
+        messages = to_chat_messages(
+            agent.get_system_prompt(), transcript, agent.repair_interrupted_tool_part
+        )
         if builder.parts:
             messages += to_chat_messages("", [UIMessage.model_construct(**builder.message)])
         model = resolve_model(agent.get_model(), self.settings)

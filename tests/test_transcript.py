@@ -1,0 +1,49 @@
+"""UIMessages to Chat Completions messages, including the repair of unanswered tool calls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from think._messages import UIMessage
+from think._transcript import INTERRUPTED_TOOL_RESULT, to_chat_messages
+
+
+def turn_with_tools() -> list[UIMessage]:
+    return [
+        UIMessage.user_text("go", id="u1"),
+        UIMessage(
+            id="a1",
+            role="assistant",
+            parts=[
+                {"type": "step-start"},
+                {"type": "text", "text": "Looking.", "state": "done"},
+                {
+                    "type": "tool-add",
+                    "toolCallId": "c1",
+                    "state": "output-available",
+                    "input": {"a": 1},
+                    "output": 2,
+                },
+                {"type": "tool-slow", "toolCallId": "c2", "state": "input-available", "input": {}},
+                {"type": "step-start"},
+                {"type": "text", "text": "Done.", "state": "done"},
+            ],
+        ),
+    ]
+
+
+def test_steps_become_assistant_messages_with_tool_results_in_order() -> None:
+    out = to_chat_messages("sys", turn_with_tools())
+    assert [m["role"] for m in out] == ["system", "user", "assistant", "tool", "tool", "assistant"]
+    assert [c["id"] for c in out[2]["tool_calls"]] == ["c1", "c2"]
+    assert out[3] == {"role": "tool", "tool_call_id": "c1", "content": "2"}
+    assert out[4]["content"] == f"Error: {INTERRUPTED_TOOL_RESULT}"
+    assert out[5] == {"role": "assistant", "content": "Done."}
+
+
+def test_a_custom_repair_decides_what_the_model_reads() -> None:
+    def repair(part: dict[str, Any]) -> dict[str, Any]:
+        return {**part, "state": "output-available", "output": "cancelled by the user"}
+
+    out = to_chat_messages("", turn_with_tools(), repair)
+    assert out[3]["content"] == "cancelled by the user"
