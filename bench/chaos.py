@@ -30,9 +30,22 @@ WORDS = [f"w{i} " for i in range(30)]
 
 async def run_turn(api: httpx.AsyncClient, cid: str, out: dict[str, object]) -> None:
     t0 = time.perf_counter()
-    turn = (
-        await api.post(f"/v1/agents/helper/conversations/{cid}/turns", json={"input": cid})
-    ).json()
+    # As a careful client would: an idempotency key, and the same request again on a timeout.
+    response = None
+    for attempt in range(10):
+        try:
+            response = await api.post(
+                f"/v1/agents/helper/conversations/{cid}/turns",
+                json={"input": cid},
+                headers={"Idempotency-Key": cid},
+            )
+            if response.status_code < 500:
+                break
+        except httpx.HTTPError:
+            pass
+        await asyncio.sleep(0.5 * (attempt + 1))
+    assert response is not None, f"{cid}: never admitted"
+    turn = response.json()
     url = f"/v1/agents/helper/conversations/{cid}/turns/{turn['turn_id']}"
     while True:
         try:
