@@ -118,6 +118,12 @@ async def run(args: argparse.Namespace) -> None:
         if sum(1 for m in messages[cid] if m["role"] == "assistant") != 1
         or messages[cid][-1]["parts"][-1].get("text") != expected
     )
+    for cid in [c for c in cids if c in results][:100]:
+        answers = [m for m in messages[cid] if m["role"] == "assistant"]
+        if len(answers) != 1 or answers[-1]["parts"][-1].get("text") != expected:
+            status = results[cid][0]["status"]  # type: ignore[index]
+            texts = [a["parts"][-1].get("text", a["parts"][-1].get("type")) for a in answers]
+            print(f"  {cid}: status {status}, {len(answers)} answers: {texts}")
     times = sorted(r[1] for r in results.values())  # type: ignore[index]
     print(f"turns: {len(cids)}, workers: {args.workers}, workers killed: {len(kills)}")
     print(f"statuses: {dict(statuses)}; lost (no terminal status by the deadline): {lost}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from datetime import datetime
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,11 @@ class Infra:
     temporal: TemporalDevServer
     fake: FakeOpenAIServer
     stack: Stack = field(init=False)
+    timeline: list[str] = field(default_factory=list)
+
+    def note(self, what: str) -> None:
+        """Record a step with its time, for the report of a failed test."""
+        self.timeline.append(f"{datetime.now():%H:%M:%S.%f} {what}")
 
     @property
     def settings(self) -> Settings:
@@ -63,20 +69,26 @@ class Infra:
         )
 
     def restart_postgres(self, down: float = DOWN_FOR) -> None:
+        self.note("stopping Postgres")
         self.postgres.stop()
+        self.note("Postgres stopped")
         time.sleep(down)
         self.postgres = start_postgres(self.home / "pg")
+        self.note("Postgres is back")
 
     def restart_temporal(self, down: float = DOWN_FOR) -> None:
+        self.note("stopping Temporal")
         self.temporal.stop()
+        self.note("Temporal stopped")
         time.sleep(down)
-        self.temporal = self._start_temporal()
-
-    def _start_temporal(self) -> TemporalDevServer:
-        return start_temporal(self.home / "temporal.db", port=self.temporal_port, ui_port=None)
+        self.temporal = start_temporal(
+            self.home / "temporal.db", port=self.temporal_port, ui_port=None
+        )
+        self.note("Temporal is back")
 
     def log_tails(self, n: int = 40) -> str:
-        parts = [f"--- {p.name} ({p.log}) ---\n{p.log_tail(n)}" for p in self.stack.processes]
+        parts = ["--- timeline ---", *self.timeline]
+        parts += [f"--- {p.name} ({p.log}) ---\n{p.log_tail(n)}" for p in self.stack.processes]
         parts.append(f"--- temporal ({self.temporal.log_file}) ---\n{self.temporal.log_tail()}")
         pg_log = self.home / "pg" / "log"
         with contextlib.suppress(OSError):
@@ -194,6 +206,7 @@ async def assert_completed_once(
 ) -> dict[str, Any]:
     """The turn's end state, whatever happened on the way: completed, stored once, streamed."""
     final = await until_terminal(api, turn["status_url"])
+    infra.note(f"turn {final['status']} in Postgres; model calls: {infra.fake.calls(cid)}")
     assert final["status"] == "completed", final
     assert final["message"]["parts"] == [
         {"type": "step-start"},
@@ -215,7 +228,9 @@ async def assert_completed_once(
     handle = client.get_workflow_handle(turn_workflow_id("helper", cid, turn["turn_id"]))
     async with asyncio.timeout(30):
         await handle.result()
+    infra.note("turn workflow completed in Temporal")
     await until_ready(api)
+    infra.note("/readyz 200")
     return final
 
 
@@ -223,6 +238,7 @@ async def assert_conversation_still_works(
     infra: Infra, api: httpx.AsyncClient, cid: str
 ) -> None:
     """The conversation's entity workflow took the turn's end and serves the next turn."""
+    infra.fake.reset()  # drop the repeating script of the turn before (the fake is ours alone)
     infra.fake.script(cid, reply(text("after the restart")))
     base = f"/v1/agents/helper/conversations/{cid}"
     turn = (await api.post(f"{base}/turns", json={"input": "again"})).json()
@@ -232,6 +248,8 @@ async def assert_conversation_still_works(
     client: Client = await connect(infra.settings)
     conversation = client.get_workflow_handle(conversation_workflow_id("default", "helper", cid))
     assert (await conversation.describe()).status == WorkflowExecutionStatus.RUNNING
+    infra.note("the next turn completed")
+    print("\n".join(infra.timeline))
 
 
 # --------------------------------------------------------------------------- tests
@@ -247,7 +265,9 @@ async def test_postgres_restart_mid_turn_the_turn_completes(infra: Infra, cid: s
             )
             assert response.status_code == 202, response.text
             turn = response.json()
+            infra.note("turn submitted")
             await until_streaming(api, turn["stream_url"])
+            infra.note("turn streaming")
 
             url = infra.postgres.url
             await asyncio.to_thread(infra.restart_postgres)
@@ -269,7 +289,9 @@ async def test_temporal_restart_mid_turn_the_turn_completes(infra: Infra, cid: s
             )
             assert response.status_code == 202, response.text
             turn = response.json()
+            infra.note("turn submitted")
             await until_streaming(api, turn["stream_url"])
+            infra.note("turn streaming")
 
             address = infra.temporal.address
             await asyncio.to_thread(infra.restart_temporal)

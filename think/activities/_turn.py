@@ -144,9 +144,16 @@ class TurnActivities:
             calls = step.close()
             rest = await writer.drain()
         except asyncio.CancelledError:
-            # The turn was cancelled (it reaches us through a heartbeat): keep what the model
-            # said so far, end the stream with `abort`, and let the workflow see the cancel.
-            await asyncio.shield(self._store_cancelled(turn.id, builder, step, writer))
+            details = activity.cancellation_details()
+            if details is not None and details.cancel_requested:
+                # The turn was cancelled (it reaches us through a heartbeat): keep what the
+                # model said so far, end the stream with `abort`, let the workflow see it.
+                await asyncio.shield(self._store_cancelled(turn.id, builder, step, writer))
+            else:
+                # Not a cancel: this attempt timed out (a heartbeat arrived late under load),
+                # or the worker is shutting down. Another attempt owns the step now; write
+                # nothing more (its fence would refuse it anyway).
+                await writer.abort()
             raise
         except StaleAttempt as exc:
             await writer.abort()
