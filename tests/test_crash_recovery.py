@@ -4,6 +4,7 @@ exactly one copy of the answer (the stream carries `reset-step` before the retri
 from __future__ import annotations
 
 import asyncio
+import signal
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -17,7 +18,7 @@ from tests.test_ai_sdk_conformance import NODE_DIR, reconstruct
 from think._messages import UIMessage
 from think._settings import Settings
 from think.storage import Store, TurnRequest, open_database
-from think.testing import FakeOpenAIServer, reply, text, tool_call
+from think.testing import FakeOpenAIServer, reply, stall, text, tool_call
 
 WORDS = [f"word{i} " for i in range(40)]
 
@@ -184,3 +185,42 @@ async def test_a_turn_orphaned_by_a_dead_gateway_is_picked_up(
     final = await wait_until_terminal(api, url)
     assert final["status"] == "completed"
     assert final["message"]["parts"][-1]["text"] == "echo: orphan"
+
+
+async def test_a_frozen_worker_that_wakes_up_late_changes_nothing(
+    crash_stack: Stack, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """Regression (found by bench/chaos.py): a worker paused past its heartbeat timeout (a long
+    GC pause, a stopped VM) learns on waking that its attempt timed out; that cancellation is not
+    a user's cancel and must not end the turn as `aborted`."""
+    # The first attempt streams a little, then waits on the model (nothing buffered to write);
+    # the second streams slowly, so the frozen worker wakes while the second is still running.
+    fake_model.script(
+        cid, text("one ", "two ", "three ") + stall(30), reply(text(*WORDS), delay=0.2)
+    )
+    async with httpx.AsyncClient(base_url=crash_stack.api_url, timeout=60) as api:
+        turn = (
+            await api.post(f"/v1/agents/helper/conversations/{cid}/turns", json={"input": "x"})
+        ).json()
+        async with api.stream("GET", turn["stream_url"]) as response:
+            buffer = ""
+            async for piece in response.aiter_text():
+                buffer += piece
+                if sum(1 for c in chunks(parse(buffer)) if c["type"] == "text-delta") >= 3:
+                    break
+        frozen = next(
+            p for p in crash_stack.processes if p.name == "worker" and p.popen.poll() is None
+        )
+        frozen.popen.send_signal(signal.SIGSTOP)
+        try:
+            crash_stack.start_worker()  # takes the step over after the heartbeat timeout
+            await asyncio.sleep(9)
+        finally:
+            frozen.popen.send_signal(signal.SIGCONT)
+        final = await wait_until_terminal(api, turn["status_url"])
+        assert final["status"] == "completed", final
+        assert final["message"]["parts"][-1]["text"] == "".join(WORDS)
+        await asyncio.sleep(1)  # give the woken worker time to do anything wrong
+        again = (await api.get(turn["status_url"])).json()
+        assert again["status"] == "completed"
+        assert again["message"] == final["message"]

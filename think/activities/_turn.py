@@ -283,6 +283,7 @@ class TurnActivities:
                 status="aborted",
                 message=builder.message,
                 chunks=[*chunks, {"type": "abort", "reason": turn.error or "cancelled"}],
+                fence=writer.fence,  # a superseded attempt must not end the turn
                 error=turn.error or "cancelled",
             )
 

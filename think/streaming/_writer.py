@@ -42,6 +42,10 @@ class ChunkWriter:
         self._closing = asyncio.Event()
         self._error: BaseException | None = None
 
+    @property
+    def fence(self) -> Fence:
+        return self._fence
+
     def emit(self, chunk: dict[str, Any]) -> None:
         """Queue a chunk; raises the write error (e.g. `StaleAttempt`) of an earlier batch."""
         if self._error is not None:
@@ -65,7 +69,13 @@ class ChunkWriter:
                     await _log.append(conn, self._turn_id, batch, self._fence)
                 self._last_flush = time.monotonic()
                 self._content_sent = self._content_sent or any(c["type"] in _CONTENT for c in batch)
-        except BaseException as exc:  # surfaced to the producer by emit() and drain()
+        except Exception as exc:
+            # Surfaced to the producer by emit() and drain(), and only there: re-raised here,
+            # it would also be the task's exception, which nobody retrieves when the producer
+            # stops at emit() (Postgres gone, a stale attempt), so asyncio logged an ERROR
+            # "Task exception was never retrieved" on top of the activity's own failure.
+            self._error = exc
+        except BaseException as exc:  # cancelled by abort(): the writer is being discarded
             self._error = exc
             raise
 
