@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,3 +50,34 @@ async def read_stream(
 
 def chunks(events: list[Event]) -> list[dict[str, Any]]:
     return [e.chunk for e in events if e.data != "[DONE]"]
+
+
+async def read_until(
+    api: httpx.AsyncClient, url: str, done: Callable[[list[dict[str, Any]]], bool]
+) -> list[dict[str, Any]]:
+    """Follow a stream until `done(chunks so far)`, then drop the connection."""
+    got: list[dict[str, Any]] = []
+    async with api.stream("GET", url) as response:
+        buffer = ""
+        async for piece in response.aiter_text():
+            buffer += piece
+            got = chunks(parse(buffer))
+            if done(got):
+                break
+    return got
+
+
+def deltas(at_least: int) -> Callable[[list[dict[str, Any]]], bool]:
+    return lambda got: sum(1 for c in got if c["type"] == "text-delta") >= at_least
+
+
+async def until_terminal(api: httpx.AsyncClient, url: str, seconds: float = 60) -> dict[str, Any]:
+    """Poll a turn until it has ended."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    while True:
+        turn: dict[str, Any] = (await api.get(url)).json()
+        if turn["status"] not in ("pending", "running"):
+            return turn
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"turn still {turn['status']} after {seconds} s: {turn}")
+        await asyncio.sleep(0.05)

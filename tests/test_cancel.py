@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 import httpx
 
-from tests._sse import chunks, parse, read_stream
+from tests._sse import chunks, deltas, read_stream, read_until, until_terminal
 from tests.conftest import helper_path
 from tests.test_ai_sdk_conformance import NODE_DIR, reconstruct
 from think.testing import FakeOpenAIServer, reply, text
@@ -17,26 +16,12 @@ from think.testing import FakeOpenAIServer, reply, text
 WORDS = [f"w{i} " for i in range(60)]
 
 
-async def until_terminal(api: httpx.AsyncClient, url: str) -> dict[str, Any]:
-    for _ in range(300):
-        turn: dict[str, Any] = (await api.get(url)).json()
-        if turn["status"] not in ("pending", "running"):
-            return turn
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"still running: {turn}")
-
-
 async def test_cancel_running_keeps_the_partial_answer(
     api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
 ) -> None:
     fake_model.script(cid, reply(text(*WORDS), delay=0.05))  # ~3 s of streaming
     turn = (await api.post(f"{helper_path(cid)}/turns", json={"input": "long"})).json()
-    async with api.stream("GET", turn["stream_url"]) as response:
-        buffer = ""
-        async for piece in response.aiter_text():
-            buffer += piece
-            if sum(1 for c in chunks(parse(buffer)) if c["type"] == "text-delta") >= 5:
-                break
+    await read_until(api, turn["stream_url"], deltas(5))
     asked = time.monotonic()
     cancelled = await api.post(f"{turn['status_url']}/cancel", json={"reason": "user pressed stop"})
     assert cancelled.status_code == 202
@@ -107,12 +92,9 @@ async def test_a_tool_call_cut_off_by_a_cancel_is_repaired_for_the_next_turn(
     fake_model.script(cid, tool_call("slow", {"seconds": 10}, id="call_slow"), text("next"))
     turn = (await api.post(f"{helper_path(cid)}/turns", json={"input": "wait"})).json()
     # Cancel once the model has asked for the tool and the tool is running.
-    async with api.stream("GET", turn["stream_url"]) as response:
-        buffer = ""
-        async for piece in response.aiter_text():
-            buffer += piece
-            if any(c["type"] == "tool-input-available" for c in chunks(parse(buffer))):
-                break
+    await read_until(
+        api, turn["stream_url"], lambda got: any(c["type"] == "tool-input-available" for c in got)
+    )
     await asyncio.sleep(0.3)
     assert (await api.post(f"{turn['status_url']}/cancel")).status_code == 202
     final = await until_terminal(api, turn["status_url"])

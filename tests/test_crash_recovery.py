@@ -6,13 +6,12 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections.abc import Iterator
-from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
-from tests._sse import chunks, parse, read_stream
+from tests._sse import chunks, deltas, parse, read_stream, read_until, until_terminal
 from tests._stack import Stack
 from tests.test_ai_sdk_conformance import NODE_DIR, reconstruct
 from think._messages import UIMessage
@@ -41,15 +40,6 @@ def crash_stack(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Itera
         own.stop()
 
 
-async def wait_until_terminal(api: httpx.AsyncClient, url: str) -> dict[str, Any]:
-    for _ in range(600):
-        turn: dict[str, Any] = (await api.get(url)).json()
-        if turn["status"] not in ("pending", "running"):
-            return turn
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"turn still running: {turn}")
-
-
 async def test_sigkill_mid_stream_resumes_on_another_worker(
     crash_stack: Stack, fake_model: FakeOpenAIServer, cid: str
 ) -> None:
@@ -60,19 +50,12 @@ async def test_sigkill_mid_stream_resumes_on_another_worker(
         turn = (await api.post(f"{base}/turns", json={"input": "tell me"})).json()
 
         # Wait until part of the answer has been streamed, then kill the worker outright.
-        seen = 0
-        async with api.stream("GET", turn["stream_url"]) as response:
-            buffer = ""
-            async for piece in response.aiter_text():
-                buffer += piece
-                seen = sum(1 for c in chunks(parse(buffer)) if c["type"] == "text-delta")
-                if seen >= 5:
-                    break
+        await read_until(api, turn["stream_url"], deltas(5))
         worker = next(p for p in crash_stack.processes if p.name == "worker")
         worker.kill()
         crash_stack.start_worker()  # the replacement picks the step up after its heartbeat timeout
 
-        final = await wait_until_terminal(api, turn["status_url"])
+        final = await until_terminal(api, turn["status_url"])
         assert final["status"] == "completed", final
         stored = (await api.get(f"{base}/messages")).json()["messages"]
         answer = next(m for m in stored if m["id"] == turn["message_id"])
@@ -105,16 +88,11 @@ async def test_a_crash_after_a_tool_never_runs_the_tool_again(
         base = f"/v1/agents/helper/conversations/{cid}"
         turn = (await api.post(f"{base}/turns", json={"input": "note it"})).json()
         # Kill the worker while it streams the step after the tool.
-        async with api.stream("GET", turn["stream_url"]) as response:
-            buffer = ""
-            async for piece in response.aiter_text():
-                buffer += piece
-                if sum(1 for c in chunks(parse(buffer)) if c["type"] == "text-delta") >= 3:
-                    break
+        await read_until(api, turn["stream_url"], deltas(3))
         live = [p for p in crash_stack.processes if p.name == "worker" and p.popen.poll() is None]
         live[0].kill()
         crash_stack.start_worker()
-        final = await wait_until_terminal(api, turn["status_url"])
+        final = await until_terminal(api, turn["status_url"])
         assert final["status"] == "completed", final
         parts = final["message"]["parts"]
         assert [p["type"] for p in parts] == ["step-start", "tool-record", "step-start", "text"]
@@ -182,7 +160,7 @@ async def test_a_turn_orphaned_by_a_dead_gateway_is_picked_up(
     finally:
         await db.close()
     url = f"/v1/agents/helper/conversations/{cid}/turns/{admission.turn.id}"
-    final = await wait_until_terminal(api, url)
+    final = await until_terminal(api, url)
     assert final["status"] == "completed"
     assert final["message"]["parts"][-1]["text"] == "echo: orphan"
 
@@ -202,12 +180,7 @@ async def test_a_frozen_worker_that_wakes_up_late_changes_nothing(
         turn = (
             await api.post(f"/v1/agents/helper/conversations/{cid}/turns", json={"input": "x"})
         ).json()
-        async with api.stream("GET", turn["stream_url"]) as response:
-            buffer = ""
-            async for piece in response.aiter_text():
-                buffer += piece
-                if sum(1 for c in chunks(parse(buffer)) if c["type"] == "text-delta") >= 3:
-                    break
+        await read_until(api, turn["stream_url"], deltas(3))
         frozen = next(
             p for p in crash_stack.processes if p.name == "worker" and p.popen.poll() is None
         )
@@ -217,7 +190,7 @@ async def test_a_frozen_worker_that_wakes_up_late_changes_nothing(
             await asyncio.sleep(9)
         finally:
             frozen.popen.send_signal(signal.SIGCONT)
-        final = await wait_until_terminal(api, turn["status_url"])
+        final = await until_terminal(api, turn["status_url"])
         assert final["status"] == "completed", final
         assert final["message"]["parts"][-1]["text"] == "".join(WORDS)
         await asyncio.sleep(1)  # give the woken worker time to do anything wrong
