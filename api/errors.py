@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -104,6 +105,17 @@ async def _user_error(request: Request, exc: Exception) -> JSONResponse:
     return problem_response(400, str(exc))
 
 
+async def _database_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    """Postgres is down or restarting: a pooled connection it closed, or none within the pool's
+    timeout (`PoolTimeout` is an `OperationalError` too). 503 with `Retry-After`, not 500,
+    because retrying is exactly right: the gateway reconnects by itself once Postgres is back,
+    and a submission retried with its Idempotency-Key is admitted at most once."""
+    log.warning("Postgres unavailable on %s %s: %s", request.method, request.url.path, exc)
+    response = problem_response(503, "the database is unavailable for the moment; retry shortly")
+    response.headers["Retry-After"] = "1"
+    return response
+
+
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unhandled error on %s %s", request.method, request.url.path)
     return problem_response(500, "internal error; the server log has the details")
@@ -114,4 +126,5 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, _http)
     app.add_exception_handler(Problem, _problem)
     app.add_exception_handler(UserError, _user_error)
+    app.add_exception_handler(psycopg.OperationalError, _database_unavailable)
     app.add_exception_handler(Exception, _unexpected)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TypeVar
 
 from temporalio import activity
@@ -41,7 +41,9 @@ async def heartbeating(interval: float = 1.0) -> AsyncIterator[None]:
             await task
 
 
-async def within_stall_timeout(events: AsyncIterator[_T], seconds: float) -> AsyncIterator[_T]:
+async def within_stall_timeout(
+    events: AsyncIterator[_T], seconds: float
+) -> AsyncGenerator[_T, None]:
     """Pass events through, failing (retryably) when the next one takes longer than `seconds`.
 
     A stalled model stream keeps its activity alive and heartbeating, so Temporal's heartbeat

@@ -8,6 +8,7 @@ stream chunks in one transaction.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any
 
@@ -126,10 +127,15 @@ class TurnActivities:
                 step.builder.apply({"type": "start-step"})
             else:
                 step.emit({"type": "start-step"})
-            async with heartbeating():
-                events = within_stall_timeout(
-                    model.stream(request), agent.chat_stream_stall_timeout
-                )
+            # Closed here, not by the garbage collector, when the step fails mid-stream (say
+            # Postgres went away): the model's HTTP stream ends now instead of generating on,
+            # and asyncio no longer logs "aclose(): asynchronous generator is already running".
+            async with (
+                heartbeating(),
+                contextlib.aclosing(
+                    within_stall_timeout(model.stream(request), agent.chat_stream_stall_timeout)
+                ) as events,
+            ):
                 async for event in events:
                     if isinstance(event, TextDelta):
                         step.text(event.delta)
