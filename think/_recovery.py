@@ -10,10 +10,11 @@ DEFAULT_TERMINAL_MESSAGE = (
 
 
 class ChatRecovery(BaseModel):
-    """`max_attempts` counts every attempt of a model step, the first included: a step that
-    fails (an error the provider may not repeat, a dropped or stalled stream, a lost worker)
-    is retried until then, and the turn then ends as `interrupted` with `terminal_message`
-    stored and streamed in place of the failed step."""
+    """`max_attempts` bounds how often the model may fail one step (an error the provider may
+    not repeat, a dropped or stalled stream), the first attempt included: the step is retried
+    until then, and the turn then ends as `interrupted` with `terminal_message` stored and
+    streamed in place of the failed step. Attempts lost to a dead worker or a Postgres or
+    Temporal outage are retried too but do not count: they say nothing about the model."""
 
     model_config = ConfigDict(frozen=True)
 

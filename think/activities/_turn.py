@@ -44,7 +44,15 @@ from think.models import (
     resolve_model,
 )
 from think.storage import Store, TurnRecord
-from think.streaming import ChunkWriter, Fence, StaleAttempt, append, claim, step_is_open
+from think.streaming import (
+    ChunkWriter,
+    Fence,
+    StaleAttempt,
+    append,
+    claim,
+    count_failure,
+    step_is_open,
+)
 from think.streaming._builder import MessageBuilder
 from think.workflows._inputs import (
     CommitInput,
@@ -227,15 +235,19 @@ class TurnActivities:
             raise ApplicationError(str(stale), type=STALE_ATTEMPT, non_retryable=True) from exc
         budget = agent.chat_recovery.max_attempts
         cause = str(exc)
-        if fence.attempt < budget:
-            log.warning("turn %s: model step attempt %d failed: %s", turn.id, fence.attempt, cause)
-            recovering = {
-                "type": "data-recovering",
-                "data": {"attempt": fence.attempt + 1, "max_attempts": budget, "cause": cause},
-                "transient": True,
-            }
-            async with self.store.db.transaction() as conn:
+        async with self.store.db.transaction() as conn:
+            # The budget counts the model's failures, not Temporal's attempts: an attempt lost
+            # to a Postgres or Temporal outage says nothing about the model.
+            failures = await count_failure(conn, turn.id, fence)
+            if failures < budget:
+                log.warning("turn %s: model failure %d of %d: %s", turn.id, failures, budget, cause)
+                recovering = {
+                    "type": "data-recovering",
+                    "data": {"attempt": failures + 1, "max_attempts": budget, "cause": cause},
+                    "transient": True,
+                }
                 await append(conn, turn.id, [*rest, recovering], fence)
+        if failures < budget:
             raise ApplicationError(cause, type=MODEL_RETRY) from exc
         log.warning("turn %s interrupted after %d attempts: %s", turn.id, budget, cause)
         # Drop the failed step's partial output and answer with the terminal message instead.

@@ -7,6 +7,7 @@ from think.streaming._log import (
     StaleAttempt,
     append,
     claim,
+    count_failure,
     read,
     step_is_open,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "StaleAttempt",
     "append",
     "claim",
+    "count_failure",
     "read",
     "step_is_open",
 ]

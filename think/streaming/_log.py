@@ -128,3 +128,18 @@ async def step_is_open(conn: Conn, turn_id: str) -> bool:
     """Whether the stream's last step was started and never finished (an attempt died in it)."""
     row = await fetch_one(conn, _LAST_STEP_BOUNDARY, {"turn": turn_id})
     return row is not None and row["type"] == "start-step"
+
+
+_COUNT_FAILURE = """
+    UPDATE turns
+    SET fences = jsonb_set(fences, ARRAY[%(key)s],
+        to_jsonb(COALESCE((fences ->> %(key)s)::int, 0) + 1))
+    WHERE id = %(turn)s
+    RETURNING (fences ->> %(key)s)::int AS failures
+"""
+
+
+async def count_failure(conn: Conn, turn_id: str, fence: Fence) -> int:
+    """Record one more model failure of the fenced step; returns how many it has had."""
+    row = await fetch_one(conn, _COUNT_FAILURE, {"key": f"{fence.key}:failures", "turn": turn_id})
+    return int(row["failures"]) if row else 1
