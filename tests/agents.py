@@ -6,7 +6,15 @@ import asyncio
 import os
 from pathlib import Path
 
-from think import ChatRecovery, Think, Tool, ToolContext, tool
+from think import (
+    ChatRecovery,
+    ChatRecoveryContext,
+    ChatRecoveryOptions,
+    Think,
+    Tool,
+    ToolContext,
+    tool,
+)
 
 
 @tool
@@ -66,3 +74,21 @@ class Staller(Helper):
     name = "staller"
     chat_stream_stall_timeout = 1.0
     chat_recovery = ChatRecovery(max_attempts=2, terminal_message="Interrupted, sorry.")
+
+
+class Persister(Staller):
+    """Keeps a failed attempt's partial answer and continues from it."""
+
+    name = "persister"
+
+    def on_chat_recovery(self, ctx: ChatRecoveryContext) -> ChatRecoveryOptions:
+        return ChatRecoveryOptions(persist=True)
+
+
+class GiveUp(Staller):
+    """Ends the turn at the first failure."""
+
+    name = "give_up"
+
+    async def on_chat_recovery(self, ctx: ChatRecoveryContext) -> ChatRecoveryOptions:
+        return ChatRecoveryOptions.model_validate({"continue": False})

@@ -54,7 +54,10 @@ def stack(
         database_url=services.database_url,
         temporal_address=services.temporal_address,
         task_queue=settings.task_queue,
-        agents="tests.agents:Helper,tests.agents:Staller,examples.assistant:Assistant",
+        agents=(
+            "tests.agents:Helper,tests.agents:Staller,tests.agents:Persister,"
+            "tests.agents:GiveUp,examples.assistant:Assistant"
+        ),
         model_url=fake_model.base_url,
         home=logs,
     )

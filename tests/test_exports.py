@@ -11,6 +11,8 @@ def test_think_exports() -> None:
     assert sorted(think.__all__) == [
         "AgentNotFoundError",
         "ChatRecovery",
+        "ChatRecoveryContext",
+        "ChatRecoveryOptions",
         "ConfigurationError",
         "ModelClient",
         "ModelError",

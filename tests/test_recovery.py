@@ -73,3 +73,37 @@ async def test_non_retryable_errors_fail_fast(
     assert turn["status"] == "error"
     assert "bad key" in turn["error"]
     assert fake_model.calls(cid) == 1
+
+
+async def test_on_chat_recovery_can_keep_the_partial_and_continue(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, text("first half, ") + stall(5), text("second half."))
+    base = "/v1/agents/persister/conversations"
+    turn = (await api.post(f"{base}/{cid}/turns", json={"input": "q", "mode": "wait"})).json()
+    assert turn["status"] == "completed", turn
+    assert turn["message"]["parts"] == [
+        {"type": "step-start"},
+        {"type": "text", "text": "first half, ", "state": "done"},
+        {"type": "step-start"},
+        {"type": "text", "text": "second half.", "state": "done"},
+    ]
+    # The continuation was asked with the kept partial in the transcript.
+    sent = fake_model.requests(cid)[-1]["body"]["messages"]
+    assert sent[-1] == {"role": "assistant", "content": "first half, "}
+    body, events = await read_stream(api, turn["stream_url"])
+    assert "reset-step" not in [c["type"] for c in chunks(events)]
+    if (NODE_DIR / "node_modules" / "ai").exists():
+        assert (await reconstruct(body))["message"] == turn["message"]
+
+
+async def test_on_chat_recovery_can_end_the_turn(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, text("x") + stall(5), text("never asked"))
+    base = "/v1/agents/give_up/conversations"
+    turn = (await api.post(f"{base}/{cid}/turns", json={"input": "q", "mode": "wait"})).json()
+    assert turn["status"] == "interrupted", turn
+    assert "on_chat_recovery ended the turn" in turn["error"]
+    assert turn["message"]["parts"][-1]["text"] == "Interrupted, sorry."
+    assert fake_model.calls(cid) == 1

@@ -6,7 +6,7 @@ workflow, every conversation lives in Postgres, and replies stream over SSE.
 
 from think._agent import Think
 from think._messages import UIMessage
-from think._recovery import ChatRecovery
+from think._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptions
 from think._settings import Settings
 from think._tools import Tool, ToolContext, tool
 from think.exceptions import (
@@ -22,6 +22,8 @@ from think.models import ModelClient, ModelRequest
 __all__ = [
     "AgentNotFoundError",
     "ChatRecovery",
+    "ChatRecoveryContext",
+    "ChatRecoveryOptions",
     "ConfigurationError",
     "ModelClient",
     "ModelError",

@@ -8,10 +8,10 @@ state lives in Postgres and Temporal, so any worker can run any step of any turn
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any, ClassVar
 
-from think._recovery import ChatRecovery
+from think._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptions
 from think._tools import Tool
 from think._transcript import interrupted_tool_error
 from think.models import ModelClient
@@ -51,6 +51,14 @@ class Think:
 
     def get_tools(self) -> Sequence[Tool]:
         return []
+
+    def on_chat_recovery(
+        self, ctx: ChatRecoveryContext
+    ) -> ChatRecoveryOptions | Awaitable[ChatRecoveryOptions | None] | None:
+        """Decide how a failed model step recovers (sync or async). `None` means the defaults:
+        retry the step from scratch while `chat_recovery` allows. Runs in the model-step
+        activity, between the failure and the retry."""
+        return None
 
     def repair_interrupted_tool_part(self, part: dict[str, Any]) -> dict[str, Any]:
         """Settle a tool call that never got a result (its turn was cancelled or crashed) before

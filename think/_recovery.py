@@ -20,3 +20,31 @@ class ChatRecovery(BaseModel):
 
     max_attempts: int = Field(default=3, ge=1, le=50)
     terminal_message: str = Field(default=DEFAULT_TERMINAL_MESSAGE, min_length=1)
+
+
+class ChatRecoveryContext(BaseModel):
+    """What `on_chat_recovery` is shown when a model step fails and could be retried."""
+
+    model_config = ConfigDict(frozen=True)
+
+    agent: str
+    conversation_id: str
+    turn_id: str
+    step: int
+    failures: int
+    """How often the model has failed this step so far, this failure included."""
+    max_attempts: int
+    cause: str
+    partial_text: str
+    """The text the failed attempt streamed before it failed (empty if none)."""
+
+
+class ChatRecoveryOptions(BaseModel):
+    """`continue_=False` ends the turn as `interrupted` now. `persist=True` keeps the failed
+    attempt's partial output in the answer and asks the model to carry on from it in a new step,
+    instead of discarding it and asking again from scratch (the default)."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    continue_: bool = Field(default=True, alias="continue")
+    persist: bool = False

@@ -50,6 +50,18 @@ class StepStream:
         self._calls[tool_call_id][1].append(delta)
         self.emit({"type": "tool-input-delta", "toolCallId": tool_call_id, "inputTextDelta": delta})
 
+    @property
+    def has_output(self) -> bool:
+        """Whether this step produced anything beyond its `step-start`."""
+        return self._count > 0 or bool(self._calls)
+
+    @property
+    def partial_text(self) -> str:
+        parts = self.builder.parts
+        starts = [i for i, p in enumerate(parts) if p.get("type") == "step-start"]
+        tail = parts[starts[-1] + 1 :] if starts else parts
+        return "".join(p.get("text", "") for p in tail if p.get("type") == "text")
+
     def interrupt(self) -> list[dict[str, Any]]:
         """Close what is open (a text or reasoning part) and hand back the chunks that do so,
         applied to the message but not yet written, for the caller's final transaction."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 from typing import Any
 
@@ -18,6 +19,7 @@ from temporalio.exceptions import ApplicationError
 
 from think._agent import Think
 from think._messages import UIMessage
+from think._recovery import ChatRecoveryContext, ChatRecoveryOptions
 from think._registry import AgentRegistry
 from think._settings import Settings
 from think._tools import ToolContext
@@ -178,7 +180,7 @@ class TurnActivities:
                 raise ApplicationError(
                     str(exc), type=NON_RETRYABLE_MODEL_ERROR, non_retryable=True
                 ) from exc
-            return await self._recover(agent, turn, writer, fence, exc)
+            return await self._recover(agent, turn, step, fence, exc)
         usage = {
             "input_tokens": turn.usage.get("input_tokens", 0) + finish.usage.input_tokens,
             "output_tokens": turn.usage.get("output_tokens", 0) + finish.usage.output_tokens,
@@ -223,14 +225,15 @@ class TurnActivities:
         self,
         agent: Think,
         turn: TurnRecord,
-        writer: ChunkWriter,
+        step: StepStream,
         fence: Fence,
         exc: ModelError,
     ) -> ModelStepResult:
         """A retryable failure (an error, a dropped or stalled stream): retry the step while the
-        agent's `chat_recovery` budget lasts, then end the turn as `interrupted`."""
+        agent's `chat_recovery` budget lasts and `on_chat_recovery` agrees, then end the turn
+        as `interrupted`."""
         try:
-            rest = await writer.drain()
+            rest = await step.writer.drain()
         except StaleAttempt as stale:
             raise ApplicationError(str(stale), type=STALE_ATTEMPT, non_retryable=True) from exc
         budget = agent.chat_recovery.max_attempts
@@ -239,16 +242,34 @@ class TurnActivities:
             # The budget counts the model's failures, not Temporal's attempts: an attempt lost
             # to a Postgres or Temporal outage says nothing about the model.
             failures = await count_failure(conn, turn.id, fence)
-            if failures < budget:
-                log.warning("turn %s: model failure %d of %d: %s", turn.id, failures, budget, cause)
-                recovering = {
-                    "type": "data-recovering",
-                    "data": {"attempt": failures + 1, "max_attempts": budget, "cause": cause},
-                    "transient": True,
-                }
-                await append(conn, turn.id, [*rest, recovering], fence)
+        options = ChatRecoveryOptions()
         if failures < budget:
+            options = await _recovery_options(agent, turn, step, failures, cause)
+        recovering = {
+            "type": "data-recovering",
+            "data": {"attempt": failures + 1, "max_attempts": budget, "cause": cause},
+            "transient": True,
+        }
+        if failures < budget and options.continue_ and options.persist and step.has_output:
+            # Keep what the model said as a finished step; the next step continues from it.
+            kept = [*rest, *step.interrupt(), {"type": "finish-step"}, recovering]
+            step.builder.apply({"type": "finish-step"})
+            async with self.store.db.transaction() as conn:
+                await append(conn, turn.id, kept, fence)
+                await self.store.update_turn(
+                    conn, turn.id, message=step.builder.message, steps_done=step.step + 1
+                )
+            return ModelStepResult(
+                max_steps=agent.max_steps, called_tools=True, finish_reason="other"
+            )
+        if failures < budget and options.continue_:
+            log.warning("turn %s: model failure %d of %d: %s", turn.id, failures, budget, cause)
+            async with self.store.db.transaction() as conn:
+                await append(conn, turn.id, [*rest, recovering], fence)
             raise ApplicationError(cause, type=MODEL_RETRY) from exc
+        if not options.continue_:
+            cause = f"on_chat_recovery ended the turn after: {cause}"
+            budget = failures
         log.warning("turn %s interrupted after %d attempts: %s", turn.id, budget, cause)
         # Drop the failed step's partial output and answer with the terminal message instead.
         builder = MessageBuilder(turn.message)
@@ -394,6 +415,25 @@ class TurnActivities:
                 finish_reason=inp.finish_reason,
             )
         return CommitResult(status=inp.status)
+
+
+async def _recovery_options(
+    agent: Think, turn: TurnRecord, step: StepStream, failures: int, cause: str
+) -> ChatRecoveryOptions:
+    context = ChatRecoveryContext(
+        agent=agent.name,
+        conversation_id=turn.conversation_id,
+        turn_id=turn.id,
+        step=step.step,
+        failures=failures,
+        max_attempts=agent.chat_recovery.max_attempts,
+        cause=cause,
+        partial_text=step.partial_text,
+    )
+    answer = agent.on_chat_recovery(context)
+    if inspect.isawaitable(answer):
+        answer = await answer
+    return answer if isinstance(answer, ChatRecoveryOptions) else ChatRecoveryOptions()
 
 
 def _recorded_step(message: dict[str, Any], step: int, max_steps: int) -> ModelStepResult:
