@@ -92,3 +92,17 @@ class GiveUp(Staller):
 
     async def on_chat_recovery(self, ctx: ChatRecoveryContext) -> ChatRecoveryOptions:
         return ChatRecoveryOptions.model_validate({"continue": False})
+
+
+class Budgeted(Helper):
+    """Tiny budgets: a turn may not start a second model step."""
+
+    name = "budgeted"
+    turn_budget_tokens = 1
+
+
+class Hurried(Helper):
+    """A turn may run for half a second before it stops asking the model."""
+
+    name = "hurried"
+    turn_budget_seconds = 0.5

@@ -56,7 +56,8 @@ def stack(
         task_queue=settings.task_queue,
         agents=(
             "tests.agents:Helper,tests.agents:Staller,tests.agents:Persister,"
-            "tests.agents:GiveUp,examples.assistant:Assistant"
+            "tests.agents:GiveUp,tests.agents:Budgeted,tests.agents:Hurried,"
+            "examples.assistant:Assistant"
         ),
         model_url=fake_model.base_url,
         home=logs,

@@ -76,7 +76,15 @@ async def test_health_and_agents(api: httpx.AsyncClient) -> None:
     assert ready["status"] == "ok"
     assert ready["checks"] == {"postgres": "ok", "temporal": "ok", "listener": "ok"}
     agents = {a["name"]: a for a in (await api.get("/v1/agents")).json()["agents"]}
-    assert set(agents) == {"helper", "staller", "persister", "give_up", "assistant"}
+    assert set(agents) == {
+        "helper",
+        "staller",
+        "persister",
+        "give_up",
+        "budgeted",
+        "hurried",
+        "assistant",
+    }
     assistant = agents["assistant"]
     assert assistant["model"] == "gpt-4o-mini"
     assert {t["name"]: t["needs_approval"] for t in assistant["tools"]} == {

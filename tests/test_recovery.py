@@ -107,3 +107,33 @@ async def test_on_chat_recovery_can_end_the_turn(
     assert "on_chat_recovery ended the turn" in turn["error"]
     assert turn["message"]["parts"][-1]["text"] == "Interrupted, sorry."
     assert fake_model.calls(cid) == 1
+
+
+async def test_a_spent_token_budget_stops_the_next_step(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    from think.testing import tool_call
+
+    fake_model.script(cid, tool_call("add", {"a": 1, "b": 2}), text("never asked"))
+    base = "/v1/agents/budgeted/conversations"
+    turn = (await api.post(f"{base}/{cid}/turns", json={"input": "q", "mode": "wait"})).json()
+    assert turn["status"] == "interrupted", turn
+    assert turn["error"].startswith("token budget spent")
+    assert [p["type"] for p in turn["message"]["parts"]] == ["step-start", "tool-add"]
+    assert turn["message"]["parts"][1]["output"] == 3  # what ran is kept
+    assert fake_model.calls(cid) == 1
+    _, events = await read_stream(api, turn["stream_url"])
+    assert chunks(events)[-1] == {"type": "finish", "finishReason": "length"}
+
+
+async def test_a_spent_time_budget_stops_the_next_step(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    from think.testing import tool_call
+
+    fake_model.script(cid, tool_call("slow", {"seconds": 1}), text("never asked"))
+    base = "/v1/agents/hurried/conversations"
+    turn = (await api.post(f"{base}/{cid}/turns", json={"input": "q", "mode": "wait"})).json()
+    assert turn["status"] == "interrupted", turn
+    assert turn["error"].startswith("time budget spent")
+    assert fake_model.calls(cid) == 1

@@ -34,6 +34,10 @@ class Think:
     chat_stream_stall_timeout: ClassVar[float] = 60.0
     """Seconds a model stream may go without a chunk (the first one included) before the step
     is abandoned and retried."""
+    turn_budget_seconds: ClassVar[float | None] = None
+    """Wall-clock budget of one turn, from its start: no new model step begins after it."""
+    turn_budget_tokens: ClassVar[int | None] = None
+    """Model tokens (input + output) one turn may use: no new model step begins after it."""
     chat_recovery: ClassVar[ChatRecovery] = ChatRecovery()
     """How often a failed model step is retried before the turn ends as `interrupted`."""
 

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic_core import to_jsonable_python
@@ -106,6 +107,21 @@ class TurnActivities:
                 # Temporal: answer from what it recorded instead of calling the model again.
                 return _recorded_step(turn.message or {}, inp.step, agent.max_steps)
             turn = await start_turn(self.store, conn, turn)
+            spent = _budget_spent(agent, turn) if inp.step > 0 else None
+            if spent is not None:
+                # Checked between steps: the turn keeps what it has and stops asking the model.
+                await end_turn(
+                    self.store,
+                    conn,
+                    turn,
+                    status="interrupted",
+                    message=turn.message
+                    or {"id": turn.message_id, "role": "assistant", "parts": []},
+                    chunks=[],
+                    error=spent,
+                    finish_reason="length",
+                )
+                return ModelStepResult(ended=True, status="interrupted")
             await claim(conn, turn.id, fence)
             # A retry after a crash or a stall: the abandoned attempt may have streamed part
             # of this step, which clients must drop before this attempt streams it again.
@@ -415,6 +431,18 @@ class TurnActivities:
                 finish_reason=inp.finish_reason,
             )
         return CommitResult(status=inp.status)
+
+
+def _budget_spent(agent: Think, turn: TurnRecord) -> str | None:
+    """Why the turn may not start another model step, if it may not."""
+    tokens = turn.usage.get("input_tokens", 0) + turn.usage.get("output_tokens", 0)
+    if agent.turn_budget_tokens is not None and tokens >= agent.turn_budget_tokens:
+        return f"token budget spent: {tokens} of {agent.turn_budget_tokens} tokens used"
+    if agent.turn_budget_seconds is not None and turn.started_at is not None:
+        elapsed = (datetime.now(UTC) - turn.started_at).total_seconds()
+        if elapsed >= agent.turn_budget_seconds:
+            return f"time budget spent: {elapsed:.1f} of {agent.turn_budget_seconds:g} s"
+    return None
 
 
 async def _recovery_options(
