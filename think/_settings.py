@@ -32,7 +32,6 @@ class Settings(BaseModel):
     max_body_bytes: int = 1024 * 1024
     chunk_retention_seconds: float = 24 * 3600
     chunk_flush_interval: float = 0.05
-    heartbeat_timeout: float = 5.0
     pending_sweep_seconds: float = 30.0
     """How often workers re-send turns still `pending` after this long to Temporal (a gateway
     that died between its Postgres commit and its Temporal call leaves such a turn)."""

@@ -19,19 +19,13 @@ from psycopg_pool import AsyncConnectionPool
 Conn = AsyncConnection[DictRow]
 
 
-def libpq_url(url: str) -> str:
-    for prefix in ("postgresql+psycopg://", "postgres://"):
-        if url.startswith(prefix):
-            return "postgresql://" + url[len(prefix) :]
-    return url
-
-
 class Database:
     """A pool of autocommit connections: reads are one round trip, writes open a transaction."""
 
     def __init__(self, url: str, *, min_size: int = 2, max_size: int = 10) -> None:
+        """`url` in libpq form (`Settings.libpq_url`)."""
         self._pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
-            libpq_url(url),
+            url,
             min_size=min(min_size, max_size),
             max_size=max_size,
             kwargs={"autocommit": True, "row_factory": dict_row},

@@ -20,7 +20,6 @@ from think._messages import UIMessage, new_id, text_of
 from think.exceptions import UserError
 from think.storage._db import Conn, Database, fetch_all, fetch_one
 from think.storage._records import (
-    TERMINAL_STATUSES,
     Admission,
     Conversation,
     TurnRecord,
@@ -441,7 +440,3 @@ class Store:
                 {"s": older_than_seconds},
             )
             return cursor.rowcount or 0
-
-    @staticmethod
-    def terminal(status: str) -> bool:
-        return status in TERMINAL_STATUSES
