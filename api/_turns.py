@@ -13,12 +13,13 @@ import hashlib
 import json
 import logging
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from temporalio.service import RPCError
 
 from api.deps import Resources
 from api.errors import Problem
-from api.schemas import PendingClientTool, SubmitTurnBody, TurnOut
+from api.schemas import PendingApproval, PendingClientTool, SubmitTurnBody, TurnOut
 from think._dispatch import DispatchFailed, dispatch
 from think.storage import PAUSED_STATUSES, TERMINAL_STATUSES, Admission, TurnRecord, TurnRequest
 from think.streaming import append
@@ -82,6 +83,8 @@ async def schedule(res: Resources, turn: TurnRecord) -> None:
 def turn_out(turn: TurnRecord, *, accepted: bool, base: str, with_message: bool) -> TurnOut:
     url = f"{base}/v1/agents/{turn.agent}/conversations/{turn.conversation_id}/turns/{turn.id}"
     show = with_message or turn.status in TERMINAL_STATUSES or turn.status in PAUSED_STATUSES
+    parts: list[dict[str, Any]] = (turn.message or {}).get("parts", [])
+    clients = {str(t["name"]) for t in turn.request.client_tools}
     return TurnOut(
         turn_id=turn.id,
         conversation_id=turn.conversation_id,
@@ -96,12 +99,24 @@ def turn_out(turn: TurnRecord, *, accepted: bool, base: str, with_message: bool)
         message=turn.message if show else None,
         error=turn.error,
         usage=turn.usage,
+        pending_approvals=[
+            PendingApproval(
+                approval_id=p["approval"]["id"],
+                tool_call_id=p["toolCallId"],
+                tool_name=p["type"][5:],
+                input=p.get("input"),
+            )
+            for p in parts
+            if p.get("state") == "approval-requested" and not turn.terminal
+        ],
         pending_client_tools=[
             PendingClientTool(
                 tool_call_id=p["toolCallId"], tool_name=p["type"][5:], input=p.get("input")
             )
-            for p in (turn.message or {}).get("parts", [])
-            if turn.status == "awaiting_client_tool" and p.get("state") == "input-available"
+            for p in parts
+            if p.get("state") == "input-available"
+            and p["type"][5:] in clients
+            and not turn.terminal
         ],
         stream_url=f"{url}/stream",
         status_url=url,

@@ -74,6 +74,20 @@ class MessagesOut(BaseModel):
     messages: list[dict[str, Any]]
 
 
+class SearchHitOut(BaseModel):
+    message_id: str
+    role: str
+    snippet: str = Field(
+        description="HTML: the message's text around the matches, escaped, with each match "
+        "wrapped in <mark>…</mark>"
+    )
+    rank: float = Field(description="Relevance in [0, 1); hits come best first")
+
+
+class SearchOut(BaseModel):
+    hits: list[SearchHitOut]
+
+
 class ClientTool(_Body):
     name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
     description: str = ""
@@ -135,6 +149,18 @@ class SubmitTurnBody(_Body):
 
 class CancelTurnBody(_Body):
     reason: str = Field(default="cancelled", min_length=1, max_length=1000)
+
+
+class ApprovalBody(_Body):
+    approved: bool
+    reason: str | None = Field(default=None, max_length=2000)
+
+
+class ToolResultBody(_Body):
+    """`{"output": …}` or `{"error": "…"}`: exactly one of them."""
+
+    output: Any = None
+    error: str | None = Field(default=None, min_length=1, max_length=100_000)
 
 
 class PendingApproval(BaseModel):

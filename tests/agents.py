@@ -12,6 +12,9 @@ from think import (
     ChatRecoveryOptions,
     Think,
     Tool,
+    ToolCallContext,
+    ToolCallDecision,
+    ToolCallResultContext,
     ToolContext,
     tool,
 )
@@ -106,3 +109,83 @@ class Hurried(Helper):
 
     name = "hurried"
     turn_budget_seconds = 0.5
+
+
+@tool(needs_approval=True)
+async def delete_file(path: str) -> str:
+    """Delete a file from the workspace."""
+    return f"deleted {path}"
+
+
+def _large(arguments: dict[str, object], ctx: ToolContext) -> bool:
+    amount = arguments["amount"]
+    return isinstance(amount, int) and amount > 100
+
+
+@tool(needs_approval=_large)
+async def transfer(amount: int) -> str:
+    """Move money; amounts over 100 need a person's approval."""
+    return f"moved {amount}"
+
+
+@tool(needs_approval=True, approval_timeout=1.0)
+async def launch(target: str) -> str:
+    """Launch something; an unanswered request is denied after a second."""
+    return f"launched {target}"
+
+
+@tool(retries=2, retry_backoff=1.0)
+async def flaky(key: str, ctx: ToolContext) -> str:
+    """Fails on its first two attempts of each call, then succeeds."""
+    path = Path(os.environ["THINK_HOME"]) / f"flaky-{ctx.turn_id}-{key}"
+    tries = int(path.read_text()) + 1 if path.exists() else 1
+    path.write_text(str(tries))
+    if tries < 3:
+        raise ConnectionError(f"try {tries} failed")
+    return f"ok after {tries} tries"
+
+
+@tool(timeout=0.5)
+async def sluggish() -> str:
+    """Always takes longer than its timeout."""
+    await asyncio.sleep(5)
+    return "never"
+
+
+class Gatekeeper(Helper):
+    """Tools that need a person's approval, and tools with execution policies."""
+
+    name = "gatekeeper"
+
+    def get_tools(self) -> list[Tool]:
+        return [get_weather, slow, delete_file, transfer, launch, flaky, sluggish, add]
+
+
+class Hooked(Helper):
+    """Tool hooks: blocks `explode`, serves a cached weather, rewrites `add`, logs outcomes."""
+
+    name = "hooked"
+
+    def before_tool_call(self, ctx: ToolCallContext) -> ToolCallDecision | None:
+        if ctx.tool_name == "explode" and ctx.input.get("reason") == "forbidden":
+            return ToolCallDecision.block("explode is disabled here")
+        if ctx.tool_name == "get_weather" and ctx.input.get("city") == "Cache":
+            return ToolCallDecision.substitute({"city": "Cache", "temp_c": -1, "cached": True})
+        if ctx.tool_name == "add":
+            return ToolCallDecision.allow(input={**ctx.input, "b": 1000})
+        return None
+
+    async def after_tool_call(self, ctx: ToolCallResultContext) -> None:
+        line = ctx.model_dump_json(
+            include={
+                "conversation_id",
+                "tool_name",
+                "outcome",
+                "success",
+                "output",
+                "error",
+                "duration_ms",
+            }
+        )
+        with (Path(os.environ["THINK_HOME"]) / "tool-hooks.log").open("a") as log:
+            log.write(line + "\n")

@@ -57,6 +57,7 @@ def stack(
         agents=(
             "tests.agents:Helper,tests.agents:Staller,tests.agents:Persister,"
             "tests.agents:GiveUp,tests.agents:Budgeted,tests.agents:Hurried,"
+            "tests.agents:Gatekeeper,tests.agents:Hooked,"
             "examples.assistant:Assistant"
         ),
         model_url=fake_model.base_url,

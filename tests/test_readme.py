@@ -28,7 +28,7 @@ def test_the_20_line_agent_defines_a_working_agent() -> None:
         (tool,) = agent_class().get_tools()
         assert tool.spec.parameters == {
             "type": "object",
-            "properties": {"city": {"type": "string", "title": "City"}},
+            "properties": {"city": {"type": "string"}},
             "required": ["city"],
             "additionalProperties": False,
         }

@@ -8,7 +8,8 @@ from think._agent import Think
 from think._messages import UIMessage
 from think._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptions
 from think._settings import Settings
-from think._tools import Tool, ToolContext, tool
+from think._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
+from think._tools import Tool, ToolContext, ToolPolicy, tool
 from think.exceptions import (
     AgentNotFoundError,
     ConfigurationError,
@@ -32,8 +33,12 @@ __all__ = [
     "Think",
     "ThinkError",
     "Tool",
+    "ToolCallContext",
+    "ToolCallDecision",
+    "ToolCallResultContext",
     "ToolContext",
     "ToolError",
+    "ToolPolicy",
     "UIMessage",
     "UserError",
     "tool",

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Sequence
 from typing import Any, ClassVar
 
 from think._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptions
+from think._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
 from think._tools import Tool
 from think._transcript import interrupted_tool_error
 from think.models import ModelClient
@@ -62,6 +63,20 @@ class Think:
         """Decide how a failed model step recovers (sync or async). `None` means the defaults:
         retry the step from scratch while `chat_recovery` allows. Runs in the model-step
         activity, between the failure and the retry."""
+        return None
+
+    def before_tool_call(
+        self, ctx: ToolCallContext
+    ) -> ToolCallDecision | Awaitable[ToolCallDecision | None] | None:
+        """Allow (optionally with changed input), block or substitute a server tool call
+        (sync or async). Runs in the tool's activity, after the input is validated and, for a
+        tool that needs approval, after a person approved it. `None` runs the call as is."""
+        return None
+
+    def after_tool_call(self, ctx: ToolCallResultContext) -> Awaitable[None] | None:
+        """Observe a server tool call's outcome: executed, blocked, substituted or failed
+        (sync or async). Runs in the tool's activity before the result is recorded; an
+        exception here is logged and never changes the result."""
         return None
 
     def repair_interrupted_tool_part(self, part: dict[str, Any]) -> dict[str, Any]:

@@ -110,5 +110,6 @@ def _result(part: dict[str, Any]) -> str:
     if state == "output-error":
         return f"Error: {part.get('errorText', 'the tool failed')}"
     if state == "output-denied":
-        return "The tool call was denied."
+        reason = (part.get("approval") or {}).get("reason")
+        return f"The tool call was denied: {reason}" if reason else "The tool call was denied."
     return INTERRUPTED_TOOL_RESULT

@@ -21,7 +21,7 @@ async def list_agents(res: Res) -> AgentsOut:
                 model=model if isinstance(model, str) else model.name,
                 tools=[
                     AgentTool(
-                        name=t.name, description=t.description, needs_approval=t.needs_approval
+                        name=t.name, description=t.description, needs_approval=t.may_need_approval
                     )
                     for t in agent.get_tools()
                 ],

@@ -2,15 +2,23 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Header, Query, Request
+from fastapi import APIRouter, Body, Header, Path, Query, Request
 from fastapi.responses import JSONResponse
 
-from api import _turns
+from api import _decisions, _turns
 from api._sse import stream_response
 from api.deps import AgentClass, ConversationId, ExistingConversation, Res, Tenant, TurnId
 from api.errors import Problem
-from api.schemas import CancelTurnBody, SubmitTurnBody, TurnOut, TurnsOut
+from api.schemas import (
+    ApprovalBody,
+    CancelTurnBody,
+    SubmitTurnBody,
+    ToolResultBody,
+    TurnOut,
+    TurnsOut,
+)
 from think.storage import TurnRecord, TurnStatus
+from think.workflows._inputs import ToolDecision, ToolResultSubmission
 
 router = APIRouter(tags=["turns"])
 
@@ -41,6 +49,14 @@ async def submit_turn(
         str | None, Header(alias="Idempotency-Key", min_length=1, max_length=255)
     ] = None,
 ) -> Any:
+    taken = agent().tools_by_name()
+    for i, client_tool in enumerate(body.client_tools):
+        if client_tool.name in taken:
+            raise Problem(
+                422,
+                f"client tool {client_tool.name!r} has the name of one of the agent's tools",
+                errors=[{"field": f"client_tools.{i}.name", "message": "name already taken"}],
+            )
     admission = await _turns.submit(
         res,
         tenant=tenant,
@@ -135,3 +151,63 @@ async def cancel_turn(
     current = await _turn(res, conv, turn_id)
     out = _turns.turn_out(current, accepted=True, base=_base(request), with_message=False)
     return JSONResponse(out.model_dump(mode="json"), status_code=202 if changed else 200)
+
+
+ToolCallId = Annotated[str, Path(min_length=1, max_length=200, description="The tool call id")]
+ApprovalId = Annotated[str, Path(min_length=1, max_length=200, description="The approval id")]
+
+
+@router.post(
+    f"{TURN}/approvals/{{approval_id}}",
+    response_model=TurnOut,
+    responses={
+        404: {"description": "The turn has no such approval request"},
+        409: {"description": "The request is already decided, or the turn has ended"},
+    },
+)
+async def decide_approval(
+    request: Request,
+    res: Res,
+    conv: ExistingConversation,
+    turn_id: TurnId,
+    approval_id: ApprovalId,
+    body: ApprovalBody,
+) -> TurnOut:
+    """Approve or deny a tool call the turn paused for; the turn continues at once."""
+    turn = await _turn(res, conv, turn_id)
+    decision = ToolDecision(
+        approval_id=approval_id, approved=body.approved, reason=body.reason, by="http"
+    )
+    current = await _decisions.decide(res, turn, decision)
+    return _turns.turn_out(current, accepted=True, base=_base(request), with_message=False)
+
+
+@router.post(
+    f"{TURN}/tool-results/{{tool_call_id}}",
+    response_model=TurnOut,
+    responses={
+        404: {"description": "The turn waits for no such client tool call"},
+        409: {"description": "The call already has a result, or the turn has ended"},
+    },
+)
+async def submit_tool_result(
+    request: Request,
+    res: Res,
+    conv: ExistingConversation,
+    turn_id: TurnId,
+    tool_call_id: ToolCallId,
+    body: ToolResultBody,
+) -> TurnOut:
+    """Answer a client tool call; the turn continues once every call of its step has one."""
+    given = {"output", "error"} & body.model_fields_set
+    if len(given) != 1:
+        field = "error" if given else "output"
+        raise Problem(
+            422,
+            'give exactly one of "output" and "error"',
+            errors=[{"field": field, "message": "exactly one of output and error is required"}],
+        )
+    turn = await _turn(res, conv, turn_id)
+    result = ToolResultSubmission(tool_call_id=tool_call_id, output=body.output, error=body.error)
+    current = await _decisions.submit_tool_result(res, turn, result)
+    return _turns.turn_out(current, accepted=True, base=_base(request), with_message=False)

@@ -77,6 +77,8 @@ class StepStream:
         return bool(self._calls)
 
     def close(self) -> list[ToolCallRef]:
+        """Settle the step's tool inputs; the caller ends the step with `finish_step`, after
+        it has planned the calls (approval requests belong inside the step)."""
         self._switch(None)
         refs: list[ToolCallRef] = []
         for call_id, (name, fragments) in self._calls.items():
@@ -104,5 +106,7 @@ class StepStream:
                 }
             )
             refs.append(ToolCallRef(tool_call_id=call_id, tool_name=name))
-        self.emit({"type": "finish-step"})
         return refs
+
+    def finish_step(self) -> None:
+        self.emit({"type": "finish-step"})

@@ -14,28 +14,29 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic_core import to_jsonable_python
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from think._agent import Think
 from think._messages import UIMessage
 from think._recovery import ChatRecoveryContext, ChatRecoveryOptions
-from think._registry import AgentRegistry
-from think._settings import Settings
-from think._tools import ToolContext
+from think._tools import Tool
 from think._transcript import to_chat_messages
 from think.activities._heartbeat import heartbeating, within_stall_timeout
 from think.activities._step_stream import StepStream
+from think.activities._tool_call import ToolCalls
+from think.activities._tool_plan import (
+    client_tool_names,
+    paused_status,
+    plan_calls,
+    recorded_calls,
+)
 from think.activities._turn_state import end_turn, start_turn
 from think.exceptions import (
     MODEL_RETRY,
     NON_RETRYABLE_MODEL_ERROR,
-    NON_RETRYABLE_USER_ERROR,
     STALE_ATTEMPT,
     ModelError,
-    ToolError,
-    UserError,
 )
 from think.models import (
     Finish,
@@ -44,9 +45,10 @@ from think.models import (
     TextDelta,
     ToolCallDelta,
     ToolCallStart,
+    ToolSpec,
     resolve_model,
 )
-from think.storage import Store, TurnRecord
+from think.storage import TurnRecord
 from think.streaming import (
     ChunkWriter,
     Fence,
@@ -62,33 +64,17 @@ from think.workflows._inputs import (
     CommitResult,
     ModelStepInput,
     ModelStepResult,
-    ToolCallInput,
-    ToolCallRef,
-    ToolCallResult,
 )
-from think.workflows._names import COMMIT_ACTIVITY, MODEL_STEP_ACTIVITY, TOOL_CALL_ACTIVITY
+from think.workflows._names import COMMIT_ACTIVITY, MODEL_STEP_ACTIVITY
 
 log = logging.getLogger("think.activities")
 
 
-class TurnActivities:
-    """Holds what activities share in one worker: the store, the agents, the settings."""
-
-    def __init__(self, store: Store, registry: AgentRegistry, settings: Settings) -> None:
-        self.store = store
-        self.registry = registry
-        self.settings = settings
+class TurnActivities(ToolCalls):
+    """The activities of a turn, sharing one store, agent registry and settings per worker."""
 
     def activities(self) -> list[Any]:
         return [self.model_step, self.tool_call, self.commit_turn]
-
-    def _agent(self, name: str) -> Think:
-        try:
-            return self.registry.get(name)()
-        except UserError as exc:
-            raise ApplicationError(
-                str(exc), type=NON_RETRYABLE_USER_ERROR, non_retryable=True
-            ) from exc
 
     # -- model step ------------------------------------------------------------------------
 
@@ -105,7 +91,7 @@ class TurnActivities:
             if turn.steps_done > inp.step:
                 # A previous attempt finished this step but its completion never reached
                 # Temporal: answer from what it recorded instead of calling the model again.
-                return _recorded_step(turn.message or {}, inp.step, agent.max_steps)
+                return _recorded_step(turn, inp.step, agent)
             turn = await start_turn(self.store, conn, turn)
             spent = _budget_spent(agent, turn) if inp.step > 0 else None
             if spent is not None:
@@ -134,10 +120,11 @@ class TurnActivities:
         if builder.parts:
             messages += to_chat_messages("", [UIMessage.model_construct(**builder.message)])
         model = resolve_model(agent.get_model(), self.settings)
+        tools = agent.tools_by_name()
         request = ModelRequest(
             model=model.name,
             messages=messages,
-            tools=[t.spec for t in agent.get_tools()],
+            tools=[t.spec for t in tools.values()] + _client_specs(turn, tools),
             metadata={"conversation-id": turn.conversation_id, "turn-id": turn.id},
         )
         writer = ChunkWriter(
@@ -173,7 +160,10 @@ class TurnActivities:
                         step.tool_delta(event.tool_call_id, event.delta)
                     elif isinstance(event, Finish):
                         finish = event
-            calls = step.close()
+            calls, approvals = await plan_calls(agent, turn, step.close(), builder, tools)
+            for chunk in approvals:
+                step.emit(chunk)
+            step.finish_step()
             rest = await writer.drain()
         except asyncio.CancelledError:
             details = activity.cancellation_details()
@@ -222,8 +212,14 @@ class TurnActivities:
                 )
             else:
                 await append(conn, turn.id, rest, fence)
+                status = paused_status(builder.message, client_tool_names(turn), tools)
                 await self.store.update_turn(
-                    conn, turn.id, message=builder.message, steps_done=inp.step + 1, usage=usage
+                    conn,
+                    turn.id,
+                    message=builder.message,
+                    steps_done=inp.step + 1,
+                    usage=usage,
+                    status=status,
                 )
         return ModelStepResult(
             ended=ended,
@@ -342,69 +338,6 @@ class TurnActivities:
                 error=turn.error or "cancelled",
             )
 
-    # -- tool call -------------------------------------------------------------------------
-
-    @activity.defn(name=TOOL_CALL_ACTIVITY)
-    async def tool_call(self, inp: ToolCallInput) -> ToolCallResult:
-        turn = await self.store.get_turn(inp.turn_id)
-        if turn is None:
-            raise ApplicationError(f"turn {inp.turn_id!r} does not exist", non_retryable=True)
-        part = MessageBuilder(turn.message).tool_part(inp.tool_call_id)
-        if part is None:
-            raise ApplicationError(f"no tool call {inp.tool_call_id!r}", non_retryable=True)
-        if str(part.get("state", "")).startswith("output-"):
-            return ToolCallResult(ok=part["state"] == "output-available")
-        context = ToolContext(
-            agent=turn.agent,
-            conversation_id=turn.conversation_id,
-            turn_id=turn.id,
-            tool_call_id=inp.tool_call_id,
-            tool_name=inp.tool_name,
-            attempt=activity.info().attempt,
-        )
-        chunk = await self._run_tool(context, part.get("input"))
-        async with self.store.db.transaction() as conn:
-            locked = await self.store.lock_turn(conn, inp.turn_id)
-            if locked.terminal:
-                return ToolCallResult(ok=False)  # cancelled meanwhile: record nothing
-            builder = MessageBuilder(locked.message)
-            settled = builder.tool_part(inp.tool_call_id) or {}
-            if str(settled.get("state", "")).startswith("output-"):
-                return ToolCallResult(ok=settled["state"] == "output-available")
-            builder.apply(chunk)
-            await append(conn, inp.turn_id, [chunk])
-            await self.store.update_turn(conn, inp.turn_id, message=builder.message)
-        return ToolCallResult(ok=chunk["type"] == "tool-output-available")
-
-    async def _run_tool(self, context: ToolContext, raw_input: Any) -> dict[str, Any]:
-        tool_name, tool_call_id = context.tool_name, context.tool_call_id
-        tool = self._agent(context.agent).tools_by_name().get(tool_name)
-        try:
-            if tool is None:
-                raise ToolError(f"there is no tool named {tool_name!r}")
-            if tool.needs_approval:
-                # Never run an approval-gated tool unapproved; the approval flow pauses turns
-                # for a person and is not part of this version yet.
-                raise ToolError(
-                    f"tool {tool_name!r} needs a person's approval, which is unavailable"
-                )
-            if not isinstance(raw_input, dict):
-                raise ToolError(f"the input of {tool_name!r} must be a JSON object")
-            arguments = tool.validate(raw_input)
-            async with heartbeating():
-                output = await tool(context, **arguments)
-            return {
-                "type": "tool-output-available",
-                "toolCallId": tool_call_id,
-                "output": to_jsonable_python(output, fallback=str),
-            }
-        except ToolError as exc:
-            error = str(exc)
-        except Exception as exc:
-            log.warning("tool %s failed", tool_name, exc_info=True)
-            error = f"{type(exc).__name__}: {exc}"
-        return {"type": "tool-output-error", "toolCallId": tool_call_id, "errorText": error}
-
     # -- commit ----------------------------------------------------------------------------
 
     @activity.defn(name=COMMIT_ACTIVITY)
@@ -464,29 +397,31 @@ async def _recovery_options(
     return answer if isinstance(answer, ChatRecoveryOptions) else ChatRecoveryOptions()
 
 
-def _recorded_step(message: dict[str, Any], step: int, max_steps: int) -> ModelStepResult:
+def _recorded_step(turn: TurnRecord, step: int, agent: Think) -> ModelStepResult:
     steps: list[list[dict[str, Any]]] = []
-    for part in message.get("parts", []):
+    for part in (turn.message or {}).get("parts", []):
         if part.get("type") == "step-start":
             steps.append([])
         elif steps:
             steps[-1].append(part)
     parts = steps[step] if step < len(steps) else []
-    calls = [
-        ToolCallRef(tool_call_id=p["toolCallId"], tool_name=str(p["type"])[len("tool-") :])
-        for p in parts
-        if str(p.get("type", "")).startswith("tool-")
-    ]
+    called = any(str(p.get("type", "")).startswith("tool-") for p in parts)
     return ModelStepResult(
-        max_steps=max_steps,
-        tool_calls=[c for c in calls if _unsettled(parts, c.tool_call_id)],
-        called_tools=bool(calls),
-        finish_reason="tool-calls" if calls else "stop",
+        max_steps=agent.max_steps,
+        tool_calls=recorded_calls(turn, parts, agent.tools_by_name()),
+        called_tools=called,
+        finish_reason="tool-calls" if called else "stop",
     )
 
 
-def _unsettled(parts: list[dict[str, Any]], tool_call_id: str) -> bool:
-    return any(
-        p.get("toolCallId") == tool_call_id and not str(p.get("state", "")).startswith("output-")
-        for p in parts
-    )
+def _client_specs(turn: TurnRecord, tools: dict[str, Tool]) -> list[ToolSpec]:
+    """The turn's client tools, as the model sees them; a server tool's name wins."""
+    return [
+        ToolSpec(
+            name=str(t["name"]),
+            description=str(t.get("description") or ""),
+            parameters=t.get("input_schema") or {"type": "object", "properties": {}},
+        )
+        for t in turn.request.client_tools
+        if t["name"] not in tools
+    ]

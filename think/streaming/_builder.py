@@ -98,6 +98,22 @@ class MessageBuilder:
             part["state"] = "output-error"
             part.pop("output", None)
             part["errorText"] = chunk["errorText"]
+        elif kind == "tool-approval-request":
+            part = self._require_tool(chunk["toolCallId"])
+            part["state"] = "approval-requested"
+            approval: dict[str, Any] = {"id": chunk["approvalId"]}
+            for key, name in _APPROVAL_KEYS:
+                if key in chunk and (key == "inputSchemaInput" or chunk[key] is not None):
+                    approval[name] = chunk[key]
+            if chunk.get("isAutomatic") is True:
+                approval["isAutomatic"] = True
+            part["approval"] = approval
+        elif kind == "tool-approval-response":
+            part = self._approval_part(chunk["approvalId"])
+            part["state"] = "approval-responded"
+            part["approval"] = {**part.get("approval", {}), "approved": chunk["approved"]}
+            if chunk.get("reason") is not None:
+                part["approval"]["reason"] = chunk["reason"]
         elif kind == "tool-output-denied":
             self._require_tool(chunk["toolCallId"])["state"] = "output-denied"
         elif kind in ("finish", "message-metadata"):
@@ -111,6 +127,12 @@ class MessageBuilder:
             part = {"type": f"tool-{chunk['toolName']}", "toolCallId": chunk["toolCallId"]}
             self.parts.append(part)
         return part
+
+    def _approval_part(self, approval_id: str) -> dict[str, Any]:
+        for part in self.parts:
+            if (part.get("approval") or {}).get("id") == approval_id:
+                return part
+        raise ValueError(f"no approval request {approval_id!r} in the message")
 
     def _require_tool(self, tool_call_id: str) -> dict[str, Any]:
         part = self.tool_part(tool_call_id)
@@ -139,6 +161,15 @@ class MessageBuilder:
                     existing["data"] = chunk.get("data")
                     return
         self.parts.append(part)
+
+
+# Optional `tool-approval-request` fields and their names on the part's `approval` object.
+_APPROVAL_KEYS = (
+    ("approvalDescriptor", "descriptor"),
+    ("inputSchemaInput", "inputSchemaInput"),
+    ("reason", "requestReason"),
+    ("signature", "signature"),
+)
 
 
 def _deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ with defaults, never remove or retype one while workflows that use it may still 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -45,9 +45,60 @@ class ModelStepInput(BaseModel):
     step: int
 
 
+class ToolRun(BaseModel):
+    """How the workflow schedules one tool call: the tool's policy, as plain numbers."""
+
+    timeout_seconds: float = 300.0
+    """Start-to-close of the activity: every attempt and backoff of the tool fits in it."""
+    heartbeat_seconds: float = 30.0
+    approval_timeout_seconds: float | None = None
+
+
 class ToolCallRef(BaseModel):
     tool_call_id: str
     tool_name: str
+    kind: Literal["server", "approval", "client"] = "server"
+    """`approval`: a server tool that waits for a person first; `client`: a tool the client
+    runs, whose result arrives by `submit_tool_result`."""
+    approval_id: str | None = None
+    preview: str = ""
+    """The call's input, shortened, for the Temporal UI's current details."""
+    run: ToolRun = Field(default_factory=ToolRun)
+
+
+class ToolDecision(BaseModel):
+    """A person's answer to an approval request: the `approve` Update and Signal payload."""
+
+    approval_id: str = Field(min_length=1)
+    approved: bool
+    reason: str | None = None
+    by: str = "update"
+    """Where the decision came from (`http`, `update`, `signal`, `timeout`), for the record."""
+
+
+class ToolResultSubmission(BaseModel):
+    """A client tool's result: the `submit_tool_result` Update and Signal payload. Without
+    `error` the call succeeded with `output` (which may be null)."""
+
+    tool_call_id: str = Field(min_length=1)
+    output: Any = None
+    error: str | None = None
+
+
+class PendingCall(BaseModel):
+    tool_call_id: str
+    tool_name: str
+    approval_id: str | None = None
+    preview: str = ""
+
+
+class TurnStatusView(BaseModel):
+    """The `status` Query: what a paused turn waits for."""
+
+    status: str
+    step: int
+    pending_approvals: list[PendingCall] = Field(default_factory=list)
+    pending_client_tools: list[PendingCall] = Field(default_factory=list)
 
 
 class ModelStepResult(BaseModel):
@@ -71,6 +122,10 @@ class ToolCallInput(BaseModel):
     step: int
     tool_call_id: str
     tool_name: str
+    decision: ToolDecision | None = None
+    """For an approval-gated call: the decision (approved runs the tool, denied records it)."""
+    client_result: ToolResultSubmission | None = None
+    """For a client tool: the result to record; the tool does not run here."""
 
 
 class ToolCallResult(BaseModel):

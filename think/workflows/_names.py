@@ -13,6 +13,17 @@ SUBMIT_UPDATE = "submit"
 MODEL_STEP_ACTIVITY = "think.model_step"
 TOOL_CALL_ACTIVITY = "think.tool_call"
 COMMIT_ACTIVITY = "think.commit_turn"
+APPROVE = "approve"
+"""Update and Signal: a person's decision on an approval request (`ToolDecision`)."""
+SUBMIT_TOOL_RESULT = "submit_tool_result"
+"""Update and Signal: a client tool's result (`ToolResultSubmission`)."""
+STATUS_QUERY = "status"
+
+# ApplicationError types an `approve` or `submit_tool_result` Update fails with.
+UNKNOWN_APPROVAL = "UnknownApproval"
+ALREADY_DECIDED = "AlreadyDecided"
+UNKNOWN_TOOL_CALL = "UnknownToolCall"
+ALREADY_ANSWERED = "AlreadyAnswered"
 
 SA_AGENT = "ThinkAgent"
 SA_CONVERSATION = "ThinkConversationId"

@@ -13,6 +13,7 @@ round trip, and this is the hot path of every turn.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import timedelta
 
 from temporalio import workflow
@@ -26,16 +27,28 @@ with workflow.unsafe.imports_passed_through():
         CommitResult,
         ModelStepInput,
         ModelStepResult,
+        PendingCall,
         ToolCallInput,
+        ToolCallRef,
         ToolCallResult,
+        ToolDecision,
+        ToolResultSubmission,
         TurnInput,
+        TurnStatusView,
     )
     from think.workflows._names import (
+        ALREADY_ANSWERED,
+        ALREADY_DECIDED,
+        APPROVE,
         COMMIT_ACTIVITY,
         MODEL_STEP_ACTIVITY,
+        STATUS_QUERY,
+        SUBMIT_TOOL_RESULT,
         TOOL_CALL_ACTIVITY,
         TURN_STATUS_KEY,
         TURN_WORKFLOW,
+        UNKNOWN_APPROVAL,
+        UNKNOWN_TOOL_CALL,
     )
 
 DB_RETRY = RetryPolicy(
@@ -54,6 +67,17 @@ MODEL_HEARTBEAT = timedelta(seconds=5)
 
 @workflow.defn(name=TURN_WORKFLOW)
 class TurnWorkflow:
+    def __init__(self) -> None:
+        self._step = 0
+        self._planning = True
+        """A model step is in flight: approval ids and client calls it creates are not known
+        yet, so a decision that names one waits instead of being refused as unknown."""
+        self._approvals: dict[str, ToolCallRef] = {}
+        self._decisions: dict[str, ToolDecision] = {}
+        self._client_calls: dict[str, ToolCallRef] = {}
+        self._client_results: dict[str, ToolResultSubmission] = {}
+        self._shown_status = "running"
+
     @workflow.run
     async def run(self, inp: TurnInput) -> CommitResult:
         turn_id = inp.turn_id  # started with ThinkTurnStatus=running by the conversation
@@ -61,6 +85,7 @@ class TurnWorkflow:
         step = 0
         try:
             while True:
+                self._step, self._planning = step, True
                 workflow.set_current_details(f"step {step + 1}: waiting for the model")
                 result: ModelStepResult = await workflow.execute_activity(
                     MODEL_STEP_ACTIVITY,
@@ -73,29 +98,16 @@ class TurnWorkflow:
                     cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
                     summary=f"model step {step + 1}",
                 )
+                self._planning = False
                 if result.ended:
                     return self._ended(result.status)
-                names = ", ".join(c.tool_name for c in result.tool_calls) or "nothing"
-                workflow.set_current_details(f"step {step + 1} ({result.model}): running {names}")
-                await asyncio.gather(
-                    *(
-                        workflow.execute_activity(
-                            TOOL_CALL_ACTIVITY,
-                            ToolCallInput(
-                                turn_id=turn_id,
-                                step=step,
-                                tool_call_id=call.tool_call_id,
-                                tool_name=call.tool_name,
-                            ),
-                            result_type=ToolCallResult,
-                            start_to_close_timeout=timedelta(minutes=5),
-                            heartbeat_timeout=timedelta(seconds=30),
-                            retry_policy=DB_RETRY,
-                            summary=f"tool {call.tool_name}",
-                        )
-                        for call in result.tool_calls
-                    )
-                )
+                for call in result.tool_calls:
+                    if call.kind == "approval" and call.approval_id:
+                        self._approvals[call.approval_id] = call
+                    elif call.kind == "client":
+                        self._client_calls[call.tool_call_id] = call
+                self._show_progress(step, result.model)
+                await asyncio.gather(*(self._settle(turn_id, step, c) for c in result.tool_calls))
                 step += 1
                 if step >= result.max_steps:
                     break  # the step budget is spent: end with what the tools returned
@@ -118,6 +130,169 @@ class TurnWorkflow:
             summary=f"store the assistant message ({outcome.status})",
         )
         return self._ended(committed.status)
+
+    # -- one tool call ---------------------------------------------------------------------
+
+    async def _settle(self, turn_id: str, step: int, call: ToolCallRef) -> None:
+        """Run one call to its recorded outcome, pausing first for a person or the client."""
+        decision: ToolDecision | None = None
+        client_result: ToolResultSubmission | None = None
+        if call.kind == "approval" and call.approval_id:
+            decision = await self._decision(call, call.approval_id)
+        elif call.kind == "client":
+            await workflow.wait_condition(lambda: call.tool_call_id in self._client_results)
+            client_result = self._client_results[call.tool_call_id]
+        run = call.run
+        await workflow.execute_activity(
+            TOOL_CALL_ACTIVITY,
+            ToolCallInput(
+                turn_id=turn_id,
+                step=step,
+                tool_call_id=call.tool_call_id,
+                tool_name=call.tool_name,
+                decision=decision,
+                client_result=client_result,
+            ),
+            result_type=ToolCallResult,
+            start_to_close_timeout=timedelta(seconds=run.timeout_seconds),
+            heartbeat_timeout=timedelta(seconds=run.heartbeat_seconds),
+            retry_policy=DB_RETRY,
+            summary=f"tool {call.tool_name}",
+        )
+        self._show_progress(step, "")
+
+    async def _decision(self, call: ToolCallRef, approval_id: str) -> ToolDecision:
+        timeout = call.run.approval_timeout_seconds
+        try:
+            await workflow.wait_condition(
+                lambda: approval_id in self._decisions,
+                timeout=timedelta(seconds=timeout) if timeout else None,
+                timeout_summary=f"approval of {call.tool_name}",
+            )
+        except TimeoutError:
+            self._decisions[approval_id] = ToolDecision(
+                approval_id=approval_id,
+                approved=False,
+                reason=f"no decision within {timeout:g} seconds",
+                by="timeout",
+            )
+        return self._decisions[approval_id]
+
+    def _show_progress(self, step: int, model: str) -> None:
+        """Say in the Temporal UI what the turn waits for, and keep ThinkTurnStatus in step."""
+        waiting_approval = [c for i, c in self._approvals.items() if i not in self._decisions]
+        waiting_client = [c for i, c in self._client_calls.items() if i not in self._client_results]
+        if waiting_approval:
+            status = "awaiting_approval"
+            details = "; ".join(f"awaiting approval: {c.preview}" for c in waiting_approval)
+        elif waiting_client:
+            status = "awaiting_client_tool"
+            details = "; ".join(f"awaiting client tool: {c.preview}" for c in waiting_client)
+        else:
+            status = "running"
+            details = f"step {step + 1}{f' ({model})' if model else ''}: running tools"
+        workflow.set_current_details(details)
+        if status != self._shown_status:
+            self._shown_status = status
+            self._status(status)
+
+    # -- decisions from people and clients -------------------------------------------------
+
+    @workflow.update(name=APPROVE)
+    async def approve(self, decision: ToolDecision) -> None:
+        await self._known(lambda: decision.approval_id in self._approvals)
+        if decision.approval_id not in self._approvals:
+            raise ApplicationError(
+                f"this turn has no approval request {decision.approval_id!r}",
+                type=UNKNOWN_APPROVAL,
+            )
+        self._accept_decision(decision)
+
+    @approve.validator
+    def _check_approve(self, decision: ToolDecision) -> None:
+        if decision.approval_id in self._decisions:
+            raise ApplicationError(
+                f"approval {decision.approval_id!r} is already decided", type=ALREADY_DECIDED
+            )
+
+    @workflow.signal(name=APPROVE)
+    async def approve_signal(self, decision: ToolDecision) -> None:
+        """The same as the Update, for `temporal workflow signal` and the UI's Signal button;
+        a signal cannot be refused, so an unknown or repeated decision is logged and ignored."""
+        await self._known(lambda: decision.approval_id in self._approvals)
+        if decision.approval_id not in self._approvals or decision.approval_id in self._decisions:
+            workflow.logger.warning("ignored approve signal for %r", decision.approval_id)
+            return
+        self._accept_decision(decision.model_copy(update={"by": "signal"}))
+
+    def _accept_decision(self, decision: ToolDecision) -> None:
+        if decision.approval_id in self._decisions:
+            raise ApplicationError(
+                f"approval {decision.approval_id!r} is already decided", type=ALREADY_DECIDED
+            )
+        self._decisions[decision.approval_id] = decision
+        self._show_progress(self._step, "")
+
+    @workflow.update(name=SUBMIT_TOOL_RESULT)
+    async def submit_tool_result(self, result: ToolResultSubmission) -> None:
+        await self._known(lambda: result.tool_call_id in self._client_calls)
+        if result.tool_call_id not in self._client_calls:
+            raise ApplicationError(
+                f"this turn waits for no client tool call {result.tool_call_id!r}",
+                type=UNKNOWN_TOOL_CALL,
+            )
+        self._accept_result(result)
+
+    @submit_tool_result.validator
+    def _check_tool_result(self, result: ToolResultSubmission) -> None:
+        if result.tool_call_id in self._client_results:
+            raise ApplicationError(
+                f"tool call {result.tool_call_id!r} already has a result", type=ALREADY_ANSWERED
+            )
+
+    @workflow.signal(name=SUBMIT_TOOL_RESULT)
+    async def submit_tool_result_signal(self, result: ToolResultSubmission) -> None:
+        await self._known(lambda: result.tool_call_id in self._client_calls)
+        known = result.tool_call_id in self._client_calls
+        if not known or result.tool_call_id in self._client_results:
+            workflow.logger.warning("ignored tool result signal for %r", result.tool_call_id)
+            return
+        self._accept_result(result)
+
+    def _accept_result(self, result: ToolResultSubmission) -> None:
+        if result.tool_call_id in self._client_results:
+            raise ApplicationError(
+                f"tool call {result.tool_call_id!r} already has a result", type=ALREADY_ANSWERED
+            )
+        self._client_results[result.tool_call_id] = result
+        self._show_progress(self._step, "")
+
+    async def _known(self, found: Callable[[], bool]) -> None:
+        """Wait while a model step is in flight: the id may be one it is about to announce
+        (its activity stored it, and a client read it, before this workflow saw the result)."""
+        await workflow.wait_condition(lambda: found() or not self._planning)
+
+    @workflow.query(name=STATUS_QUERY)
+    def status(self) -> TurnStatusView:
+        return TurnStatusView(
+            status=self._shown_status,
+            step=self._step,
+            pending_approvals=[
+                PendingCall(
+                    tool_call_id=c.tool_call_id,
+                    tool_name=c.tool_name,
+                    approval_id=i,
+                    preview=c.preview,
+                )
+                for i, c in self._approvals.items()
+                if i not in self._decisions
+            ],
+            pending_client_tools=[
+                PendingCall(tool_call_id=i, tool_name=c.tool_name, preview=c.preview)
+                for i, c in self._client_calls.items()
+                if i not in self._client_results
+            ],
+        )
 
     def _ended(self, status: str) -> CommitResult:
         self._status(status)

@@ -1,0 +1,289 @@
+"""Human-in-the-loop: a turn pauses for a person's approval, by HTTP, Temporal Update or Signal.
+
+A paused turn is a workflow waiting on a condition: no activity runs and no worker slot is held,
+so it survives worker restarts (proved here with SIGKILL) and may wait for days.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from temporalio.api.sdk.v1 import WorkflowMetadata
+from temporalio.client import Client, WorkflowUpdateFailedError
+
+from tests._sse import chunks, read_stream
+from tests._stack import Stack
+from think.testing import FakeOpenAIServer, text, tool_call
+from think.workflows._inputs import ToolDecision, TurnStatusView
+from think.workflows._names import turn_workflow_id
+
+AGENT = "gatekeeper"
+
+
+def path(cid: str) -> str:
+    return f"/v1/agents/{AGENT}/conversations/{cid}"
+
+
+async def paused(api: httpx.AsyncClient, cid: str, prompt: str = "go") -> dict[str, Any]:
+    response = await api.post(f"{path(cid)}/turns", json={"input": prompt, "mode": "wait"})
+    assert response.status_code == 200, response.text
+    turn: dict[str, Any] = response.json()
+    assert turn["status"] == "awaiting_approval", turn
+    return turn
+
+
+async def until_status(
+    api: httpx.AsyncClient, url: str, statuses: set[str], within: float = 30
+) -> dict[str, Any]:
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        turn: dict[str, Any] = (await api.get(url)).json()
+        if turn["status"] in statuses or asyncio.get_running_loop().time() > deadline:
+            return turn
+        await asyncio.sleep(0.1)
+
+
+def tool_part(turn: dict[str, Any], call_id: str) -> dict[str, Any]:
+    part: dict[str, Any] = next(
+        p for p in turn["message"]["parts"] if p.get("toolCallId") == call_id
+    )
+    return part
+
+
+async def test_approve_over_http_runs_the_tool(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, temporal: Client, cid: str
+) -> None:
+    fake_model.script(
+        cid,
+        text("Deleting.") + tool_call("delete_file", {"path": "/tmp/x"}, id="call_del"),
+        text("Done, it is gone."),
+    )
+    turn = await paused(api, cid, "delete /tmp/x")
+    [pending] = turn["pending_approvals"]
+    assert pending["tool_call_id"] == "call_del"
+    assert pending["tool_name"] == "delete_file"
+    assert pending["input"] == {"path": "/tmp/x"}
+    assert tool_part(turn, "call_del")["state"] == "approval-requested"
+    assert fake_model.calls(cid) == 1  # nothing ran while paused
+
+    # The operator's view: search attribute, current details and the `status` query.
+    handle = temporal.get_workflow_handle(turn_workflow_id(AGENT, cid, turn["turn_id"]))
+    view = await handle.query("status", result_type=TurnStatusView)
+    assert view.status == "awaiting_approval"
+    assert [p.approval_id for p in view.pending_approvals] == [pending["approval_id"]]
+    metadata = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
+    assert metadata.current_details == 'awaiting approval: delete_file {"path": "/tmp/x"}'
+    found = [
+        w
+        async for w in temporal.list_workflows(
+            f"ThinkConversationId='{cid}' AND ThinkTurnStatus='awaiting_approval'"
+        )
+    ]
+    for _ in range(50):  # visibility is eventually consistent
+        if found:
+            break
+        await asyncio.sleep(0.1)
+        found = [
+            w
+            async for w in temporal.list_workflows(
+                f"ThinkConversationId='{cid}' AND ThinkTurnStatus='awaiting_approval'"
+            )
+        ]
+    assert [w.id for w in found] == [handle.id]
+
+    url = f"{turn['status_url']}/approvals/{pending['approval_id']}"
+    decided = await api.post(url, json={"approved": True})
+    assert decided.status_code == 200, decided.text
+    assert decided.json()["pending_approvals"] == []
+
+    again = await api.post(url, json={"approved": False})
+    assert again.status_code == 409
+    assert again.headers["content-type"] == "application/problem+json"
+    unknown = await api.post(
+        f"{turn['status_url']}/approvals/approval_nope", json={"approved": True}
+    )
+    assert unknown.status_code == 404
+
+    final = await until_status(api, turn["status_url"], {"completed", "error"})
+    assert final["status"] == "completed", final
+    part = tool_part(final, "call_del")
+    assert part["state"] == "output-available"
+    assert part["output"] == "deleted /tmp/x"
+    assert part["approval"] == {"id": pending["approval_id"], "approved": True}
+    # The model saw the tool's result in its second call.
+    second = fake_model.requests(cid)[1]["body"]["messages"]
+    assert {"role": "tool", "tool_call_id": "call_del", "content": "deleted /tmp/x"} in second
+
+    _, events = await read_stream(api, turn["stream_url"])
+    kinds = [c["type"] for c in chunks(events)]
+    order = ["tool-input-available", "tool-approval-request", "finish-step"]
+    assert [k for k in kinds if k in order][:3] == order
+    assert kinds.index("tool-approval-response") < kinds.index("tool-output-available")
+    assert kinds[-1] == "finish"
+
+
+async def test_deny_tells_the_model_why(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(
+        cid,
+        tool_call("delete_file", {"path": "/etc"}, id="call_del"),
+        text("Understood, I left it."),
+    )
+    turn = await paused(api, cid)
+    approval_id = turn["pending_approvals"][0]["approval_id"]
+    response = await api.post(
+        f"{turn['status_url']}/approvals/{approval_id}",
+        json={"approved": False, "reason": "system files stay"},
+    )
+    assert response.status_code == 200
+    final = await until_status(api, turn["status_url"], {"completed", "error"})
+    assert final["status"] == "completed"
+    part = tool_part(final, "call_del")
+    assert part["state"] == "output-denied"
+    assert part["approval"] == {"id": approval_id, "approved": False, "reason": "system files stay"}
+    second = fake_model.requests(cid)[1]["body"]["messages"]
+    assert {
+        "role": "tool",
+        "tool_call_id": "call_del",
+        "content": "The tool call was denied: system files stay",
+    } in second
+
+
+async def test_approve_with_a_temporal_signal_and_update(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, temporal: Client, cid: str
+) -> None:
+    """What an operator does from the Temporal UI or `temporal workflow signal`."""
+    fake_model.script(
+        cid,
+        tool_call("delete_file", {"path": "a"}, id="call_a"),
+        tool_call("delete_file", {"path": "b"}, id="call_b"),
+        text("Both done."),
+    )
+    turn = await paused(api, cid)
+    handle = temporal.get_workflow_handle(turn_workflow_id(AGENT, cid, turn["turn_id"]))
+    first = turn["pending_approvals"][0]["approval_id"]
+    # A signal with a plain JSON payload, as `temporal workflow signal --input` sends it.
+    await handle.signal("approve", {"approval_id": first, "approved": True})
+    for _ in range(100):
+        current = (await api.get(turn["status_url"])).json()
+        pending = [p for p in current["pending_approvals"] if p["tool_call_id"] == "call_b"]
+        if pending:
+            break
+        await asyncio.sleep(0.1)
+    second = pending[0]["approval_id"]
+    assert second != first
+
+    with pytest.raises(WorkflowUpdateFailedError):
+        await handle.execute_update("approve", ToolDecision(approval_id="nope", approved=True))
+    await handle.execute_update("approve", ToolDecision(approval_id=second, approved=True))
+    with pytest.raises(WorkflowUpdateFailedError):  # a second decision is refused
+        await handle.execute_update("approve", ToolDecision(approval_id=second, approved=False))
+
+    final = await until_status(api, turn["status_url"], {"completed", "error"})
+    assert final["status"] == "completed"
+    assert tool_part(final, "call_a")["output"] == "deleted a"
+    assert tool_part(final, "call_b")["output"] == "deleted b"
+
+
+async def test_policy_function_decides_per_call(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(
+        cid,
+        tool_call("transfer", {"amount": 50}, id="call_small")
+        + tool_call("transfer", {"amount": 500}, id="call_big"),
+        text("Moved."),
+    )
+    turn = await paused(api, cid)
+    assert [p["tool_call_id"] for p in turn["pending_approvals"]] == ["call_big"]
+    # The small one ran meanwhile, without asking.
+    small = turn
+    for _ in range(100):
+        if tool_part(small, "call_small")["state"] == "output-available":
+            break
+        await asyncio.sleep(0.1)
+        small = (await api.get(turn["status_url"])).json()
+    assert tool_part(small, "call_small")["output"] == "moved 50"
+    assert small["status"] == "awaiting_approval"
+    approval_id = turn["pending_approvals"][0]["approval_id"]
+    await api.post(f"{turn['status_url']}/approvals/{approval_id}", json={"approved": True})
+    final = await until_status(api, turn["status_url"], {"completed", "error"})
+    assert tool_part(final, "call_big")["output"] == "moved 500"
+
+
+async def test_unanswered_approval_is_denied_after_its_timeout(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, tool_call("launch", {"target": "moon"}, id="call_l"), text("Not today."))
+    turn = await paused(api, cid)
+    final = await until_status(api, turn["status_url"], {"completed", "error"})
+    assert final["status"] == "completed"
+    part = tool_part(final, "call_l")
+    assert part["state"] == "output-denied"
+    assert part["approval"]["reason"] == "no decision within 1 seconds"
+
+
+async def test_cancel_a_paused_turn(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, tool_call("delete_file", {"path": "x"}, id="call_x"))
+    turn = await paused(api, cid)
+    response = await api.post(f"{turn['status_url']}/cancel", json={"reason": "changed my mind"})
+    assert response.status_code == 202
+    final = await until_status(api, turn["status_url"], {"aborted"})
+    assert final["status"] == "aborted"
+    assert final["error"] == "changed my mind"
+    assert final["pending_approvals"] == []
+    approval_id = turn["pending_approvals"][0]["approval_id"]
+    late = await api.post(f"{turn['status_url']}/approvals/{approval_id}", json={"approved": True})
+    assert late.status_code == 409
+
+
+async def test_bad_decisions_are_refused_with_the_field(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, text("hi"))
+    turn = (await api.post(f"{path(cid)}/turns", json={"input": "x", "mode": "wait"})).json()
+    response = await api.post(f"{turn['status_url']}/approvals/a1", json={"approved": "maybe"})
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == "approved"
+    missing = await api.post(f"{turn['status_url']}/approvals/a1", json={"approved": True})
+    assert missing.status_code == 404
+
+
+@pytest.fixture(scope="module")
+def restart_stack(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """A gateway and a worker of their own (own task queue), so killing them hurts no one."""
+    logs = tmp_path_factory.mktemp("approval-restart")
+    own = Stack(env={**stack.env, "THINK_TASK_QUEUE": "think-approvals"}, logs=logs)
+    try:
+        own.start_worker()
+        own.start_api()
+        yield own
+    finally:
+        own.stop()
+
+
+async def test_a_paused_turn_survives_its_worker(
+    restart_stack: Stack, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, tool_call("delete_file", {"path": "k"}, id="call_k"), text("Gone."))
+    async with httpx.AsyncClient(base_url=restart_stack.api_url, timeout=60) as api:
+        turn = await paused(api, cid)
+        worker = next(p for p in restart_stack.processes if p.name == "worker")
+        worker.kill()  # SIGKILL while paused: nothing was running, nothing is lost
+        restart_stack.start_worker()
+        approval_id = turn["pending_approvals"][0]["approval_id"]
+        response = await api.post(
+            f"{turn['status_url']}/approvals/{approval_id}", json={"approved": True}
+        )
+        assert response.status_code == 200, response.text
+        final = await until_status(api, turn["status_url"], {"completed", "error"})
+        assert final["status"] == "completed", final
+        assert tool_part(final, "call_k")["output"] == "deleted k"
+        assert fake_model.calls(cid) == 2
