@@ -2,7 +2,8 @@
 
 `tests/histories/*.json` are real histories recorded from earlier versions. A change that makes
 the workflows nondeterministic against them fails here, not in production. To add one, run the
-suite with THINK_RECORD_HISTORIES=1 and commit the new file.
+suite with THINK_RECORD_HISTORIES=1 (it writes only files that do not exist yet) and commit
+the new file.
 """
 
 from __future__ import annotations
@@ -63,6 +64,47 @@ async def test_fresh_histories_replay(
     for history in histories.values():
         result = await replayer().replay_workflow(history, raise_on_replay_failure=True)
         assert result.replay_failure is None
-    if os.environ.get("THINK_RECORD_HISTORIES"):
-        for name, history in histories.items():
-            (HISTORIES / f"{name}.json").write_text(history.to_json())
+    for name, history in histories.items():
+        # Only new files: a committed history is what running workflows look like, and a
+        # change that fails to replay it needs `workflow.patched`, not a re-recording.
+        path = HISTORIES / f"{name}.json"
+        if os.environ.get("THINK_RECORD_HISTORIES") and not path.exists():
+            path.write_text(history.to_json())
+
+
+async def test_paused_turn_histories_replay(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, temporal: Client, cid: str
+) -> None:
+    """Turns that paused for a person (approved by Signal) and for a client tool."""
+    fake_model.script(
+        cid,
+        tool_call("delete_file", {"path": "x"}, id="call_del"),
+        text("deleted"),
+        tool_call("get_location", {}, id="call_loc"),
+        text("Lyon"),
+    )
+    base = f"/v1/agents/gatekeeper/conversations/{cid}"
+    histories: dict[str, WorkflowHistory] = {}
+    turn = (await api.post(f"{base}/turns", json={"input": "rm x", "mode": "wait"})).json()
+    handle = temporal.get_workflow_handle(turn_workflow_id("gatekeeper", cid, turn["turn_id"]))
+    approval_id = turn["pending_approvals"][0]["approval_id"]
+    await handle.signal("approve", {"approval_id": approval_id, "approved": True})
+    await handle.result()
+    histories["approval-turn"] = await handle.fetch_history()
+
+    location = {"name": "get_location", "input_schema": {"type": "object"}}
+    body = {"input": "where?", "mode": "wait", "client_tools": [location]}
+    turn = (await api.post(f"{base}/turns", json=body)).json()
+    assert turn["status"] == "awaiting_client_tool", turn
+    answer = await api.post(f"{turn['status_url']}/tool-results/call_loc", json={"output": "Lyon"})
+    assert answer.status_code == 200, answer.text
+    handle = temporal.get_workflow_handle(turn_workflow_id("gatekeeper", cid, turn["turn_id"]))
+    await handle.result()
+    histories["client-tool-turn"] = await handle.fetch_history()
+    for history in histories.values():
+        result = await replayer().replay_workflow(history, raise_on_replay_failure=True)
+        assert result.replay_failure is None
+    for name, history in histories.items():
+        path = HISTORIES / f"{name}.json"
+        if os.environ.get("THINK_RECORD_HISTORIES") and not path.exists():
+            path.write_text(history.to_json())
