@@ -85,3 +85,40 @@ async def test_builder_matches_ai_sdk_on_reference_fixtures(fixture: str) -> Non
     for chunk in chunks(parse(body)):
         builder.apply(chunk)
     assert builder.message == expected
+
+
+async def test_paused_turn_stream_equals_ai_sdk_reconstruction(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """Approval requests, responses and denials, and a client tool's result, as the SDK sees
+    them: one approved call, one denied with a reason, one answered by the client."""
+    fake_model.script(
+        cid,
+        tool_call("delete_file", {"path": "a"}, id="call_a")
+        + tool_call("delete_file", {"path": "b"}, id="call_b")
+        + tool_call("ask_user", {"q": "sure?"}, id="call_ask"),
+        text("One deleted, one kept."),
+    )
+    base = f"/v1/agents/gatekeeper/conversations/{cid}"
+    body = {"input": "go", "mode": "wait", "client_tools": [{"name": "ask_user"}]}
+    turn = (await api.post(f"{base}/turns", json=body)).json()
+    assert turn["status"] == "awaiting_approval", turn
+    decisions = {"call_a": {"approved": True}, "call_b": {"approved": False, "reason": "keep b"}}
+    for pending in turn["pending_approvals"]:
+        url = f"{turn['status_url']}/approvals/{pending['approval_id']}"
+        assert (await api.post(url, json=decisions[pending["tool_call_id"]])).status_code == 200
+    answer = {"output": {"answer": "yes"}}
+    url = f"{turn['status_url']}/tool-results/call_ask"
+    assert (await api.post(url, json=answer)).status_code == 200
+    stream, _ = await read_stream(api, turn["stream_url"])
+    rebuilt = await reconstruct(stream)
+    assert rebuilt["done"] is True
+    stored = (await api.get(f"{base}/messages")).json()["messages"][-1]
+    assert stored["id"] == turn["message_id"]
+    assert rebuilt["message"] == stored
+    states = {p["toolCallId"]: p["state"] for p in stored["parts"] if "toolCallId" in p}
+    assert states == {
+        "call_a": "output-available",
+        "call_b": "output-denied",
+        "call_ask": "output-available",
+    }
