@@ -14,7 +14,7 @@ COPY think ./think
 COPY api ./api
 COPY workers ./workers
 COPY examples ./examples
-RUN pip install .
+RUN pip install ".[otel]"
 
 # Nothing in the container needs root; the services write nothing to disk.
 RUN useradd --create-home --uid 10001 think

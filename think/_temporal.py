@@ -14,6 +14,7 @@ from temporalio.api.operatorservice.v1 import (
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from think._otel import tracing_interceptors
 from think._settings import Settings
 from think.workflows._names import SEARCH_ATTRIBUTES
 
@@ -23,6 +24,9 @@ async def connect(settings: Settings) -> Client:
         settings.require_temporal_address(),
         namespace=settings.temporal_namespace,
         data_converter=pydantic_data_converter,
+        # OpenTelemetry spans from the API through workflows to activities, when
+        # OTEL_EXPORTER_OTLP_ENDPOINT is set; workers built on this client inherit it.
+        interceptors=tracing_interceptors(),
     )
 
 
