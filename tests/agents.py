@@ -16,6 +16,7 @@ from think import (
     ToolCallDecision,
     ToolCallResultContext,
     ToolContext,
+    events,
     tool,
 )
 
@@ -189,3 +190,14 @@ class Hooked(Helper):
         )
         with (Path(os.environ["THINK_HOME"]) / "tool-hooks.log").open("a") as log:
             log.write(line + "\n")
+
+
+def _record_event(event: events.ThinkEvent) -> None:
+    """Every event the worker emits, as JSON lines under THINK_HOME: what tests assert on."""
+    home = os.environ.get("THINK_HOME")
+    if home:
+        with (Path(home) / "events.log").open("a") as log:
+            log.write(event.model_dump_json() + "\n")
+
+
+events.subscribe(_record_event)

@@ -123,7 +123,7 @@ class ChatTurnFinished(EventBase):
 
     type: Literal["chat.turn.finished"] = "chat.turn.finished"
     status: Literal["completed", "error", "aborted", "skipped", "interrupted"]
-    finish_reason: FinishReason | None = None
+    finish_reason: FinishReason | Literal["interrupted"] | None = None
     usage: Usage = Field(default_factory=Usage)
     duration_ms: int = 0
 

@@ -18,6 +18,17 @@ from think.exceptions import ModelError
 _T = TypeVar("_T")
 
 
+class StreamStalled(ModelError):
+    """The model stream went silent for longer than `chat_stream_stall_timeout`."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(
+            f"the model sent nothing for {seconds:g} s (chat_stream_stall_timeout)",
+            retryable=True,
+        )
+        self.seconds = seconds
+
+
 @contextlib.asynccontextmanager
 async def heartbeating(interval: float = 1.0) -> AsyncIterator[None]:
     """Heartbeat every `interval` seconds, starting after the first interval.
@@ -58,10 +69,7 @@ async def within_stall_timeout(
             except StopAsyncIteration:
                 return
             except TimeoutError:
-                raise ModelError(
-                    f"the model sent nothing for {seconds:g} s (chat_stream_stall_timeout)",
-                    retryable=True,
-                ) from None
+                raise StreamStalled(seconds) from None
             yield event
     finally:
         close = getattr(iterator, "aclose", None)

@@ -22,6 +22,7 @@ from think._registry import AgentRegistry
 from think._settings import Settings
 from think._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
 from think._tools import Tool, ToolContext, tool_output_json
+from think.activities import _observe as observe
 from think.activities._heartbeat import heartbeating
 from think.activities._tool_plan import client_tool_names, paused_status
 from think.exceptions import NON_RETRYABLE_USER_ERROR, ToolError, UserError
@@ -78,7 +79,18 @@ class ToolCalls:
             )
             return await self._record(agent, turn.id, inp.tool_call_id, [chunk])
         if inp.decision is not None:
-            if not await self._decide(agent, turn.id, inp.tool_call_id, inp.decision):
+            decision = inp.decision
+            await self._decide(agent, turn.id, inp.tool_call_id, decision)
+            await observe.approval_decided(
+                turn,
+                decision.approval_id,
+                inp.tool_name,
+                decision.approved,
+                decision.reason,
+                decision.by,
+            )
+            if not decision.approved:
+                await observe.tool_called(turn, inp.tool_name, inp.tool_call_id, "denied")
                 return ToolCallResult(ok=False)
         elif part.get("approval"):
             # Never run an approval-gated call without a decision.
@@ -93,13 +105,18 @@ class ToolCalls:
             tool_name=inp.tool_name,
             attempt=activity.info().attempt,
         )
-        chunk = await self._run(agent, context, part.get("input"))
-        return await self._record(agent, turn.id, inp.tool_call_id, [chunk])
+        chunk, ran = await self._run(agent, context, part.get("input"))
+        recorded = await self._record(agent, turn.id, inp.tool_call_id, [chunk])
+        outcome = _OUTCOMES[ran.outcome]
+        await observe.tool_called(
+            turn, inp.tool_name, inp.tool_call_id, outcome, ran.duration_ms, ran.error
+        )
+        return recorded
 
     async def _decide(
         self, agent: Think, turn_id: str, tool_call_id: str, decision: ToolDecision
-    ) -> bool:
-        """Record a person's decision; True when the tool may run."""
+    ) -> None:
+        """Record a person's decision (a denial settles the call)."""
         response: dict[str, Any] = {
             "type": "tool-approval-response",
             "approvalId": decision.approval_id,
@@ -118,7 +135,6 @@ class ToolCalls:
             decision.by,
         )
         await self._record(agent, turn_id, tool_call_id, chunks)
-        return decision.approved
 
     async def _record(
         self, agent: Think, turn_id: str, tool_call_id: str, chunks: list[dict[str, Any]]
@@ -142,7 +158,9 @@ class ToolCalls:
         settled = builder.tool_part(tool_call_id) or {}
         return ToolCallResult(ok=settled.get("state") == "output-available")
 
-    async def _run(self, agent: Think, context: ToolContext, raw_input: Any) -> dict[str, Any]:
+    async def _run(
+        self, agent: Think, context: ToolContext, raw_input: Any
+    ) -> tuple[dict[str, Any], ToolCallResultContext]:
         """Run a server tool through the hooks and its retry policy, into an output chunk."""
         tool_name, tool_call_id = context.tool_name, context.tool_call_id
         tool = agent.tools_by_name().get(tool_name)
@@ -192,8 +210,10 @@ class ToolCalls:
         except Exception:
             log.warning("after_tool_call of %s failed", tool_name, exc_info=True)
         if error is not None:
-            return {"type": "tool-output-error", "toolCallId": tool_call_id, "errorText": error}
-        return {"type": "tool-output-available", "toolCallId": tool_call_id, "output": output}
+            chunk = {"type": "tool-output-error", "toolCallId": tool_call_id, "errorText": error}
+        else:
+            chunk = {"type": "tool-output-available", "toolCallId": tool_call_id, "output": output}
+        return chunk, result
 
 
 async def _with_policy(tool: Tool, context: ToolContext, arguments: dict[str, Any]) -> Any:
@@ -225,6 +245,14 @@ async def _with_policy(tool: Tool, context: ToolContext, arguments: dict[str, An
                 await asyncio.sleep(delay)
                 delay = min(delay * policy.retry_backoff, policy.retry_max_seconds)
     raise AssertionError("unreachable")
+
+
+_OUTCOMES: dict[str, Literal["success", "error", "blocked", "substituted"]] = {
+    "executed": "success",
+    "failed": "error",
+    "blocked": "blocked",
+    "substituted": "substituted",
+}
 
 
 def _settled(part: dict[str, Any]) -> bool:

@@ -22,7 +22,9 @@ from think._messages import UIMessage
 from think._recovery import ChatRecoveryContext, ChatRecoveryOptions
 from think._tools import Tool
 from think._transcript import to_chat_messages
-from think.activities._heartbeat import heartbeating, within_stall_timeout
+from think.activities import _observe as observe
+from think.activities._heartbeat import StreamStalled, heartbeating, within_stall_timeout
+from think.activities._observe import Which
 from think.activities._step_stream import StepStream
 from think.activities._tool_call import ToolCalls
 from think.activities._tool_plan import (
@@ -95,6 +97,7 @@ class TurnActivities(ToolCalls):
             turn = await start_turn(self.store, conn, turn)
             spent = _budget_spent(agent, turn) if inp.step > 0 else None
             if spent is not None:
+                which, used, limit = spent
                 # Checked between steps: the turn keeps what it has and stops asking the model.
                 await end_turn(
                     self.store,
@@ -104,15 +107,19 @@ class TurnActivities(ToolCalls):
                     message=turn.message
                     or {"id": turn.message_id, "role": "assistant", "parts": []},
                     chunks=[],
-                    error=spent,
+                    error=_budget_message(which, used, limit),
                     finish_reason="length",
                 )
-                return ModelStepResult(ended=True, status="interrupted")
-            await claim(conn, turn.id, fence)
-            # A retry after a crash or a stall: the abandoned attempt may have streamed part
-            # of this step, which clients must drop before this attempt streams it again.
-            interrupted = fence.attempt > 1 and await step_is_open(conn, turn.id)
-            transcript = await self.store.path(turn.conversation_uid, turn.parent_id, conn)
+            else:
+                await claim(conn, turn.id, fence)
+                # A retry after a crash or a stall: the abandoned attempt may have streamed
+                # part of this step, which clients must drop before this attempt streams it.
+                interrupted = fence.attempt > 1 and await step_is_open(conn, turn.id)
+                transcript = await self.store.path(turn.conversation_uid, turn.parent_id, conn)
+        if spent is not None:
+            await observe.budget_exhausted(turn, which, used, limit)
+            await observe.finished(turn, "interrupted", finish_reason="length")
+            return ModelStepResult(ended=True, status="interrupted")
         builder = MessageBuilder(turn.message)
         messages = to_chat_messages(
             agent.get_system_prompt(), transcript, agent.repair_interrupted_tool_part
@@ -181,6 +188,9 @@ class TurnActivities(ToolCalls):
             await writer.abort()
             raise ApplicationError(str(exc), type=STALE_ATTEMPT, non_retryable=True) from exc
         except ModelError as exc:
+            await observe.request_failed(turn, inp.step, fence.attempt, exc)
+            if isinstance(exc, StreamStalled):
+                await observe.stalled(turn, inp.step, exc.seconds)
             if not exc.retryable:
                 await writer.abort()
                 raise ApplicationError(
@@ -221,6 +231,12 @@ class TurnActivities(ToolCalls):
                     usage=usage,
                     status=status,
                 )
+        if ended:
+            done = turn.model_copy(update={"usage": usage})
+            await observe.finished(done, "completed", finish_reason=finish.finish_reason)
+        for chunk in approvals:
+            name = next(c.tool_name for c in calls if c.tool_call_id == chunk["toolCallId"])
+            await observe.approval_requested(turn, chunk, name)
         return ModelStepResult(
             ended=ended,
             status="completed" if ended else "running",
@@ -271,6 +287,7 @@ class TurnActivities(ToolCalls):
                 await self.store.update_turn(
                     conn, turn.id, message=step.builder.message, steps_done=step.step + 1
                 )
+            await observe.recovery(turn, step.step, failures, budget, cause, exhausted=False)
             return ModelStepResult(
                 max_steps=agent.max_steps, called_tools=True, finish_reason="other"
             )
@@ -278,6 +295,7 @@ class TurnActivities(ToolCalls):
             log.warning("turn %s: model failure %d of %d: %s", turn.id, failures, budget, cause)
             async with self.store.db.transaction() as conn:
                 await append(conn, turn.id, [*rest, recovering], fence)
+            await observe.recovery(turn, step.step, failures, budget, cause, exhausted=False)
             raise ApplicationError(cause, type=MODEL_RETRY) from exc
         if not options.continue_:
             cause = f"on_chat_recovery ended the turn after: {cause}"
@@ -311,6 +329,8 @@ class TurnActivities(ToolCalls):
                 error=f"interrupted after {budget} attempts: {cause}",
                 finish_reason="interrupted",
             )
+        await observe.recovery(turn, step.step, failures, budget, cause, exhausted=True)
+        await observe.finished(turn, "interrupted", finish_reason="interrupted")
         return ModelStepResult(ended=True, status="interrupted")
 
     async def _store_cancelled(
@@ -337,6 +357,7 @@ class TurnActivities(ToolCalls):
                 fence=writer.fence,  # a superseded attempt must not end the turn
                 error=turn.error or "cancelled",
             )
+        await observe.finished(turn, "aborted", reason=turn.error or "cancelled")
 
     # -- commit ----------------------------------------------------------------------------
 
@@ -363,19 +384,28 @@ class TurnActivities(ToolCalls):
                 error=(turn.error or inp.error) if inp.status == "aborted" else inp.error,
                 finish_reason=inp.finish_reason,
             )
+        finish_reason = inp.finish_reason if inp.status == "completed" else None
+        reason = turn.error or inp.error
+        await observe.finished(turn, inp.status, finish_reason=finish_reason, reason=reason)
         return CommitResult(status=inp.status)
 
 
-def _budget_spent(agent: Think, turn: TurnRecord) -> str | None:
-    """Why the turn may not start another model step, if it may not."""
+def _budget_spent(agent: Think, turn: TurnRecord) -> tuple[Which, float, float] | None:
+    """Which budget forbids another model step, with what was used of it, if one does."""
     tokens = turn.usage.get("input_tokens", 0) + turn.usage.get("output_tokens", 0)
     if agent.turn_budget_tokens is not None and tokens >= agent.turn_budget_tokens:
-        return f"token budget spent: {tokens} of {agent.turn_budget_tokens} tokens used"
+        return "tokens", tokens, agent.turn_budget_tokens
     if agent.turn_budget_seconds is not None and turn.started_at is not None:
         elapsed = (datetime.now(UTC) - turn.started_at).total_seconds()
         if elapsed >= agent.turn_budget_seconds:
-            return f"time budget spent: {elapsed:.1f} of {agent.turn_budget_seconds:g} s"
+            return "seconds", elapsed, agent.turn_budget_seconds
     return None
+
+
+def _budget_message(which: Which, used: float, limit: float) -> str:
+    if which == "tokens":
+        return f"token budget spent: {used:g} of {limit:g} tokens used"
+    return f"time budget spent: {used:.1f} of {limit:g} s"
 
 
 async def _recovery_options(

@@ -1,0 +1,97 @@
+"""The events a real worker emits, as an application subscribed to `think.events` sees them.
+
+tests/agents.py subscribes at import (in the worker process) and writes every event as a JSON
+line under THINK_HOME; these tests read them back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+
+from tests._stack import Stack
+from think.events import ThinkEvent, ThinkEventTypeAdapter
+from think.testing import FakeOpenAIServer, stall, text, tool_call
+
+
+async def emitted(stack: Stack, cid: str, last: str, within: float = 10) -> list[ThinkEvent]:
+    """The conversation's events, once one of type `last` has arrived."""
+    path = stack.logs / "events.log"
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        lines = path.read_text().splitlines() if path.exists() else []
+        found = [ThinkEventTypeAdapter.validate_json(line) for line in lines]
+        mine = [e for e in found if e.conversation_id == cid]
+        if any(e.type == last for e in mine) or asyncio.get_running_loop().time() > deadline:
+            return mine
+        await asyncio.sleep(0.1)
+
+
+async def wait(api: httpx.AsyncClient, url: str, body: dict[str, Any]) -> dict[str, Any]:
+    response = await api.post(url, json={"mode": "wait", **body})
+    turn: dict[str, Any] = response.json()
+    return turn
+
+
+async def test_a_stalling_model_emits_stall_recovery_and_exhaustion(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, stack: Stack, cid: str
+) -> None:
+    fake_model.script(cid, stall(5), stall(5))
+    turn = await wait(api, f"/v1/agents/staller/conversations/{cid}/turns", {"input": "q"})
+    assert turn["status"] == "interrupted"
+    got = await emitted(stack, cid, "chat.turn.finished")
+    kinds = [e.type for e in got]
+    assert kinds == [
+        "chat.request.failed",
+        "chat.stream.stalled",
+        "chat.recovery.attempt",
+        "chat.request.failed",
+        "chat.stream.stalled",
+        "chat.recovery.exhausted",
+        "chat.turn.finished",
+    ]
+    stalled = next(e for e in got if e.type == "chat.stream.stalled")
+    assert stalled.timeout == 1.0 and stalled.turn_id == turn["turn_id"]
+    exhausted = next(e for e in got if e.type == "chat.recovery.exhausted")
+    assert exhausted.attempts == 2 and "sent nothing" in exhausted.cause
+    finished = got[-1]
+    assert finished.type == "chat.turn.finished"
+    assert finished.status == "interrupted" and finished.finish_reason == "interrupted"
+
+
+async def test_a_spent_budget_is_an_event(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, stack: Stack, cid: str
+) -> None:
+    fake_model.script(cid, tool_call("add", {"a": 1, "b": 2}), text("never"))
+    turn = await wait(api, f"/v1/agents/budgeted/conversations/{cid}/turns", {"input": "q"})
+    assert turn["status"] == "interrupted"
+    got = await emitted(stack, cid, "chat.turn.finished")
+    budget = next(e for e in got if e.type == "chat.budget.exhausted")
+    assert budget.which == "tokens" and budget.limit == 1 and budget.used > 1
+    assert [e.type for e in got] == ["tool.call", "chat.budget.exhausted", "chat.turn.finished"]
+
+
+async def test_approvals_and_tool_calls_are_events(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, stack: Stack, cid: str
+) -> None:
+    fake_model.script(
+        cid,
+        tool_call("delete_file", {"path": "x"}, id="call_x") + tool_call("add", {"a": 1}, id="c2"),
+        text("ok"),
+    )
+    turn = await wait(api, f"/v1/agents/gatekeeper/conversations/{cid}/turns", {"input": "q"})
+    approval_id = turn["pending_approvals"][0]["approval_id"]
+    url = f"{turn['status_url']}/approvals/{approval_id}"
+    await api.post(url, json={"approved": False, "reason": "no"})
+    got = await emitted(stack, cid, "chat.turn.finished")
+    requested = next(e for e in got if e.type == "tool.approval.requested")
+    assert requested.approval_id == approval_id and requested.tool_name == "delete_file"
+    decided = next(e for e in got if e.type == "tool.approval.decided")
+    assert (decided.approved, decided.reason, decided.by) == (False, "no", "http")
+    calls = {(e.tool_name, e.outcome) for e in got if e.type == "tool.call"}
+    assert calls == {("delete_file", "denied"), ("add", "success")}
+    finished = got[-1]
+    assert finished.type == "chat.turn.finished" and finished.status == "completed"
+    assert finished.usage.input_tokens > 0
