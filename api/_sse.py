@@ -73,7 +73,8 @@ def stream_response(res: Resources, turn_id: str, after: int) -> EventSourceResp
     # sse-starlette sends the keep-alive comments and notices disconnects; resume is ours.
     return EventSourceResponse(
         follow(res, turn_id, after),
-        headers=HEADERS,
+        # The turn's id, so a client of a `mode: "stream"` submission can resume or cancel it.
+        headers={**HEADERS, "x-think-turn-id": turn_id},
         ping=PING_EVERY,
         ping_message_factory=_ping,
         sep="\n",

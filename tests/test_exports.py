@@ -10,6 +10,7 @@ import think.testing
 def test_think_exports() -> None:
     assert sorted(think.__all__) == [
         "AgentNotFoundError",
+        "AsyncThinkClient",
         "ChatRecovery",
         "ChatRecoveryContext",
         "ChatRecoveryOptions",
@@ -19,6 +20,8 @@ def test_think_exports() -> None:
         "ModelRequest",
         "Settings",
         "Think",
+        "ThinkAPIError",
+        "ThinkClient",
         "ThinkError",
         "Tool",
         "ToolCallContext",

@@ -147,8 +147,12 @@ async def test_stream_mode_and_reasoning(
     ) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
+        turn_id = response.headers["x-think-turn-id"]
         body = (await response.aread()).decode()
     from tests._sse import parse
+
+    turn = (await api.get(f"{helper_path(cid)}/turns/{turn_id}")).json()
+    assert turn["status"] == "completed"
 
     got = chunks(parse(body))
     kinds = [c["type"] for c in got]

@@ -10,6 +10,7 @@ from think._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptio
 from think._settings import Settings
 from think._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
 from think._tools import Tool, ToolContext, ToolPolicy, tool
+from think.client import AsyncThinkClient, ThinkAPIError, ThinkClient
 from think.exceptions import (
     AgentNotFoundError,
     ConfigurationError,
@@ -22,6 +23,7 @@ from think.models import ModelClient, ModelRequest
 
 __all__ = [
     "AgentNotFoundError",
+    "AsyncThinkClient",
     "ChatRecovery",
     "ChatRecoveryContext",
     "ChatRecoveryOptions",
@@ -31,6 +33,8 @@ __all__ = [
     "ModelRequest",
     "Settings",
     "Think",
+    "ThinkAPIError",
+    "ThinkClient",
     "ThinkError",
     "Tool",
     "ToolCallContext",

@@ -1,4 +1,4 @@
-"""The `think` command: `dev`, `migrate`, `api` and `worker` (API.md, "Command line").
+"""The `think` command: `dev`, `migrate`, `api` and `worker` (API.md, "Command line"), and `chat`.
 
 `think dev` is a supervisor. It starts embedded Postgres and the Temporal dev server (only
 those not given by THINK_DATABASE_URL / TEMPORAL_ADDRESS), migrates, then runs the API and
@@ -102,6 +102,24 @@ def _parser() -> argparse.ArgumentParser:
 
     worker = commands.add_parser("worker", help="one worker alone, against existing services")
     worker.set_defaults(handler=_cmd_worker)
+
+    chat = commands.add_parser(
+        "chat",
+        help="talk to an agent from the terminal, through a running gateway",
+        description="Each line is a turn; the reply streams as it is written. A tool that "
+        "needs approval asks first. Ctrl-C cancels a reply; /quit or end of input leaves.",
+    )
+    chat.add_argument("--agent", required=True, help="the agent's name, as in /v1/agents")
+    chat.add_argument(
+        "--conversation", metavar="ID", help="continue or start this conversation (default: new)"
+    )
+    chat.add_argument(
+        "--url",
+        default=f"http://{DEFAULT_HOST}:{DEFAULT_PORT}",
+        help="the gateway (default %(default)s)",
+    )
+    chat.add_argument("--api-key", help="a key of THINK_API_KEYS, when the gateway needs one")
+    chat.set_defaults(handler=_cmd_chat)
     return parser
 
 
@@ -223,6 +241,20 @@ def _configure_logging() -> None:
         level=logging.INFO,
         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
         datefmt="%H:%M:%S",
+    )
+
+
+def _cmd_chat(args: argparse.Namespace) -> int:
+    from think.client._chat import run_chat
+
+    return run_chat(
+        url=args.url,
+        agent=args.agent,
+        conversation=args.conversation,
+        api_key=args.api_key,
+        stdin=sys.stdin,
+        stdout=sys.stdout,
+        stderr=sys.stderr,
     )
 
 

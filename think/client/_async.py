@@ -1,0 +1,357 @@
+"""`AsyncThinkClient`: the gateway's HTTP API (API.md) for asyncio code."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx
+
+from think._messages import UIMessage
+from think.client import _requests as r
+from think.client._errors import ThinkAPIError
+from think.client._models import (
+    Agent,
+    Conversation,
+    Message,
+    SearchHit,
+    StreamChunk,
+    Turn,
+    new_idempotency_key,
+)
+from think.client._sse import SSEDecoder
+
+T = TypeVar("T")
+
+
+class AsyncThinkClient:
+    """A client of one Think gateway. Use it as an async context manager, or `aclose()` it.
+
+    Reads, cancels and submissions that carry an Idempotency-Key are sent again after a
+    dropped connection or a 502/503/504 (up to `max_retries` times, backing off); anything
+    else fails at once with `ThinkConnectionError`. Every 4xx/5xx answer raises
+    `ThinkAPIError` (`NotFoundError`, `ConflictError`, `InvalidRequestError`, …).
+    """
+
+    def __init__(
+        self,
+        base_url: str = r.DEFAULT_URL,
+        api_key: str | None = None,
+        timeout: float | httpx.Timeout = 30.0,
+        *,
+        max_retries: int = 5,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        all_headers = {"Accept": "application/json", **(headers or {})}
+        if api_key:
+            all_headers["Authorization"] = f"Bearer {api_key}"
+        self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
+        self._backoff = r.Backoff(max_retries)
+        self._http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"), headers=all_headers, timeout=self._timeout
+        )
+
+    @property
+    def base_url(self) -> str:
+        return str(self._http.base_url).rstrip("/")
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncThinkClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # --- agents and conversations
+
+    async def agents(self) -> list[Agent]:
+        """The agents this gateway hosts."""
+        return await self._send(r.agents())
+
+    async def create_conversation(
+        self, agent: str, id: str | None = None, metadata: Mapping[str, Any] | None = None
+    ) -> Conversation:
+        """A new conversation (a fresh id unless `id` is given); an existing `id` answers the
+        conversation as it is."""
+        return await self._send(r.create_conversation(agent, id, metadata))
+
+    async def get_conversation(self, agent: str, cid: str) -> Conversation:
+        return await self._send(r.get_conversation(agent, cid))
+
+    async def messages(self, agent: str, cid: str, leaf_id: str | None = None) -> list[Message]:
+        """The active path of the conversation (or the path to `leaf_id`), oldest first."""
+        return await self._send(r.messages(agent, cid, leaf_id))
+
+    async def add_messages(
+        self,
+        agent: str,
+        cid: str,
+        messages: Sequence[UIMessage | Mapping[str, Any]],
+        parent_id: str | None = None,
+    ) -> None:
+        """Append messages without a model turn (idempotent by message id)."""
+        await self._send(r.add_messages(agent, cid, messages, parent_id))
+
+    async def search(
+        self, agent: str, cid: str, q: str, limit: int | None = None
+    ) -> list[SearchHit]:
+        """Full-text search over the conversation's messages, best first."""
+        return await self._send(r.search(agent, cid, q, limit))
+
+    # --- turns
+
+    async def submit(
+        self,
+        agent: str,
+        cid: str,
+        input: r.TurnInput,
+        *,
+        idempotency_key: str | None = None,
+        parent_id: str | None = None,
+        body: Mapping[str, Any] | None = None,
+        client_tools: Sequence[r.ClientToolSpec] | None = None,
+    ) -> Turn:
+        """Submit a turn; answers once it is durably accepted, before any model work.
+
+        With an `idempotency_key` (see `new_idempotency_key()`), a dropped connection is
+        retried safely: the turn runs once, and a retry answers it with `accepted` False.
+        """
+        submission = r.Submission(agent, cid, input, idempotency_key, parent_id, body, client_tools)
+        return await self._send(r.submit(submission))
+
+    async def wait(
+        self,
+        agent: str,
+        cid: str,
+        input: r.TurnInput,
+        *,
+        idempotency_key: str | None = None,
+        parent_id: str | None = None,
+        body: Mapping[str, Any] | None = None,
+        client_tools: Sequence[r.ClientToolSpec] | None = None,
+        wait_timeout: float | None = None,
+    ) -> Turn:
+        """Submit a turn and answer once it has ended or paused for a person, with its message;
+        after `wait_timeout` seconds, the turn as it stands."""
+        submission = r.Submission(agent, cid, input, idempotency_key, parent_id, body, client_tools)
+        return await self._send(r.wait(submission, wait_timeout))
+
+    def stream(
+        self,
+        agent: str,
+        cid: str,
+        input: r.TurnInput,
+        *,
+        idempotency_key: str | None = None,
+        parent_id: str | None = None,
+        body: Mapping[str, Any] | None = None,
+        client_tools: Sequence[r.ClientToolSpec] | None = None,
+    ) -> AsyncTurnStream:
+        """Submit a turn and stream its chunks (`async for chunk in client.stream(...)`).
+
+        One request (`mode: "stream"`), always with an Idempotency-Key (a fresh one unless
+        given), so a dropped connection is resumed without a second turn: see `AsyncTurnStream`.
+        """
+        key = idempotency_key or new_idempotency_key()
+        submission = r.Submission(agent, cid, input, key, parent_id, body, client_tools)
+        return AsyncTurnStream(self, submission=submission, agent=agent, cid=cid)
+
+    def stream_turn(
+        self, agent: str, cid: str, turn_id: str, last_event_id: int | None = None
+    ) -> AsyncTurnStream:
+        """Stream a turn's chunks: from its first, or from the one after `last_event_id`."""
+        return AsyncTurnStream(
+            self, agent=agent, cid=cid, turn_id=turn_id, last_event_id=last_event_id
+        )
+
+    async def get_turn(self, agent: str, cid: str, turn_id: str) -> Turn:
+        return await self._send(r.get_turn(agent, cid, turn_id))
+
+    async def list_turns(
+        self, agent: str, cid: str, status: str | Sequence[str] | None = None
+    ) -> list[Turn]:
+        """The conversation's turns, newest first; only those in `status` if given."""
+        return await self._send(r.list_turns(agent, cid, status))
+
+    async def cancel(self, agent: str, cid: str, turn_id: str, reason: str | None = None) -> Turn:
+        """Cancel a turn: a queued one never starts, a running one stops within about a second
+        and keeps its partial answer; an ended one is left as it is. Answers the turn."""
+        return await self._send(r.cancel(agent, cid, turn_id, reason))
+
+    async def approve(
+        self,
+        agent: str,
+        cid: str,
+        turn_id: str,
+        approval_id: str,
+        approved: bool,
+        reason: str | None = None,
+    ) -> Turn:
+        """Decide a pending approval (`tool-approval-request` chunk, or `pending_approvals`);
+        the paused turn then goes on, and so does its stream. Answers the turn."""
+        return await self._send(r.approve(agent, cid, turn_id, approval_id, approved, reason))
+
+    async def submit_tool_result(
+        self,
+        agent: str,
+        cid: str,
+        turn_id: str,
+        tool_call_id: str,
+        output: Any = r.MISSING,
+        error: str | None = None,
+    ) -> Turn:
+        """Answer a client tool's call (`pending_client_tools`) with its `output`, or with
+        `error`; the turn goes on once every call of its step has an answer. Answers the turn."""
+        return await self._send(
+            r.submit_tool_result(agent, cid, turn_id, tool_call_id, output, error)
+        )
+
+    async def regenerate(self, agent: str, cid: str, message_id: str) -> Turn:
+        """A new answer to the message before assistant message `message_id`, on a sibling
+        branch (the old answer is kept)."""
+        return await self._send(r.regenerate(agent, cid, message_id))
+
+    # --- sending
+
+    async def _send(self, request: r.Request[T]) -> T:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await self._send_once(request)
+            except r.RETRYABLE_ERRORS as error:
+                delay = self._backoff.delay(attempt) if request.retry else None
+                if delay is None:
+                    raise r.unreachable(request, self.base_url, error) from error
+            except ThinkAPIError as failure:
+                retry = request.retry and failure.status in r.RETRY_STATUSES
+                delay = self._backoff.delay(attempt, failure.retry_after) if retry else None
+                if delay is None:
+                    raise
+            await asyncio.sleep(delay)
+
+    async def _send_once(self, request: r.Request[T]) -> T:
+        response = await self._http.request(
+            request.method, request.path, **request.send_kwargs(self._timeout)
+        )
+        if response.status_code >= 400:
+            raise ThinkAPIError.from_response(response)
+        return request.parse(response)
+
+
+class AsyncTurnStream:
+    """A turn's chunks, each once and in order, across dropped connections.
+
+    Iterate it (`async for chunk in stream`) to get `StreamChunk`s: the AI SDK UIMessageChunk
+    dicts, each with its `event_id`. When the connection drops (or the stream ends without
+    `[DONE]`, or falls silent past three keep-alives), it reconnects with `Last-Event-ID`,
+    backing off, and gives up with `ThinkStreamError` after `max_retries` attempts that brought
+    nothing new. To stop early, leave an `async with stream:` block or call `aclose()`: that
+    closes the connection at once (an abandoned iterator holds it until it is collected).
+    """
+
+    def __init__(
+        self,
+        client: AsyncThinkClient,
+        *,
+        agent: str,
+        cid: str,
+        submission: r.Submission | None = None,
+        turn_id: str | None = None,
+        last_event_id: int | None = None,
+    ) -> None:
+        self._client = client
+        self._state = r.StreamState(
+            submission=submission,
+            agent=agent,
+            cid=cid,
+            turn_id=turn_id,
+            last_event_id=last_event_id,
+            backoff=client._backoff,
+        )
+        self._iterator: AsyncGenerator[StreamChunk, None] | None = None
+
+    @property
+    def turn_id(self) -> str | None:
+        """The turn's id; for `stream()`, known once `get_turn()` or a reconnect looked it up."""
+        return self._state.turn_id
+
+    async def get_turn(self) -> Turn:
+        """The turn as it stands, e.g. to answer its `pending_approvals`. For `stream()`, whose
+        single request does not name the turn, the first call finds it by its Idempotency-Key
+        (the submission sent again, which the gateway answers with the same turn)."""
+        turn = await self._client._send(self._state.turn_request())
+        self._state.turn_id = turn.turn_id
+        return turn
+
+    @property
+    def last_event_id(self) -> int | None:
+        """The id of the last chunk passed on: where a later `stream_turn` would resume."""
+        return self._state.last_event_id
+
+    @property
+    def reconnects(self) -> int:
+        """How many times the stream had to be opened again."""
+        return self._state.reconnects
+
+    @property
+    def idempotency_key(self) -> str | None:
+        submission = self._state.submission
+        return submission.idempotency_key if submission else None
+
+    def __aiter__(self) -> AsyncIterator[StreamChunk]:
+        if self._iterator is None:
+            self._iterator = self._chunks()
+        return self._iterator
+
+    async def aclose(self) -> None:
+        if self._iterator is not None:
+            await self._iterator.aclose()
+
+    async def __aenter__(self) -> AsyncTurnStream:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def _chunks(self) -> AsyncGenerator[StreamChunk, None]:
+        state, client = self._state, self._client
+        while True:
+            failure: BaseException | str = r.ENDED_EARLY
+            try:
+                if state.needs_turn_id:
+                    state.turn_id = (await client._send_once(state.resolve_request())).turn_id
+                method, path, kwargs = state.open_kwargs(client._timeout)
+                async with client._http.stream(method, path, **kwargs) as response:
+                    if response.status_code >= 400:
+                        await response.aread()
+                    state.opened(response)
+                    decoder = SSEDecoder()
+                    async for data in response.aiter_bytes():
+                        for event in decoder.feed(data):
+                            chunk = state.take(event)
+                            if isinstance(chunk, StreamChunk):
+                                yield chunk
+                            elif chunk is r.DONE:
+                                return
+            except ThinkAPIError as error:
+                if not state.retryable(error):
+                    raise
+                failure = error
+            except r.RETRYABLE_ERRORS as error:
+                failure = error
+            await asyncio.sleep(state.retry_delay(failure))

@@ -1,0 +1,194 @@
+"""`think chat`: a line-based terminal client of one conversation, built on `ThinkClient`.
+
+Each line read is a turn. Its reply streams as it is written: text as it arrives, a tool call
+as `→ name {input}`, its result as `← output`. A tool that needs approval asks
+`approve name {input}? [y/N]` and sends the answer; the turn then goes on. Ctrl-C during a
+reply cancels the turn; `/quit` or the end of the input leaves.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TextIO
+
+from think.client._errors import ThinkAPIError, ThinkConnectionError
+from think.client._models import StreamChunk, new_idempotency_key
+from think.client._sync import ThinkClient
+
+QUIT = frozenset({"/quit", "/exit"})
+
+
+def run_chat(
+    *,
+    url: str,
+    agent: str,
+    conversation: str | None,
+    api_key: str | None,
+    stdin: TextIO,
+    stdout: TextIO,
+    stderr: TextIO,
+) -> int:
+    """Talk to `agent` until the input ends; returns the exit status."""
+    with ThinkClient(url, api_key=api_key) as client:
+        try:
+            # Creating is idempotent with an id, and checks the agent before the first line.
+            conv = client.create_conversation(agent, id=conversation)
+        except ThinkAPIError as error:
+            print(f"think chat: error: {error}", file=stderr)
+            return 2 if error.status < 500 else 1
+        except ThinkConnectionError as error:
+            print(f"think chat: cannot reach {url}: {error}", file=stderr)
+            return 1
+        print(
+            f"think chat: conversation {conv.id} with agent {agent!r}; "
+            "/quit or end of input leaves",
+            file=stderr,
+            flush=True,
+        )
+        return _Chat(client, agent, conv.id, stdin, stdout, stderr).run()
+
+
+class _Chat:
+    def __init__(
+        self,
+        client: ThinkClient,
+        agent: str,
+        cid: str,
+        stdin: TextIO,
+        stdout: TextIO,
+        stderr: TextIO,
+    ) -> None:
+        self.client = client
+        self.agent = agent
+        self.cid = cid
+        self.stdin = stdin
+        self.out = stdout
+        self.err = stderr
+        self.tty = stdin.isatty()
+        self.at_line_start = True
+        self.input_ended = False
+        self.tools: dict[str, tuple[str, Any]] = {}
+
+    def run(self) -> int:
+        while not self.input_ended:
+            if self.tty:
+                self.write("you> ")
+            try:
+                line = self.stdin.readline()
+            except KeyboardInterrupt:
+                self.write("\n")
+                return 0
+            if not line:
+                break
+            text = line.strip()
+            if text in QUIT:
+                break
+            if text:
+                self.turn(text)
+        return 0
+
+    def turn(self, text: str) -> None:
+        try:
+            turn = self.client.submit(
+                self.agent, self.cid, text, idempotency_key=new_idempotency_key()
+            )
+        except (ThinkAPIError, ThinkConnectionError) as error:
+            self.problem(error)
+            return
+        try:
+            self.follow(turn.turn_id)
+        except KeyboardInterrupt:
+            self.line()
+            try:
+                self.client.cancel(self.agent, self.cid, turn.turn_id, "cancelled in think chat")
+                self.write("[cancelled]\n")
+            except (ThinkAPIError, ThinkConnectionError) as error:
+                self.problem(error)
+        except (ThinkAPIError, ThinkConnectionError) as error:
+            self.problem(error)
+        self.line()
+
+    def follow(self, turn_id: str) -> None:
+        last: int | None = None
+        while True:
+            decided = False
+            with self.client.stream_turn(self.agent, self.cid, turn_id, last) as stream:
+                for chunk in stream:
+                    decided = self.show(turn_id, chunk) or decided
+            last = stream.last_event_id
+            # A stream follows its turn through a pause; should one have ended at the pause,
+            # the decision made the turn go on: follow it from where we are.
+            if not decided or self.client.get_turn(self.agent, self.cid, turn_id).terminal:
+                return
+
+    def show(self, turn_id: str, chunk: StreamChunk) -> bool:
+        """Print one chunk; True when it asked for, and got, an approval decision."""
+        kind = chunk.type
+        if kind == "text-delta":
+            self.write(str(chunk.get("delta", "")))
+        elif kind == "tool-input-available":
+            name, value = str(chunk.get("toolName", "tool")), chunk.get("input")
+            self.tools[str(chunk.get("toolCallId"))] = (name, value)
+            self.line()
+            self.write(f"→ {name} {_json(value)}\n")
+        elif kind == "tool-output-available" and not chunk.get("preliminary"):
+            output = chunk.get("output")
+            self.line()
+            self.write(f"← {output if isinstance(output, str) else _json(output)}\n")
+        elif kind == "tool-output-error":
+            self.line()
+            self.write(f"← error: {chunk.get('errorText', '')}\n")
+        elif kind == "tool-output-denied":
+            self.line()
+            self.write("← denied\n")
+        elif kind == "tool-approval-request":
+            return self.ask(turn_id, chunk)
+        elif kind == "reset-step":
+            self.line()
+            self.write("[the model was interrupted; it answers again]\n")
+        elif kind == "error":
+            self.line()
+            self.write(f"error: {chunk.get('errorText', '')}\n")
+        elif kind == "abort":
+            self.line()
+            self.write(f"[stopped: {chunk.get('reason') or 'cancelled'}]\n")
+        return False
+
+    def ask(self, turn_id: str, chunk: StreamChunk) -> bool:
+        name, value = self.tools.get(str(chunk.get("toolCallId")), ("tool", None))
+        self.line()
+        self.write(f"approve {name} {_json(value)}? [y/N] ")
+        answer = self.stdin.readline()
+        if not answer:
+            self.input_ended = True  # no one left to ask: refuse, finish the turn, leave
+        # A terminal has echoed the answer and its newline; piped input is shown here.
+        self.at_line_start = self.tty
+        self.write("" if self.tty else f"{answer.strip()}\n")
+        approved = answer.strip().lower() in ("y", "yes")
+        try:
+            self.client.approve(
+                self.agent, self.cid, turn_id, str(chunk.get("approvalId")), approved
+            )
+        except ThinkAPIError as error:
+            self.problem(error)
+            return False
+        return True
+
+    def write(self, text: str) -> None:
+        if text:
+            self.out.write(text)
+            self.out.flush()
+            self.at_line_start = text.endswith("\n")
+
+    def line(self) -> None:
+        """Go to the start of a line, if not there already."""
+        if not self.at_line_start:
+            self.write("\n")
+
+    def problem(self, error: Exception) -> None:
+        self.line()
+        print(f"error: {error}", file=self.err, flush=True)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
