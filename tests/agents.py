@@ -3,19 +3,30 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
 
 from think import (
+    ChatErrorContext,
     ChatRecovery,
     ChatRecoveryContext,
     ChatRecoveryOptions,
+    ChatResponseResult,
+    StepConfig,
+    StepContext,
+    StepFinishContext,
     Think,
     Tool,
     ToolCallContext,
     ToolCallDecision,
     ToolCallResultContext,
     ToolContext,
+    TurnConfig,
+    TurnContext,
     events,
     tool,
 )
@@ -201,3 +212,90 @@ def _record_event(event: events.ThinkEvent) -> None:
 
 
 events.subscribe(_record_event)
+
+
+def _hook_log(kind: str, payload: dict[str, object]) -> None:
+    """One JSON line per hook call under THINK_HOME: what the hook tests read back."""
+    home = os.environ.get("THINK_HOME")
+    if home:
+        with (Path(home) / "turn-hooks.log").open("a") as log:
+            log.write(json.dumps({"hook": kind, **payload}, default=str) + "\n")
+
+
+class Hooks(Helper):
+    """Every turn hook, driven by the submission's `body`."""
+
+    name = "hooks"
+
+    def before_turn(self, ctx: TurnContext) -> TurnConfig | None:
+        _hook_log("before_turn", {"conversation_id": ctx.conversation_id, "ctx": ctx.model_dump()})
+        body = ctx.body
+        if not body:
+            return None
+        if body.get("explode"):
+            raise RuntimeError("secret internal detail")
+        return TurnConfig(
+            system=f"{ctx.system} Speak like a {body['persona']}." if "persona" in body else None,
+            active_tools=body.get("tools"),
+            max_steps=body.get("max_steps"),
+            chat_stream_stall_timeout=body.get("stall"),
+            turn_budget_tokens=body.get("budget_tokens"),
+            send_reasoning=body.get("send_reasoning"),
+            tools=[shout] if body.get("shout") else None,
+            output=Verdict if body.get("verdict") else None,
+        )
+
+    def before_step(self, ctx: StepContext) -> StepConfig | None:
+        _hook_log(
+            "before_step",
+            {
+                "conversation_id": ctx.conversation_id,
+                "step": ctx.step,
+                "previous": [s.model_dump() for s in ctx.previous_steps],
+            },
+        )
+        if ctx.step >= 1:
+            return StepConfig(system="Now answer briefly.", active_tools=[])
+        return None
+
+    def on_chunk(self, chunk: dict[str, object]) -> None:
+        seen: list[dict[str, object]] = self.__dict__.setdefault("chunks_seen", [])
+        seen.append(chunk)
+        if chunk["type"] == "finish-step":
+            text = "".join(str(c["delta"]) for c in seen if c["type"] == "text-delta")
+            _hook_log("on_chunk", {"conversation_id": text, "chunks": seen})
+
+    async def on_step_finish(self, ctx: StepFinishContext) -> None:
+        _hook_log("on_step_finish", ctx.model_dump())
+
+    async def on_chat_response(self, result: ChatResponseResult) -> None:
+        _hook_log("on_chat_response", result.model_dump())
+
+    def on_chat_error(self, error: Exception, ctx: ChatErrorContext) -> str | None:
+        _hook_log(
+            "on_chat_error",
+            {"conversation_id": ctx.conversation_id, "error": str(error), "ctx": ctx.model_dump()},
+        )
+        if ctx.stage == "model":
+            return f"Sorry, the model refused ({ctx.classification})."
+        return None
+
+
+class Verdict(BaseModel):
+    """A structured answer for `TurnConfig(output=Verdict)`."""
+
+    severity: Literal["low", "high"]
+    reason: str
+
+
+@tool
+def shout(text: str) -> str:
+    """Upper-case a text (a tool only `before_turn` adds)."""
+    return text.upper()
+
+
+class QuietReasoner(Helper):
+    """Keeps reasoning off the stream, in storage only."""
+
+    name = "quiet_reasoner"
+    send_reasoning = False

@@ -57,7 +57,8 @@ def stack(
         agents=(
             "tests.agents:Helper,tests.agents:Staller,tests.agents:Persister,"
             "tests.agents:GiveUp,tests.agents:Budgeted,tests.agents:Hurried,"
-            "tests.agents:Gatekeeper,tests.agents:Hooked,"
+            "tests.agents:Gatekeeper,tests.agents:Hooked,tests.agents:Hooks,"
+            "tests.agents:QuietReasoner,"
             "examples.assistant:Assistant"
         ),
         model_url=fake_model.base_url,

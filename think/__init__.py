@@ -10,6 +10,16 @@ from think._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptio
 from think._settings import Settings
 from think._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
 from think._tools import Tool, ToolContext, ToolPolicy, tool
+from think._turn_hooks import (
+    ChatErrorContext,
+    ChatResponseResult,
+    StepConfig,
+    StepContext,
+    StepFinishContext,
+    StepResult,
+    TurnConfig,
+    TurnContext,
+)
 from think.client import AsyncThinkClient, ThinkAPIError, ThinkClient
 from think.exceptions import (
     AgentNotFoundError,
@@ -17,6 +27,7 @@ from think.exceptions import (
     ModelError,
     ThinkError,
     ToolError,
+    TurnFailed,
     UserError,
 )
 from think.models import ModelClient, ModelRequest
@@ -24,14 +35,20 @@ from think.models import ModelClient, ModelRequest
 __all__ = [
     "AgentNotFoundError",
     "AsyncThinkClient",
+    "ChatErrorContext",
     "ChatRecovery",
     "ChatRecoveryContext",
     "ChatRecoveryOptions",
+    "ChatResponseResult",
     "ConfigurationError",
     "ModelClient",
     "ModelError",
     "ModelRequest",
     "Settings",
+    "StepConfig",
+    "StepContext",
+    "StepFinishContext",
+    "StepResult",
     "Think",
     "ThinkAPIError",
     "ThinkClient",
@@ -43,6 +60,9 @@ __all__ = [
     "ToolContext",
     "ToolError",
     "ToolPolicy",
+    "TurnConfig",
+    "TurnContext",
+    "TurnFailed",
     "UIMessage",
     "UserError",
     "tool",

@@ -15,6 +15,15 @@ from think._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptio
 from think._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
 from think._tools import Tool
 from think._transcript import interrupted_tool_error
+from think._turn_hooks import (
+    ChatErrorContext,
+    ChatResponseResult,
+    StepConfig,
+    StepContext,
+    StepFinishContext,
+    TurnConfig,
+    TurnContext,
+)
 from think.models import ModelClient
 
 
@@ -41,6 +50,8 @@ class Think:
     """Model tokens (input + output) one turn may use: no new model step begins after it."""
     chat_recovery: ClassVar[ChatRecovery] = ChatRecovery()
     """How often a failed model step is retried before the turn ends as `interrupted`."""
+    send_reasoning: ClassVar[bool] = True
+    """Stream the model's reasoning to clients; False keeps it in storage only."""
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -63,6 +74,41 @@ class Think:
         """Decide how a failed model step recovers (sync or async). `None` means the defaults:
         retry the step from scratch while `chat_recovery` allows. Runs in the model-step
         activity, between the failure and the retry."""
+        return None
+
+    # -- turn hooks (docs/hooks.md) ---------------------------------------------------------
+
+    def before_turn(self, ctx: TurnContext) -> TurnConfig | Awaitable[TurnConfig | None] | None:
+        """Inspect the assembled turn and override parts of it (sync or async). Runs once, in
+        the turn's first model-step activity; what it returns is stored with the turn."""
+        return None
+
+    def before_step(self, ctx: StepContext) -> StepConfig | Awaitable[StepConfig | None] | None:
+        """Override the model, tools, system prompt or messages of one step (sync or async).
+        Runs in that step's activity, again if the step is retried."""
+        return None
+
+    def on_chunk(self, chunk: dict[str, Any]) -> None:
+        """Observe each UI message chunk as it is produced (sync; keep it fast: it runs on the
+        stream's hot path, in the model-step activity)."""
+
+    def on_step_finish(self, ctx: StepFinishContext) -> Awaitable[None] | None:
+        """Observe a finished step with its tool results (sync or async). Runs in the next
+        step's activity, or where the turn ends."""
+        return None
+
+    def on_chat_response(self, result: ChatResponseResult) -> Awaitable[None] | None:
+        """After the turn's message is stored and the conversation is free again (sync or
+        async): it may start another turn. Runs in an activity of its own."""
+        return None
+
+    def on_chat_error(
+        self, error: Exception, ctx: ChatErrorContext
+    ) -> Exception | str | Awaitable[Exception | str | None] | None:
+        """Map a turn's failure to what the client sees (`error` chunk, the turn's `error`).
+        `error`'s message is already safe to show; the original exception, when it was not a
+        model's refusal, is its `__cause__`. Return an exception or a string to show instead,
+        or `None` to keep `error`."""
         return None
 
     def before_tool_call(

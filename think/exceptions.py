@@ -43,6 +43,10 @@ class ModelError(ThinkError):
         self.status = status
 
 
+class TurnFailed(ThinkError):
+    """A turn ended in `error`; the message is what its client is shown."""
+
+
 class ToolError(ThinkError):
     """Raised by a tool to fail with a message the model should see, verbatim."""
 

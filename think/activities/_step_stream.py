@@ -3,27 +3,48 @@
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Callable
 from typing import Any
 
 from think.streaming import ChunkWriter
 from think.streaming._builder import MessageBuilder
 from think.workflows._inputs import ToolCallRef
 
+log = logging.getLogger("think.activities")
+
 
 class StepStream:
     """Turns model events into UI message chunks, keeping builder and stream in lockstep."""
 
-    def __init__(self, builder: MessageBuilder, writer: ChunkWriter, step: int) -> None:
+    def __init__(
+        self,
+        builder: MessageBuilder,
+        writer: ChunkWriter,
+        step: int,
+        *,
+        send_reasoning: bool = True,
+        on_chunk: Callable[[dict[str, Any]], object] | None = None,
+    ) -> None:
         self.builder = builder
         self.writer = writer
         self.step = step
+        self.send_reasoning = send_reasoning
+        self.on_chunk = on_chunk
         self._open: tuple[str, str] | None = None  # ("text" | "reasoning", part id)
         self._count = 0
         self._calls: dict[str, tuple[str, list[str]]] = {}
 
     def emit(self, chunk: dict[str, Any]) -> None:
         self.builder.apply(chunk)
-        self.writer.emit(chunk)
+        if self.send_reasoning or not str(chunk["type"]).startswith("reasoning-"):
+            # Reasoning kept from clients is still stored: the builder saw it.
+            self.writer.emit(chunk)
+        if self.on_chunk is not None:
+            try:
+                self.on_chunk(chunk)
+            except Exception:
+                log.warning("on_chunk failed on a %s chunk", chunk["type"], exc_info=True)
 
     def _switch(self, kind: str | None) -> str | None:
         if self._open and self._open[0] != kind:
@@ -70,7 +91,7 @@ class StepStream:
         chunk = {"type": f"{self._open[0]}-end", "id": self._open[1]}
         self.builder.apply(chunk)
         self._open = None
-        return [chunk]
+        return [chunk] if self.send_reasoning or chunk["type"] == "text-end" else []
 
     @property
     def called_tools(self) -> bool:

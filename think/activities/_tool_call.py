@@ -23,6 +23,7 @@ from think._settings import Settings
 from think._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
 from think._tools import Tool, ToolContext, tool_output_json
 from think.activities import _observe as observe
+from think.activities._assembly import turn_tools
 from think.activities._heartbeat import heartbeating
 from think.activities._tool_plan import client_tool_names, paused_status
 from think.exceptions import NON_RETRYABLE_USER_ERROR, ToolError, UserError
@@ -105,7 +106,8 @@ class ToolCalls:
             tool_name=inp.tool_name,
             attempt=activity.info().attempt,
         )
-        chunk, ran = await self._run(agent, context, part.get("input"))
+        tool = turn_tools(agent, turn).get(inp.tool_name)
+        chunk, ran = await self._run(agent, tool, context, part.get("input"))
         recorded = await self._record(agent, turn.id, inp.tool_call_id, [chunk])
         outcome = _OUTCOMES[ran.outcome]
         await observe.tool_called(
@@ -159,11 +161,10 @@ class ToolCalls:
         return ToolCallResult(ok=settled.get("state") == "output-available")
 
     async def _run(
-        self, agent: Think, context: ToolContext, raw_input: Any
+        self, agent: Think, tool: Tool | None, context: ToolContext, raw_input: Any
     ) -> tuple[dict[str, Any], ToolCallResultContext]:
         """Run a server tool through the hooks and its retry policy, into an output chunk."""
         tool_name, tool_call_id = context.tool_name, context.tool_call_id
-        tool = agent.tools_by_name().get(tool_name)
         started = time.perf_counter()
         call = ToolCallContext(
             agent=context.agent,
@@ -262,7 +263,7 @@ def _settled(part: dict[str, Any]) -> bool:
 def _status(turn: TurnRecord, message: dict[str, Any], agent: Think) -> str:
     if turn.status not in ("running", "awaiting_approval", "awaiting_client_tool"):
         return turn.status
-    return paused_status(message, client_tool_names(turn), agent.tools_by_name())
+    return paused_status(message, client_tool_names(turn), turn_tools(agent, turn))
 
 
 async def _maybe_await(value: Any) -> Any:

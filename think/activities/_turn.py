@@ -18,11 +18,18 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from think._agent import Think
-from think._messages import UIMessage
 from think._recovery import ChatRecoveryContext, ChatRecoveryOptions
-from think._tools import Tool
-from think._transcript import to_chat_messages
+from think._turn_hooks import ChatErrorStage, ChatResponseResult, StepFinishContext
 from think.activities import _observe as observe
+from think.activities._assembly import (
+    HookFailed,
+    assemble,
+    maybe_await,
+    overrides,
+    previous_steps,
+    turn_tools,
+)
+from think.activities._errors import chat_error_text
 from think.activities._heartbeat import StreamStalled, heartbeating, within_stall_timeout
 from think.activities._observe import Which
 from think.activities._step_stream import StepStream
@@ -36,7 +43,6 @@ from think.activities._tool_plan import (
 from think.activities._turn_state import end_turn, start_turn
 from think.exceptions import (
     MODEL_RETRY,
-    NON_RETRYABLE_MODEL_ERROR,
     STALE_ATTEMPT,
     ModelError,
 )
@@ -47,8 +53,6 @@ from think.models import (
     TextDelta,
     ToolCallDelta,
     ToolCallStart,
-    ToolSpec,
-    resolve_model,
 )
 from think.storage import TurnRecord
 from think.streaming import (
@@ -66,8 +70,13 @@ from think.workflows._inputs import (
     CommitResult,
     ModelStepInput,
     ModelStepResult,
+    TurnInput,
 )
-from think.workflows._names import COMMIT_ACTIVITY, MODEL_STEP_ACTIVITY
+from think.workflows._names import (
+    CHAT_RESPONSE_ACTIVITY,
+    COMMIT_ACTIVITY,
+    MODEL_STEP_ACTIVITY,
+)
 
 log = logging.getLogger("think.activities")
 
@@ -76,7 +85,7 @@ class TurnActivities(ToolCalls):
     """The activities of a turn, sharing one store, agent registry and settings per worker."""
 
     def activities(self) -> list[Any]:
-        return [self.model_step, self.tool_call, self.commit_turn]
+        return [self.model_step, self.tool_call, self.commit_turn, self.chat_response]
 
     # -- model step ------------------------------------------------------------------------
 
@@ -116,28 +125,37 @@ class TurnActivities(ToolCalls):
                 # part of this step, which clients must drop before this attempt streams it.
                 interrupted = fence.attempt > 1 and await step_is_open(conn, turn.id)
                 transcript = await self.store.path(turn.conversation_uid, turn.parent_id, conn)
+        if inp.step > 0:
+            await self._step_finished(agent, turn, inp.step - 1)
         if spent is not None:
             await observe.budget_exhausted(turn, which, used, limit)
             await observe.finished(turn, "interrupted", finish_reason="length")
-            return ModelStepResult(ended=True, status="interrupted")
+            respond = overrides(agent, "on_chat_response")
+            return ModelStepResult(ended=True, status="interrupted", respond=respond)
         builder = MessageBuilder(turn.message)
-        messages = to_chat_messages(
-            agent.get_system_prompt(), transcript, agent.repair_interrupted_tool_part
-        )
-        if builder.parts:
-            messages += to_chat_messages("", [UIMessage.model_construct(**builder.message)])
-        model = resolve_model(agent.get_model(), self.settings)
-        tools = agent.tools_by_name()
+        try:
+            setup = await assemble(
+                agent, turn, transcript, builder.message, inp.step, self.settings
+            )
+        except HookFailed as exc:
+            return await self._fail(agent, turn, exc.stage, exc.cause, fence)
+        model = setup.model
         request = ModelRequest(
             model=model.name,
-            messages=messages,
-            tools=[t.spec for t in tools.values()] + _client_specs(turn, tools),
+            messages=setup.messages,
+            tools=[t.spec for t in setup.tools.values()] + setup.client_specs,
             metadata={"conversation-id": turn.conversation_id, "turn-id": turn.id},
         )
         writer = ChunkWriter(
             self.store.db, turn.id, fence, interval=self.settings.chunk_flush_interval
         )
-        step = StepStream(builder, writer, inp.step)
+        step = StepStream(
+            builder,
+            writer,
+            inp.step,
+            send_reasoning=setup.send_reasoning,
+            on_chunk=agent.on_chunk if overrides(agent, "on_chunk") else None,
+        )
         finish = Finish()
         try:
             if interrupted:
@@ -153,7 +171,7 @@ class TurnActivities(ToolCalls):
             async with (
                 heartbeating(),
                 contextlib.aclosing(
-                    within_stall_timeout(model.stream(request), agent.chat_stream_stall_timeout)
+                    within_stall_timeout(model.stream(request), setup.stall_timeout)
                 ) as events,
             ):
                 async for event in events:
@@ -167,7 +185,7 @@ class TurnActivities(ToolCalls):
                         step.tool_delta(event.tool_call_id, event.delta)
                     elif isinstance(event, Finish):
                         finish = event
-            calls, approvals = await plan_calls(agent, turn, step.close(), builder, tools)
+            calls, approvals = await plan_calls(agent, turn, step.close(), builder, setup.tools)
             for chunk in approvals:
                 step.emit(chunk)
             step.finish_step()
@@ -192,16 +210,24 @@ class TurnActivities(ToolCalls):
             if isinstance(exc, StreamStalled):
                 await observe.stalled(turn, inp.step, exc.seconds)
             if not exc.retryable:
-                await writer.abort()
-                raise ApplicationError(
-                    str(exc), type=NON_RETRYABLE_MODEL_ERROR, non_retryable=True
-                ) from exc
+                return await self._fail(agent, turn, "model", exc, fence, step)
             return await self._recover(agent, turn, step, fence, exc)
+        steps = [*turn.usage.get("steps", [])][: inp.step]
+        steps.append(
+            {
+                "model": model.name,
+                "input_tokens": finish.usage.input_tokens,
+                "output_tokens": finish.usage.output_tokens,
+                "finish_reason": finish.finish_reason,
+            }
+        )
         usage = {
             "input_tokens": turn.usage.get("input_tokens", 0) + finish.usage.input_tokens,
             "output_tokens": turn.usage.get("output_tokens", 0) + finish.usage.output_tokens,
+            "steps": steps,
         }
         ended = not step.called_tools
+        config: dict[str, Any] = {"config": setup.config} if setup.new_config else {}
         async with self.store.db.transaction() as conn:
             current = await self.store.lock_turn(conn, turn.id)
             if current.terminal:
@@ -219,10 +245,12 @@ class TurnActivities(ToolCalls):
                     finish_reason=finish.finish_reason,
                     steps_done=inp.step + 1,
                     usage=usage,
+                    **config,
                 )
             else:
                 await append(conn, turn.id, rest, fence)
-                status = paused_status(builder.message, client_tool_names(turn), tools)
+                clients = client_tool_names(turn)
+                status = paused_status(builder.message, clients, setup.tools)
                 await self.store.update_turn(
                     conn,
                     turn.id,
@@ -230,9 +258,11 @@ class TurnActivities(ToolCalls):
                     steps_done=inp.step + 1,
                     usage=usage,
                     status=status,
+                    **config,
                 )
+        done = turn.model_copy(update={"usage": usage, "message": builder.message})
         if ended:
-            done = turn.model_copy(update={"usage": usage})
+            await self._step_finished(agent, done, inp.step)
             await observe.finished(done, "completed", finish_reason=finish.finish_reason)
         for chunk in approvals:
             name = next(c.tool_name for c in calls if c.tool_call_id == chunk["toolCallId"])
@@ -240,14 +270,74 @@ class TurnActivities(ToolCalls):
         return ModelStepResult(
             ended=ended,
             status="completed" if ended else "running",
-            max_steps=agent.max_steps,
+            max_steps=setup.max_steps,
             model=model.name,
             tool_calls=calls,
             called_tools=step.called_tools,
             finish_reason=finish.finish_reason,
             input_tokens=finish.usage.input_tokens,
             output_tokens=finish.usage.output_tokens,
+            respond=ended and overrides(agent, "on_chat_response"),
         )
+
+    async def _step_finished(self, agent: Think, turn: TurnRecord, step: int) -> None:
+        """`on_step_finish` for a step whose tool results are all in (at least once: a retried
+        activity may report it again)."""
+        if not overrides(agent, "on_step_finish"):
+            return
+        results = previous_steps(turn.message, turn.usage)
+        if step >= len(results):
+            return
+        context = StepFinishContext(
+            **results[step].model_dump(),
+            agent=agent.name,
+            conversation_id=turn.conversation_id,
+            turn_id=turn.id,
+        )
+        try:
+            await maybe_await(agent.on_step_finish(context))
+        except Exception:
+            log.warning("on_step_finish of turn %s failed", turn.id, exc_info=True)
+
+    async def _fail(
+        self,
+        agent: Think,
+        turn: TurnRecord,
+        stage: ChatErrorStage,
+        exc: BaseException,
+        fence: Fence,
+        step: StepStream | None = None,
+    ) -> ModelStepResult:
+        """End the turn as `error`, keeping what it produced, with what `on_chat_error` says."""
+        chunks: list[dict[str, Any]] = []
+        message = turn.message or {"id": turn.message_id, "role": "assistant", "parts": []}
+        if step is not None:
+            try:
+                chunks = [*await step.writer.drain(), *step.interrupt()]
+            except StaleAttempt as stale:
+                raise ApplicationError(str(stale), type=STALE_ATTEMPT, non_retryable=True) from exc
+            if step.has_output:
+                message = step.builder.message
+            else:
+                chunks = []  # only the `start-step` it wrote: close the stream cleanly
+        text = await chat_error_text(agent, turn, stage, exc, bool(message["parts"]))
+        async with self.store.db.transaction() as conn:
+            current = await self.store.lock_turn(conn, turn.id)
+            if current.terminal:
+                return ModelStepResult(ended=True, status=current.status)
+            await end_turn(
+                self.store,
+                conn,
+                turn,
+                status="error",
+                message=message,
+                chunks=[*chunks, {"type": "error", "errorText": text}],
+                fence=fence,
+                error=text,
+            )
+        await observe.finished(turn, "error")
+        respond = bool(message["parts"]) and overrides(agent, "on_chat_response")
+        return ModelStepResult(ended=True, status="error", respond=respond)
 
     async def _recover(
         self,
@@ -331,7 +421,8 @@ class TurnActivities(ToolCalls):
             )
         await observe.recovery(turn, step.step, failures, budget, cause, exhausted=True)
         await observe.finished(turn, "interrupted", finish_reason="interrupted")
-        return ModelStepResult(ended=True, status="interrupted")
+        respond = overrides(agent, "on_chat_response")
+        return ModelStepResult(ended=True, status="interrupted", respond=respond)
 
     async def _store_cancelled(
         self, turn_id: str, builder: MessageBuilder, step: StepStream, writer: ChunkWriter
@@ -364,41 +455,84 @@ class TurnActivities(ToolCalls):
     @activity.defn(name=COMMIT_ACTIVITY)
     async def commit_turn(self, inp: CommitInput) -> CommitResult:
         """End a turn that no model step ended: a failure, or the step budget spent."""
+        turn = await self.store.get_turn(inp.turn_id)
+        if turn is None:
+            raise ApplicationError(f"turn {inp.turn_id!r} does not exist", non_retryable=True)
+        agent = self._agent(turn.agent)
+        respond = overrides(agent, "on_chat_response")
+        if turn.terminal:
+            return CommitResult(status=turn.status, respond=respond)
+        message = turn.message or {"id": turn.message_id, "role": "assistant", "parts": []}
+        error = inp.error
+        chunks: list[dict[str, Any]] = []
+        if inp.status == "aborted":
+            chunks = [{"type": "abort", "reason": turn.error or inp.error or "cancelled"}]
+            # A cancel's reason was recorded by whoever asked for it.
+            error = turn.error or inp.error
+        elif inp.status == "error":
+            # What failed outside any step (a workflow-level failure) is internal: the client
+            # gets the safe message, the hook and the log get the original.
+            cause = RuntimeError(inp.error or "the turn failed")
+            error = await chat_error_text(agent, turn, "turn", cause, bool(message["parts"]))
+            chunks = [{"type": "error", "errorText": error}]
         async with self.store.db.transaction() as conn:
             turn = await self.store.lock_turn(conn, inp.turn_id)
             if turn.terminal:
-                return CommitResult(status=turn.status)
-            chunks: list[dict[str, Any]] = []
-            if inp.status == "aborted":
-                chunks = [{"type": "abort", "reason": turn.error or inp.error or "cancelled"}]
-            elif inp.status != "completed":
-                chunks = [{"type": "error", "errorText": inp.error or "the turn failed"}]
+                return CommitResult(status=turn.status, respond=respond)
             await end_turn(
                 self.store,
                 conn,
                 turn,
                 status=inp.status,
-                message=turn.message or {"id": turn.message_id, "role": "assistant", "parts": []},
+                message=message,
                 chunks=chunks,
-                # A cancel's reason was recorded by whoever asked for it.
-                error=(turn.error or inp.error) if inp.status == "aborted" else inp.error,
+                error=error,
                 finish_reason=inp.finish_reason,
             )
+        if turn.steps_done > 0:
+            await self._step_finished(agent, turn, turn.steps_done - 1)
         finish_reason = inp.finish_reason if inp.status == "completed" else None
-        reason = turn.error or inp.error
-        await observe.finished(turn, inp.status, finish_reason=finish_reason, reason=reason)
-        return CommitResult(status=inp.status)
+        await observe.finished(turn, inp.status, finish_reason=finish_reason, reason=error)
+        return CommitResult(status=inp.status, respond=respond and bool(message["parts"]))
+
+    @activity.defn(name=CHAT_RESPONSE_ACTIVITY)
+    async def chat_response(self, inp: TurnInput) -> None:
+        """`on_chat_response`, once the turn is over: outside any turn, so it may run others."""
+        turn = await self.store.get_turn(inp.turn_id)
+        if turn is None:
+            return
+        agent = self._agent(turn.agent)
+        result = ChatResponseResult(
+            agent=turn.agent,
+            conversation_id=turn.conversation_id,
+            turn_id=turn.id,
+            status=turn.status,
+            message=turn.message,
+            output=turn.output,
+            error=turn.error,
+            usage=turn.usage,
+        )
+        try:
+            async with heartbeating():
+                await maybe_await(agent.on_chat_response(result))
+        except Exception:
+            # Reported, not retried: the hook may have started turns before it failed.
+            log.warning("on_chat_response of turn %s failed", turn.id, exc_info=True)
 
 
 def _budget_spent(agent: Think, turn: TurnRecord) -> tuple[Which, float, float] | None:
-    """Which budget forbids another model step, with what was used of it, if one does."""
+    """Which budget forbids another model step, with what was used of it, if one does (the
+    agent's, or what `before_turn` set for this turn)."""
+    config = turn.config or {}
+    max_tokens = config.get("turn_budget_tokens", agent.turn_budget_tokens)
+    max_seconds = config.get("turn_budget_seconds", agent.turn_budget_seconds)
     tokens = turn.usage.get("input_tokens", 0) + turn.usage.get("output_tokens", 0)
-    if agent.turn_budget_tokens is not None and tokens >= agent.turn_budget_tokens:
-        return "tokens", tokens, agent.turn_budget_tokens
-    if agent.turn_budget_seconds is not None and turn.started_at is not None:
+    if max_tokens is not None and tokens >= max_tokens:
+        return "tokens", tokens, max_tokens
+    if max_seconds is not None and turn.started_at is not None:
         elapsed = (datetime.now(UTC) - turn.started_at).total_seconds()
-        if elapsed >= agent.turn_budget_seconds:
-            return "seconds", elapsed, agent.turn_budget_seconds
+        if elapsed >= max_seconds:
+            return "seconds", elapsed, max_seconds
     return None
 
 
@@ -437,21 +571,8 @@ def _recorded_step(turn: TurnRecord, step: int, agent: Think) -> ModelStepResult
     parts = steps[step] if step < len(steps) else []
     called = any(str(p.get("type", "")).startswith("tool-") for p in parts)
     return ModelStepResult(
-        max_steps=agent.max_steps,
-        tool_calls=recorded_calls(turn, parts, agent.tools_by_name()),
+        max_steps=(turn.config or {}).get("max_steps", agent.max_steps),
+        tool_calls=recorded_calls(turn, parts, turn_tools(agent, turn)),
         called_tools=called,
         finish_reason="tool-calls" if called else "stop",
     )
-
-
-def _client_specs(turn: TurnRecord, tools: dict[str, Tool]) -> list[ToolSpec]:
-    """The turn's client tools, as the model sees them; a server tool's name wins."""
-    return [
-        ToolSpec(
-            name=str(t["name"]),
-            description=str(t.get("description") or ""),
-            parameters=t.get("input_schema") or {"type": "object", "properties": {}},
-        )
-        for t in turn.request.client_tools
-        if t["name"] not in tools
-    ]

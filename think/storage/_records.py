@@ -64,6 +64,8 @@ class TurnRecord(BaseModel):
     error: str | None
     steps_done: int
     usage: dict[str, Any]
+    config: dict[str, Any] | None = None
+    output: Any = None
 
     @property
     def terminal(self) -> bool:

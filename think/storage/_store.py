@@ -114,9 +114,11 @@ _TURN_COLUMNS = frozenset(
         "error",
         "steps_done",
         "usage",
+        "config",
+        "output",
     }
 )
-_JSON_COLUMNS = frozenset({"message", "usage"})
+_JSON_COLUMNS = frozenset({"message", "usage", "config", "output"})
 NOW = object()
 """Pass as a value to `update_turn` for the database's `now()`."""
 

@@ -101,6 +101,10 @@ class TurnRow(Base):
     fences: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
     next_seq: Mapped[int] = mapped_column(Integer, server_default="0")
     usage: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
+    config: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    """What `before_turn` decided, for every later step of the turn (migration 0002)."""
+    output: Mapped[Any] = mapped_column(JSONB)
+    """The validated structured output, for turns that asked for one."""
 
     __table_args__ = (
         UniqueConstraint("conversation_uid", "idempotency_key", name="turns_idempotency_key"),

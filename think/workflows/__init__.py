@@ -1,8 +1,8 @@
 """Temporal workflows: deterministic, no I/O, no user code."""
 
 from think.workflows._conversation import ConversationWorkflow
-from think.workflows._turn import TurnWorkflow
+from think.workflows._turn import AfterTurnWorkflow, TurnWorkflow
 
-WORKFLOWS = [ConversationWorkflow, TurnWorkflow]
+WORKFLOWS = [ConversationWorkflow, TurnWorkflow, AfterTurnWorkflow]
 
-__all__ = ["WORKFLOWS", "ConversationWorkflow", "TurnWorkflow"]
+__all__ = ["WORKFLOWS", "AfterTurnWorkflow", "ConversationWorkflow", "TurnWorkflow"]

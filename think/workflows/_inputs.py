@@ -115,6 +115,8 @@ class ModelStepResult(BaseModel):
     finish_reason: str = "stop"
     input_tokens: int = 0
     output_tokens: int = 0
+    respond: bool = False
+    """The turn ended and the agent has an `on_chat_response` hook to run."""
 
 
 class ToolCallInput(BaseModel):
@@ -141,3 +143,4 @@ class CommitInput(BaseModel):
 
 class CommitResult(BaseModel):
     status: str
+    respond: bool = False

@@ -19,7 +19,7 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
-from temporalio.workflow import ActivityCancellationType
+from temporalio.workflow import ActivityCancellationType, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from think.workflows._inputs import (
@@ -37,9 +37,11 @@ with workflow.unsafe.imports_passed_through():
         TurnStatusView,
     )
     from think.workflows._names import (
+        AFTER_TURN_WORKFLOW,
         ALREADY_ANSWERED,
         ALREADY_DECIDED,
         APPROVE,
+        CHAT_RESPONSE_ACTIVITY,
         COMMIT_ACTIVITY,
         MODEL_STEP_ACTIVITY,
         STATUS_QUERY,
@@ -49,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
         TURN_WORKFLOW,
         UNKNOWN_APPROVAL,
         UNKNOWN_TOOL_CALL,
+        turn_workflow_id,
     )
 
 DB_RETRY = RetryPolicy(
@@ -100,7 +103,7 @@ class TurnWorkflow:
                 )
                 self._planning = False
                 if result.ended:
-                    return self._ended(result.status)
+                    return await self._ended(inp, result.status, respond=result.respond)
                 for call in result.tool_calls:
                     if call.kind == "approval" and call.approval_id:
                         self._approvals[call.approval_id] = call
@@ -129,7 +132,7 @@ class TurnWorkflow:
             retry_policy=DB_RETRY,
             summary=f"store the assistant message ({outcome.status})",
         )
-        return self._ended(committed.status)
+        return await self._ended(inp, committed.status, respond=committed.respond)
 
     # -- one tool call ---------------------------------------------------------------------
 
@@ -294,13 +297,40 @@ class TurnWorkflow:
             ],
         )
 
-    def _ended(self, status: str) -> CommitResult:
+    async def _ended(self, inp: TurnInput, status: str, *, respond: bool) -> CommitResult:
         self._status(status)
         workflow.set_current_details(status)
+        if respond:
+            # `on_chat_response` runs once this turn is over and the conversation is free, so
+            # it may start (and wait for) another turn: in a workflow of its own, left running.
+            conv = inp.conversation
+            await workflow.start_child_workflow(
+                AFTER_TURN_WORKFLOW,
+                inp,
+                id=f"after-{turn_workflow_id(conv.agent, conv.conversation_id, inp.turn_id)}",
+                parent_close_policy=ParentClosePolicy.ABANDON,
+                static_summary=f"on_chat_response of turn {inp.turn_id}",
+            )
         return CommitResult(status=status)
 
     def _status(self, status: str) -> None:
         workflow.upsert_search_attributes([TURN_STATUS_KEY.value_set(status)])
+
+
+@workflow.defn(name=AFTER_TURN_WORKFLOW)
+class AfterTurnWorkflow:
+    """Runs the agent's `on_chat_response` for a finished turn."""
+
+    @workflow.run
+    async def run(self, inp: TurnInput) -> None:
+        await workflow.execute_activity(
+            CHAT_RESPONSE_ACTIVITY,
+            inp,
+            start_to_close_timeout=timedelta(minutes=10),
+            heartbeat_timeout=timedelta(seconds=30),
+            retry_policy=DB_RETRY,
+            summary="on_chat_response",
+        )
 
 
 def _message(exc: ActivityError) -> str:

@@ -1,0 +1,174 @@
+"""Turn hooks on a real worker: before_turn, before_step, on_chunk, on_step_finish,
+on_chat_response and on_chat_error (the `hooks` agent in tests/agents.py logs each call)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import httpx
+
+from tests._sse import chunks, read_stream
+from tests._stack import Stack
+from think.testing import FakeOpenAIServer, error, reasoning, stall, text, tool_call
+
+BASE = "/v1/agents/hooks/conversations"
+
+
+async def wait_turn(api: httpx.AsyncClient, cid: str, body: dict[str, Any]) -> dict[str, Any]:
+    response = await api.post(f"{BASE}/{cid}/turns", json={"input": "q", "mode": "wait", **body})
+    assert response.status_code == 200, response.text
+    turn: dict[str, Any] = response.json()
+    return turn
+
+
+async def hook_calls(
+    stack: Stack, cid: str, hook: str, *, at_least: int = 1, within: float = 10
+) -> list[dict[str, Any]]:
+    path = stack.logs / "turn-hooks.log"
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        lines = path.read_text().splitlines() if path.exists() else []
+        found = [
+            e
+            for e in map(json.loads, lines)
+            if e["hook"] == hook
+            and cid in (e.get("conversation_id"), e.get("ctx", {}).get("conversation_id"))
+        ]
+        if len(found) >= at_least or asyncio.get_running_loop().time() > deadline:
+            return found
+        await asyncio.sleep(0.1)
+
+
+def sent(fake_model: FakeOpenAIServer, cid: str, i: int) -> dict[str, Any]:
+    body: dict[str, Any] = fake_model.requests(cid)[i]["body"]
+    return body
+
+
+async def test_before_turn_overrides_system_tools_and_steps(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, stack: Stack, cid: str
+) -> None:
+    fake_model.script(
+        cid, tool_call("add", {"a": 1, "b": 2}, id="c1"), tool_call("add", {"a": 3}, id="c2")
+    )
+    body = {"persona": "pirate", "tools": ["add"], "max_steps": 2}
+    turn = await wait_turn(api, cid, {"body": body})
+    assert turn["status"] == "completed", turn
+    first, second = sent(fake_model, cid, 0), sent(fake_model, cid, 1)
+    assert first["messages"][0] == {
+        "role": "system",
+        "content": "You are a test agent. Speak like a pirate.",
+    }
+    assert [t["function"]["name"] for t in first["tools"]] == ["add"]
+    # before_step changed the second step's system prompt and took its tools away.
+    assert second["messages"][0] == {"role": "system", "content": "Now answer briefly."}
+    assert "tools" not in second or second["tools"] == []
+    assert fake_model.calls(cid) == 2  # max_steps=2 from before_turn
+
+    [before] = await hook_calls(stack, cid, "before_turn")
+    ctx = before["ctx"]
+    assert ctx["body"] == body and ctx["continuation"] is False
+    assert ctx["system"] == "You are a test agent."
+    assert ctx["messages"] == [{"role": "user", "content": "q"}]
+    assert set(ctx["tools"]) == {"get_weather", "add", "explode", "record", "slow"}
+    steps = await hook_calls(stack, cid, "before_step", at_least=2)
+    assert [s["step"] for s in steps] == [0, 1]
+    [previous] = steps[1]["previous"]
+    assert previous["tool_calls"][0]["output"] == 3
+    assert previous["input_tokens"] > 0
+
+
+async def test_step_finish_chunk_and_response_hooks(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, stack: Stack, cid: str
+) -> None:
+    fake_model.script(cid, text(cid) + tool_call("add", {"a": 2, "b": 2}), text("4."))
+    turn = await wait_turn(api, cid, {})
+    assert turn["status"] == "completed"
+    finished = await hook_calls(stack, cid, "on_step_finish", at_least=2)
+    assert [(f["step"], f["text"]) for f in finished] == [(0, cid), (1, "4.")]
+    assert finished[0]["tool_calls"][0]["output"] == 4
+    assert finished[0]["finish_reason"] == "tool-calls"
+    assert finished[1]["input_tokens"] > 0
+
+    [response] = await hook_calls(stack, cid, "on_chat_response")
+    assert response["status"] == "completed" and response["turn_id"] == turn["turn_id"]
+    assert response["message"]["id"] == turn["message_id"]
+    assert response["usage"]["input_tokens"] == turn["usage"]["input_tokens"]
+    assert len(response["usage"]["steps"]) == 2
+
+    # on_chunk saw exactly the first step's chunks, as streamed (the hook logs them under the
+    # step's text, which is the conversation id here).
+    [seen] = await hook_calls(stack, cid, "on_chunk")
+    _, events = await read_stream(api, turn["stream_url"])
+    streamed = chunks(events)
+    first_step = streamed[1 : streamed.index({"type": "finish-step"}) + 1]
+    assert seen["chunks"] == first_step
+
+
+async def test_stall_timeout_and_budget_per_turn(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, stall(30), text("recovered"))
+    started = time.monotonic()
+    turn = await wait_turn(api, cid, {"body": {"stall": 0.5}})
+    assert turn["status"] == "completed", turn
+    assert time.monotonic() - started < 10  # the class default would be 60 s
+    assert fake_model.calls(cid) == 2
+
+    other = f"{cid}-b"
+    fake_model.script(other, tool_call("add", {"a": 1, "b": 1}), text("never"))
+    turn = await wait_turn(api, other, {"body": {"budget_tokens": 1}})
+    assert turn["status"] == "interrupted"
+    assert turn["error"].startswith("token budget spent")
+    assert fake_model.calls(other) == 1
+
+
+async def test_tools_added_by_before_turn_run(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, tool_call("shout", {"text": "hey"}, id="c1"), text("HEY"))
+    turn = await wait_turn(api, cid, {"body": {"shout": True}})
+    assert turn["status"] == "completed", turn
+    part = next(p for p in turn["message"]["parts"] if p.get("toolCallId") == "c1")
+    assert part["output"] == "HEY"
+
+
+async def test_on_chat_error_maps_what_the_client_sees(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, stack: Stack, cid: str
+) -> None:
+    fake_model.script(cid, error(400, "unsupported parameter: secret-sauce"))
+    turn = await wait_turn(api, cid, {})
+    assert turn["status"] == "error"
+    assert turn["error"] == "Sorry, the model refused (fatal)."
+    _, events = await read_stream(api, turn["stream_url"])
+    assert chunks(events)[-1] == {"type": "error", "errorText": turn["error"]}
+    [call] = await hook_calls(stack, cid, "on_chat_error")
+    assert "secret-sauce" in call["error"]  # the hook sees the real error
+    assert call["ctx"]["stage"] == "model" and call["ctx"]["user_message_persisted"] is True
+
+
+async def test_a_failing_hook_never_leaks_its_exception_text(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, stack: Stack, cid: str
+) -> None:
+    fake_model.script(cid, text("never"))
+    turn = await wait_turn(api, cid, {"body": {"explode": True}})
+    assert turn["status"] == "error"
+    assert "secret internal detail" not in turn["error"]
+    assert "before_turn" in turn["error"] and turn["turn_id"] in turn["error"]
+    assert fake_model.calls(cid) == 0
+    [call] = await hook_calls(stack, cid, "on_chat_error")
+    assert call["ctx"]["stage"] == "before_turn"
+
+
+async def test_send_reasoning_false_keeps_reasoning_in_storage_only(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, reasoning("secret plan") + text("Answer."))
+    url = f"/v1/agents/quiet_reasoner/conversations/{cid}/turns"
+    turn = (await api.post(url, json={"input": "q", "mode": "wait"})).json()
+    assert turn["status"] == "completed"
+    assert [p["type"] for p in turn["message"]["parts"]] == ["step-start", "reasoning", "text"]
+    _, events = await read_stream(api, turn["stream_url"])
+    assert not [c for c in chunks(events) if c["type"].startswith("reasoning")]
