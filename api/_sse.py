@@ -7,7 +7,6 @@ live tail, and always a final `[DONE]` once the turn has ended.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
@@ -16,11 +15,9 @@ from typing import Any
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from api.deps import Resources
-from think.storage import TERMINAL_STATUSES
-from think.streaming import TERMINAL_CHUNKS, read
+from think import _admission
 
 PING_EVERY = 15.0
-RECHECK_EVERY = 5.0
 HEADERS = {
     "cache-control": "no-cache",
     "x-vercel-ai-ui-message-stream": "v1",
@@ -41,32 +38,15 @@ def _ping() -> ServerSentEvent:
 
 
 async def follow(res: Resources, turn_id: str, after: int) -> AsyncIterator[ServerSentEvent]:
-    db = res.store.db
-    with res.listener.subscribe(turn_id) as event:
-        while True:
-            event.clear()
-            async with db.connection() as conn:
-                rows = await read(conn, turn_id, after)
-            for seq, chunk in rows:
-                yield encode(seq, chunk)
-                after = seq
-                if chunk.get("type") in TERMINAL_CHUNKS:
-                    yield DONE
-                    return
-            if rows:
-                continue
-            turn = await res.store.get_turn(turn_id)
-            if turn is None or turn.status in TERMINAL_STATUSES:
-                # The status and the last chunks commit together, but may have landed between
-                # our two reads: look once more before concluding they were pruned.
-                async with db.connection() as conn:
-                    if await read(conn, turn_id, after, limit=1):
-                        continue
-                yield DONE
-                return
-            # Re-check now and then even without a NOTIFY (one may be lost in a reconnect).
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(event.wait(), timeout=RECHECK_EVERY)
+    """The turn's chunks after `after`, then live ones (`think._admission.follow`, which the
+    Python turn API streams from too), and always `[DONE]` at the end."""
+    # Closed here, not by the garbage collector, when the client goes away mid-stream.
+    async with contextlib.aclosing(
+        _admission.follow(res.store, res.listener, turn_id, after)
+    ) as chunks:
+        async for seq, chunk in chunks:
+            yield encode(seq, chunk)
+    yield DONE
 
 
 def stream_response(res: Resources, turn_id: str, after: int) -> EventSourceResponse:

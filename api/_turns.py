@@ -1,4 +1,5 @@
-"""Turn admission, waiting and the turn view: the logic behind the turn routes.
+"""The logic behind the turn routes: admission, waiting and cancelling (shared with the Python
+turn API in `think._admission`), and the `Turn` view.
 
 Admission is two steps: a Postgres insert (which decides idempotency and outlives Temporal's
 retention), then an update-with-start on the conversation's entity workflow. The update id is
@@ -7,36 +8,26 @@ the turn id, so a repeated update is dropped by Temporal as well as by the workf
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import hashlib
-import json
 import logging
-from datetime import UTC, datetime, timedelta
 from typing import Any
-
-from temporalio.service import RPCError
 
 from api.deps import Resources
 from api.errors import Problem
 from api.schemas import PendingApproval, PendingClientTool, SubmitTurnBody, TurnOut
+from think import _admission
+from think._admission import RESEND_AFTER
 from think._dispatch import DispatchFailed, dispatch
 from think.storage import PAUSED_STATUSES, TERMINAL_STATUSES, Admission, TurnRecord, TurnRequest
-from think.streaming import append
-from think.workflows._names import turn_workflow_id
 
 log = logging.getLogger("think.api.turns")
 
-# A duplicate submission re-sends the update only when the first one may have been lost
-# (the gateway died between the Postgres commit and Temporal); before that, it is surely
-# still in flight and a re-send would only add load.
-RESEND_AFTER = timedelta(seconds=1)
+__all__ = ["RESEND_AFTER", "cancel", "schedule", "submit", "turn_out", "wait_for_turn"]
+
 DEFAULT_WAIT = 600.0
 
 
 def request_hash(body: SubmitTurnBody) -> str:
-    canonical = json.dumps(body.fingerprint(), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return _admission.request_hash(body.fingerprint())
 
 
 async def submit(
@@ -48,36 +39,47 @@ async def submit(
     body: SubmitTurnBody,
     idempotency_key: str | None,
 ) -> Admission:
+    concurrency, debounce = _admission.resolve_concurrency(
+        res.registry.get(agent), body.concurrency
+    )
     request = TurnRequest(
         messages=body.messages(),
         parent_id=body.parent_id,
         body=body.body,
         client_tools=[t.model_dump() for t in body.client_tools],
+        concurrency=concurrency,
+        debounce_seconds=debounce,
     )
-    admission = await res.store.admit_turn(
-        tenant=tenant,
-        agent=agent,
-        conversation_id=conversation_id,
-        request=request,
-        request_hash=request_hash(body),
-        idempotency_key=idempotency_key,
-    )
-    turn = admission.turn
-    age = datetime.now(UTC) - turn.created_at
-    if admission.accepted or (turn.status == "pending" and age > RESEND_AFTER):
-        await schedule(res, turn)
-    return admission
+    try:
+        return await _admission.admit(
+            res.store,
+            res.temporal,
+            res.settings.task_queue,
+            tenant=tenant,
+            agent=agent,
+            conversation_id=conversation_id,
+            request=request,
+            request_hash=request_hash(body),
+            idempotency_key=idempotency_key,
+            submission_id=body.submission_id,
+        )
+    except DispatchFailed as exc:
+        raise _unavailable(exc) from exc
 
 
 async def schedule(res: Resources, turn: TurnRecord) -> None:
     try:
         await dispatch(res.temporal, res.settings.task_queue, turn)
     except DispatchFailed as exc:
-        raise Problem(
-            503,
-            f"{exc}; the turn is recorded: retry the request with the same Idempotency-Key",
-            turn_id=turn.id,
-        ) from exc
+        raise _unavailable(exc) from exc
+
+
+def _unavailable(exc: DispatchFailed) -> Problem:
+    return Problem(
+        503,
+        f"{exc}; the turn is recorded: retry the request with the same Idempotency-Key",
+        turn_id=exc.turn_id,
+    )
 
 
 def turn_out(turn: TurnRecord, *, accepted: bool, base: str, with_message: bool) -> TurnOut:
@@ -99,6 +101,8 @@ def turn_out(turn: TurnRecord, *, accepted: bool, base: str, with_message: bool)
         message=turn.message if show else None,
         error=turn.error,
         usage=turn.usage,
+        output=turn.output,
+        answered_by=turn.answered_by,
         pending_approvals=[
             PendingApproval(
                 approval_id=p["approval"]["id"],
@@ -124,44 +128,12 @@ def turn_out(turn: TurnRecord, *, accepted: bool, base: str, with_message: bool)
 
 
 async def wait_for_turn(res: Resources, turn: TurnRecord, wait_timeout: float | None) -> TurnRecord:
-    """Until the turn is terminal or paused for a person, or `timeout` passes."""
-    deadline = asyncio.get_running_loop().time() + (wait_timeout or DEFAULT_WAIT)
-    with res.listener.subscribe(turn.id) as event:
-        while True:
-            event.clear()
-            current = await res.store.get_turn(turn.id)
-            assert current is not None
-            if current.status in TERMINAL_STATUSES or current.status in PAUSED_STATUSES:
-                return current
-            left = deadline - asyncio.get_running_loop().time()
-            if left <= 0:
-                return current
-            # Wake on chunks; re-check at least every few seconds in case a NOTIFY was
-            # missed while the listener reconnected.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(event.wait(), timeout=min(left, 5.0))
+    """Until the turn is terminal or paused for a person, or `wait_timeout` passes."""
+    return await _admission.wait_for_turn(
+        res.store, res.listener, turn.id, wait_timeout or DEFAULT_WAIT
+    )
 
 
 async def cancel(res: Resources, turn: TurnRecord, reason: str) -> bool:
-    """Cancel a turn; False when it had already ended (nothing changes then).
-
-    A turn still queued is aborted right here, before it ever calls the model or appends its
-    user message. A running one is cancelled through Temporal: the cancel reaches its activity
-    at the next heartbeat, which stores the partial answer and ends the stream with `abort`.
-    """
-    if turn.status in TERMINAL_STATUSES:
-        return False
-    async with res.store.db.transaction() as conn:
-        if await res.store.abort_if_pending(conn, turn.id, reason):
-            await append(conn, turn.id, [{"type": "abort", "reason": reason}])
-            return True
-        await res.store.note_cancel(conn, turn.id, reason)
-    handle = res.temporal.get_workflow_handle(
-        turn_workflow_id(turn.agent, turn.conversation_id, turn.id)
-    )
-    try:
-        await handle.cancel()
-    except RPCError as exc:
-        # Already finished between our read and the cancel: it ended on its own.
-        log.info("cancel of turn %s: %s", turn.id, exc)
-    return True
+    """Cancel a turn; False when it had already ended (nothing changes then)."""
+    return await _admission.cancel_turn(res.store, res.temporal, turn, reason)

@@ -13,7 +13,17 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from think.exceptions import AgentNotFoundError, UserError
-from think.storage import IdempotencyConflict, MessageIdConflict, ParentNotFound
+from think.storage import (
+    ConversationBusy,
+    IdempotencyConflict,
+    MessageIdConflict,
+    MessageNotFound,
+    NotRegenerable,
+    ParentNotFound,
+    SubmissionConflict,
+    TurnNotFound,
+    TurnStillActive,
+)
 
 log = logging.getLogger("think.api")
 
@@ -96,10 +106,20 @@ async def _problem(request: Request, exc: Exception) -> JSONResponse:
 async def _user_error(request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc, AgentNotFoundError):
         return problem_response(404, str(exc))
-    if isinstance(exc, IdempotencyConflict):
+    if isinstance(exc, IdempotencyConflict | SubmissionConflict | ConversationBusy):
         return problem_response(409, str(exc), turn_id=exc.turn_id)
+    if isinstance(exc, TurnStillActive):
+        return problem_response(409, str(exc), turn_id=exc.turn_id, turn_status=exc.status)
+    if isinstance(exc, TurnNotFound):
+        return problem_response(404, str(exc))
     if isinstance(exc, MessageIdConflict):
-        return problem_response(409, str(exc), errors=[{"field": "input.id", "message": str(exc)}])
+        return problem_response(409, str(exc), errors=[{"field": exc.field, "message": str(exc)}])
+    if isinstance(exc, MessageNotFound):
+        return problem_response(404, str(exc), errors=[{"field": exc.field, "message": str(exc)}])
+    if isinstance(exc, NotRegenerable):
+        return problem_response(
+            422, str(exc), errors=[{"field": "message_id", "message": str(exc)}]
+        )
     if isinstance(exc, ParentNotFound):
         return problem_response(422, str(exc), errors=[{"field": "parent_id", "message": str(exc)}])
     return problem_response(400, str(exc))

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
 from think._messages import UIMessage
+from think.storage import MessageConcurrency
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
 
@@ -74,6 +75,40 @@ class MessagesOut(BaseModel):
     messages: list[dict[str, Any]]
 
 
+class AddMessagesBody(_Body):
+    messages: list[UIMessage] = Field(min_length=1)
+    parent_id: str | None = Field(
+        default=None, min_length=1, description="Where the first message goes: the active leaf"
+    )
+
+
+class AddMessagesOut(BaseModel):
+    messages: list[dict[str, Any]]
+    active_leaf_id: str | None
+
+
+class SiblingsOut(BaseModel):
+    messages: list[dict[str, Any]]
+    active_index: int | None = Field(
+        description="Which of `messages` lies on the active path; null when none does"
+    )
+
+
+class SwitchBranchBody(_Body):
+    leaf_id: str = Field(min_length=1, max_length=200)
+    exact: bool = Field(
+        default=False,
+        description="true: make `leaf_id` itself the active leaf, not the newest leaf below it",
+    )
+
+
+class RegenerateBody(_Body):
+    message_id: str = Field(min_length=1, max_length=200)
+    mode: Literal["submit", "wait", "stream"] = "submit"
+    body: dict[str, Any] = Field(default_factory=dict)
+    wait_timeout: float | None = Field(default=None, gt=0, le=3600)
+
+
 class SearchHitOut(BaseModel):
     message_id: str
     role: str
@@ -125,6 +160,18 @@ class SubmitTurnBody(_Body):
     body: dict[str, Any] = Field(default_factory=dict)
     client_tools: list[ClientTool] = Field(default_factory=list)
     wait_timeout: float | None = Field(default=None, gt=0, le=3600)
+    concurrency: MessageConcurrency | None = Field(
+        default=None,
+        description="Overrides the agent's message_concurrency for this submission: what it "
+        "does to the turns it overlaps (queue, latest, drop, merge, debounce, interrupt, "
+        "rollback)",
+    )
+    submission_id: str | None = Field(
+        default=None,
+        pattern=ID_PATTERN,
+        description="The turn id, chosen by the client: a retry with the same id (and the same "
+        "Idempotency-Key, if any) answers the existing turn",
+    )
 
     @field_validator("input", mode="before")
     @classmethod
@@ -143,8 +190,13 @@ class SubmitTurnBody(_Body):
         return list(self.input)
 
     def fingerprint(self) -> dict[str, Any]:
-        """What an idempotent retry must repeat exactly (the mode may differ)."""
-        return self.model_dump(mode="json", exclude={"mode", "wait_timeout"})
+        """What an idempotent retry must repeat exactly (the mode may differ). The fields
+        added later count only when given, so a key's hash stays what it was."""
+        found = self.model_dump(mode="json", exclude={"mode", "wait_timeout"})
+        for field in ("concurrency", "submission_id"):
+            if found[field] is None:
+                del found[field]
+        return found
 
 
 class CancelTurnBody(_Body):
@@ -190,6 +242,14 @@ class TurnOut(BaseModel):
     message: dict[str, Any] | None
     error: str | None
     usage: dict[str, Any] = Field(default_factory=dict)
+    output: Any = Field(
+        default=None, description="The validated structured output, when the turn asked for one"
+    )
+    answered_by: str | None = Field(
+        default=None,
+        description="For a submission merged into another turn (message_concurrency merge or "
+        "debounce; it ends skipped): the turn that appended its messages and answered them",
+    )
     pending_approvals: list[PendingApproval] = Field(default_factory=list)
     pending_client_tools: list[PendingClientTool] = Field(default_factory=list)
     stream_url: str
@@ -198,6 +258,10 @@ class TurnOut(BaseModel):
 
 class TurnsOut(BaseModel):
     turns: list[TurnOut]
+
+
+class DeletedTurnsOut(BaseModel):
+    deleted: list[str] = Field(description="The ids of the turns deleted")
 
 
 class AgentTool(BaseModel):

@@ -11,6 +11,9 @@ BENCHMARKS = [
     ["bench.throughput"],
     ["bench.history_growth", "--turns", "200"],
     ["bench.chaos", "--turns", "100"],
+    ["bench.search"],
+    ["bench.context_load"],
+    ["bench.on_chunk"],
 ]
 
 if __name__ == "__main__":

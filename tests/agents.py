@@ -240,9 +240,11 @@ class Hooks(Helper):
             max_steps=body.get("max_steps"),
             chat_stream_stall_timeout=body.get("stall"),
             turn_budget_tokens=body.get("budget_tokens"),
+            turn_budget_seconds=body.get("time_budget"),
             send_reasoning=body.get("send_reasoning"),
             tools=[shout] if body.get("shout") else None,
-            output=Verdict if body.get("verdict") else None,
+            output=Verdict if body.get("verdict") else body.get("schema"),
+            model=body.get("model"),
         )
 
     def before_step(self, ctx: StepContext) -> StepConfig | None:
@@ -299,3 +301,70 @@ class QuietReasoner(Helper):
 
     name = "quiet_reasoner"
     send_reasoning = False
+
+
+# -- the turn API and message_concurrency (tests/test_concurrency.py, tests/test_turn_api.py) --
+
+
+class Latest(Helper):
+    """Only the newest of overlapping submissions runs."""
+
+    name = "latest"
+    message_concurrency = "latest"
+
+
+class Debouncer(Helper):
+    """Submissions within 1.5 s of each other are answered by one turn."""
+
+    name = "debouncer"
+    message_concurrency = "debounce"
+    debounce_seconds = 1.5
+
+
+@tool
+async def follow_up(question: str, ctx: ToolContext) -> str:
+    """Ask a follow-up question in a turn of its own, after this one."""
+    conversation = await ctx.conversation()
+    submission = await conversation.submit_messages(question, idempotency_key=ctx.idempotency_key)
+    return f"queued {submission.turn_id}"
+
+
+@tool
+async def wait_inside(question: str, ctx: ToolContext) -> str:
+    """Try to run a whole turn and wait for it, from inside this one."""
+    from think import UserError
+
+    conversation = await ctx.conversation()
+    try:
+        await conversation.save_messages(question)
+    except UserError as exc:
+        return f"refused: {exc}"
+    return "ran"
+
+
+@tool
+async def remember(note: str) -> str:
+    """Add a note to the conversation without a turn."""
+    from think import UIMessage, current_conversation
+
+    conversation = await current_conversation()
+    written = await conversation.add_messages(
+        UIMessage(id=f"note-{note}", role="user", parts=[{"type": "text", "text": note}])
+    )
+    return f"noted {written}"
+
+
+class Delegator(Helper):
+    """Tools that use the turn API on their own conversation; an answer saying CHAIN makes
+    `on_chat_response` run (and wait for) another turn, through the agent's own methods."""
+
+    name = "delegator"
+
+    def get_tools(self) -> list[Tool]:
+        return [follow_up, wait_inside, remember, slow]
+
+    async def on_chat_response(self, result: ChatResponseResult) -> None:
+        parts = (result.message or {}).get("parts", [])
+        if any("CHAIN" in str(p.get("text", "")) for p in parts):
+            chained = await self.save_messages("chained question")
+            _hook_log("chained", {"status": chained.status, "turn_id": chained.turn_id})

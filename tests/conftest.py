@@ -7,6 +7,7 @@ Everything starts once per session. Tests isolate themselves with fresh conversa
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from tests._stack import Stack, stack_env
 from think._embedded import Services, start_services
+from think._service import ThinkService
 from think._settings import Settings
 from think._temporal import connect
 from think.storage import migrate
@@ -59,11 +61,15 @@ def stack(
             "tests.agents:GiveUp,tests.agents:Budgeted,tests.agents:Hurried,"
             "tests.agents:Gatekeeper,tests.agents:Hooked,tests.agents:Hooks,"
             "tests.agents:QuietReasoner,"
+            "tests.agents:Latest,tests.agents:Debouncer,tests.agents:Delegator,"
             "examples.assistant:Assistant"
         ),
         model_url=fake_model.base_url,
         home=logs,
     )
+    # A second endpoint on the same fake server, without native structured output.
+    plain = {"base_url": fake_model.base_url, "api_key": "test-key", "native_output": False}
+    env["THINK_MODEL_ENDPOINTS"] = json.dumps({"plain": plain})
     running = Stack(env=env, logs=logs)
     try:
         running.start_worker()
@@ -77,6 +83,20 @@ def stack(
 async def api(stack: Stack) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(base_url=stack.api_url, timeout=30) as client:
         yield client
+
+
+@pytest.fixture(scope="session")
+async def service(stack: Stack, settings: Settings) -> AsyncIterator[ThinkService]:
+    """The Python turn API in the test process, against the stack's Postgres and Temporal."""
+    agents = [
+        "tests.agents:Helper",
+        "tests.agents:Latest",
+        "tests.agents:Debouncer",
+        "tests.agents:Delegator",
+        "tests.agents:Hooks",
+    ]
+    async with await ThinkService.connect(settings.model_copy(update={"agents": agents})) as svc:
+        yield svc
 
 
 @pytest.fixture(scope="session")

@@ -703,7 +703,7 @@ async def test_last_event_id_odd_integers_still_stream(
         ("GET", "/v1/agents/helper/conversations", "POST"),
         ("DELETE", "/v1/agents/helper/conversations/CID", "GET"),
         ("PUT", "/v1/agents/helper/conversations/CID/messages", "GET"),
-        ("DELETE", "/v1/agents/helper/conversations/CID/turns", "POST"),
+        ("PUT", "/v1/agents/helper/conversations/CID/turns", "POST"),
         ("PATCH", "/v1/agents/helper/conversations/CID/turns/turn_x", "GET"),
         ("POST", "/v1/agents/helper/conversations/CID/turns/turn_x/stream", "GET"),
         ("POST", "/healthz", "GET"),

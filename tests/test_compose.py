@@ -127,7 +127,7 @@ def test_worker_scales(services: dict[str, dict[str, Any]]) -> None:
 def test_dockerfile_runs_think() -> None:
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert re.search(r"^FROM python:3\.11-slim\b", dockerfile, re.M)
-    assert re.search(r"^RUN pip install \.", dockerfile, re.M)
+    assert re.search(r"^RUN pip install \"?\.", dockerfile, re.M)
     assert re.search(r"^USER (?!root\b|0\b)\S+", dockerfile, re.M), "non-root user"
     entry = re.findall(r"^(?:ENTRYPOINT|CMD) (.+)$", dockerfile, re.M)
     assert entry and json.loads(entry[0])[0] == "think", entry

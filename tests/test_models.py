@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import openai
 import pytest
+from openai.types.chat import ChatCompletionChunk
 
 from think._settings import Settings
 from think.exceptions import ModelError
@@ -27,7 +28,7 @@ from think.models import (
     close_openai_clients,
     resolve_model,
 )
-from think.models._openai import _client
+from think.models._openai import _client, _StreamState
 from think.testing import (
     FakeOpenAIServer,
     ScriptedModel,
@@ -112,6 +113,52 @@ async def test_reasoning_content_becomes_reasoning_deltas(
     assert text_of(events) == "Hi!"
     first_text = next(i for i, e in enumerate(events) if isinstance(e, TextDelta))
     assert all(isinstance(e, ReasoningDelta) for e in events[:first_text])
+
+
+def chunk(delta: dict[str, object]) -> ChatCompletionChunk:
+    return ChatCompletionChunk.model_validate(
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+        }
+    )
+
+
+def reasoning_of(*deltas: dict[str, object]) -> list[str]:
+    state = _StreamState()
+    return [e.delta for d in deltas for e in state.feed(chunk(d)) if isinstance(e, ReasoningDelta)]
+
+
+def test_reasoning_is_read_from_every_field_servers_use() -> None:
+    # vLLM < 0.11, DeepSeek, llama.cpp; newer vLLM, Ollama, OpenRouter.
+    assert reasoning_of({"reasoning_content": "a"}, {"reasoning": "b"}) == ["a", "b"]
+    # OpenRouter's `reasoning_details`: raw text, and OpenAI's reasoning summaries.
+    details = [
+        {
+            "type": "reasoning.summary",
+            "summary": "Compare digits.",
+            "format": "openai-responses-v1",
+        },
+        {"type": "reasoning.encrypted", "data": "gAAAA...", "format": "openai-responses-v1"},
+        {"type": "reasoning.text", "text": " 9.8 wins.", "signature": None},
+    ]
+    assert reasoning_of({"reasoning_details": details}) == ["Compare digits. 9.8 wins."]
+    # OpenRouter repeats the blocks' text in `reasoning`: it is read once, not twice.
+    assert reasoning_of({"reasoning": "Compare digits.", "reasoning_details": details[:1]}) == [
+        "Compare digits."
+    ]
+    # Encrypted-only blocks, empty strings and nulls carry nothing to show.
+    assert (
+        reasoning_of(
+            {"reasoning_details": details[1:2]},
+            {"reasoning_content": "", "reasoning": None, "content": "x"},
+            {"reasoning_details": None},
+        )
+        == []
+    )
 
 
 async def test_parallel_tool_calls_with_fragmented_arguments(

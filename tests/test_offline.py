@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import httpx
 import pytest
+from temporalio.client import Client
 
 from tests._stack import Stack, stack_env
 from think._embedded import Services
+from think.workflows._names import turn_workflow_id
 
 
 @pytest.fixture(scope="module")
@@ -46,3 +49,29 @@ async def test_offline_model_says_so(offline_stack: Stack, cid: str) -> None:
         assert "You said: Hello!" in answer
         stored = (await api.get(f"/v1/agents/assistant/conversations/{cid}/messages")).json()
         assert stored["messages"][-1]["parts"][-1]["text"] == answer
+
+
+async def test_the_readme_approval_round_trip_offline(
+    offline_stack: Stack, temporal: Client, cid: str
+) -> None:
+    """README "A turn that waits for a person", with no model configured."""
+    async with httpx.AsyncClient(base_url=offline_stack.api_url, timeout=30) as api:
+        base = f"/v1/agents/assistant/conversations/{cid}"
+        body = {"input": '/call delete_file {"path": "notes.txt"}', "mode": "wait"}
+        turn = (await api.post(f"{base}/turns", json=body)).json()
+        assert turn["status"] == "awaiting_approval", turn
+        [pending] = turn["pending_approvals"]
+        assert (pending["tool_name"], pending["input"]) == ("delete_file", {"path": "notes.txt"})
+        handle = temporal.get_workflow_handle(turn_workflow_id("assistant", cid, turn["turn_id"]))
+        await handle.signal("approve", {"approval_id": pending["approval_id"], "approved": True})
+        for _ in range(100):
+            final = (await api.get(turn["status_url"])).json()
+            if final["status"] == "completed":
+                break
+            await asyncio.sleep(0.1)
+        assert final["status"] == "completed", final
+        answer = final["message"]["parts"][-1]["text"]
+        assert answer == "Offline model: the tools answered. delete_file: deleted notes.txt."
+        unknown = {"input": "/call nope {}", "mode": "wait"}
+        turn = (await api.post(f"{base}/turns", json=unknown)).json()
+        assert "There is no tool named 'nope'" in turn["message"]["parts"][-1]["text"]

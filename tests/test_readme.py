@@ -53,4 +53,5 @@ def test_curl_session_uses_the_api_paths() -> None:
         template = re.sub(r"/agents/[^/]+", "/agents/{agent}", url)
         template = re.sub(r"/conversations/[^/]+", "/conversations/{cid}", template)
         template = re.sub(r"/turns/[^/]+", "/turns/{turn_id}", template)
+        template = re.sub(r"/approvals/[^/]+", "/approvals/{approval_id}", template)
         assert template in paths, url

@@ -12,7 +12,8 @@ import httpx
 
 from tests._sse import chunks, read_stream
 from tests._stack import Stack
-from think.testing import FakeOpenAIServer, error, reasoning, stall, text, tool_call
+from think import ThinkService
+from think.testing import FakeOpenAIServer, error, reasoning, reply, stall, text, tool_call
 
 BASE = "/v1/agents/hooks/conversations"
 
@@ -97,6 +98,12 @@ async def test_step_finish_chunk_and_response_hooks(
     assert response["message"]["id"] == turn["message_id"]
     assert response["usage"]["input_tokens"] == turn["usage"]["input_tokens"]
     assert len(response["usage"]["steps"]) == 2
+    # Usage per step adds up to the turn's, as GET …/turns/{id} shows it.
+    usage = (await api.get(turn["status_url"])).json()["usage"]
+    for key in ("input_tokens", "output_tokens"):
+        assert usage[key] == sum(s[key] for s in usage["steps"]) > 0
+    assert [s["finish_reason"] for s in usage["steps"]] == ["tool-calls", "stop"]
+    assert {s["model"] for s in usage["steps"]} == {"openai:scripted-model"}
 
     # on_chunk saw exactly the first step's chunks, as streamed (the hook logs them under the
     # step's text, which is the conversation id here).
@@ -123,6 +130,25 @@ async def test_stall_timeout_and_budget_per_turn(
     assert turn["status"] == "interrupted"
     assert turn["error"].startswith("token budget spent")
     assert fake_model.calls(other) == 1
+
+
+async def test_the_time_budget_cuts_a_long_step_short(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    words = [f"w{i} " for i in range(100)]
+    fake_model.script(cid, reply(text(*words), delay=0.05))  # five seconds of streaming
+    started = time.monotonic()
+    turn = await wait_turn(api, cid, {"body": {"time_budget": 1.0}})
+    assert time.monotonic() - started < 4
+    assert turn["status"] == "interrupted", turn
+    assert turn["error"].startswith("time budget spent")
+    kept = turn["message"]["parts"][-1]
+    assert kept["type"] == "text" and kept["state"] == "done"
+    assert 0 < len(kept["text"]) < len("".join(words)) and "".join(words).startswith(kept["text"])
+    _, events = await read_stream(api, turn["stream_url"])
+    assert chunks(events)[-1] == {"type": "finish", "finishReason": "length"}
+    messages = (await api.get(f"{BASE}/{cid}/messages")).json()["messages"]
+    assert messages[-1]["parts"] == turn["message"]["parts"]
 
 
 async def test_tools_added_by_before_turn_run(
@@ -172,3 +198,84 @@ async def test_send_reasoning_false_keeps_reasoning_in_storage_only(
     assert [p["type"] for p in turn["message"]["parts"]] == ["step-start", "reasoning", "text"]
     _, events = await read_stream(api, turn["stream_url"])
     assert not [c for c in chunks(events) if c["type"].startswith("reasoning")]
+
+
+async def test_structured_output_native(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, text('{"severity": "high", ', '"reason": "smoke"}'))
+    turn = await wait_turn(api, cid, {"body": {"verdict": True}})
+    assert turn["status"] == "completed", turn
+    assert turn["output"] == {"severity": "high", "reason": "smoke"}
+    fetched = (await api.get(turn["status_url"])).json()
+    assert fetched["output"] == turn["output"]
+    response_format = sent(fake_model, cid, 0)["response_format"]
+    assert response_format["type"] == "json_schema"
+    assert response_format["json_schema"]["name"] == "Verdict"
+    assert response_format["json_schema"]["schema"]["properties"]["severity"]["enum"] == [
+        "low",
+        "high",
+    ]
+
+
+async def test_structured_output_through_a_final_answer_tool(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """An endpoint without native structured output: the answer is a call of an internal tool,
+    which never shows as a tool call."""
+    answer = {"severity": "low", "reason": "fine"}
+    fake_model.script(cid, tool_call("final_answer", answer, id="call_answer"))
+    body = {"verdict": True, "model": "plain/scripted-model"}
+    turn = await wait_turn(api, cid, {"body": body})
+    assert turn["status"] == "completed", turn
+    assert turn["output"] == answer
+    assert [p["type"] for p in turn["message"]["parts"]] == ["step-start", "text"]
+    assert json.loads(turn["message"]["parts"][1]["text"]) == answer
+    request = sent(fake_model, cid, 0)
+    assert "response_format" not in request
+    assert "final_answer" in [t["function"]["name"] for t in request["tools"]]
+    _, events = await read_stream(api, turn["stream_url"])
+    assert not [c for c in chunks(events) if c["type"].startswith("tool-")]
+
+
+async def test_an_answer_that_does_not_validate_ends_in_error(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, text('{"severity": "medium"}'))
+    turn = await wait_turn(api, cid, {"body": {"verdict": True}})
+    assert turn["status"] == "error"
+    assert turn["error"].startswith("the answer does not match the schema")
+    assert "severity" in turn["error"] and "reason" in turn["error"]
+    assert turn["output"] is None
+    # What the model said is kept.
+    assert turn["message"]["parts"][-1]["text"] == '{"severity": "medium"}'
+
+    other = f"{cid}-schema"
+    schema = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "required": ["n"],
+        "additionalProperties": False,
+    }
+    fake_model.script(other, text('{"n": 7}'))
+    turn = await wait_turn(api, other, {"body": {"schema": schema}})
+    assert turn["status"] == "completed", turn
+    assert turn["output"] == {"n": 7}
+
+
+async def test_hooks_run_on_every_entry_path(
+    service: ThinkService, fake_model: FakeOpenAIServer, stack: Stack, cid: str
+) -> None:
+    """The Python turn API and a continuation (no new message) run the same hooks as HTTP."""
+    fake_model.script(cid, text("first"), text("continued"))
+    conv = service.conversation("hooks", cid)
+    result = await conv.run_turn("q", body={"persona": "poet"})
+    assert result.status == "completed"
+    assert sent(fake_model, cid, 0)["messages"][0]["content"].endswith("Speak like a poet.")
+    continued = await conv.continue_last_turn(body={"persona": "judge"})
+    assert continued.status == "completed", continued
+    calls = await hook_calls(stack, cid, "before_turn", at_least=2)
+    assert [c["ctx"]["continuation"] for c in calls] == [False, True]
+    assert sent(fake_model, cid, 1)["messages"][0]["content"].endswith("Speak like a judge.")
+    responses = await hook_calls(stack, cid, "on_chat_response", at_least=2)
+    assert len(responses) == 2

@@ -7,6 +7,15 @@ workflow, every conversation lives in Postgres, and replies stream over SSE.
 from think._agent import Think
 from think._messages import UIMessage
 from think._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptions
+from think._service import (
+    ConversationHandle,
+    StreamCallback,
+    Submission,
+    ThinkService,
+    TurnResult,
+    TurnStream,
+    current_conversation,
+)
 from think._settings import Settings
 from think._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
 from think._tools import Tool, ToolContext, ToolPolicy, tool
@@ -31,6 +40,7 @@ from think.exceptions import (
     UserError,
 )
 from think.models import ModelClient, ModelRequest
+from think.storage import ConversationBusy, MessageConcurrency, SubmissionConflict
 
 __all__ = [
     "AgentNotFoundError",
@@ -41,6 +51,9 @@ __all__ = [
     "ChatRecoveryOptions",
     "ChatResponseResult",
     "ConfigurationError",
+    "ConversationBusy",
+    "ConversationHandle",
+    "MessageConcurrency",
     "ModelClient",
     "ModelError",
     "ModelRequest",
@@ -49,10 +62,14 @@ __all__ = [
     "StepContext",
     "StepFinishContext",
     "StepResult",
+    "StreamCallback",
+    "Submission",
+    "SubmissionConflict",
     "Think",
     "ThinkAPIError",
     "ThinkClient",
     "ThinkError",
+    "ThinkService",
     "Tool",
     "ToolCallContext",
     "ToolCallDecision",
@@ -63,7 +80,10 @@ __all__ = [
     "TurnConfig",
     "TurnContext",
     "TurnFailed",
+    "TurnResult",
+    "TurnStream",
     "UIMessage",
     "UserError",
+    "current_conversation",
     "tool",
 ]

@@ -11,6 +11,7 @@ import re
 from collections.abc import Awaitable, Sequence
 from typing import Any, ClassVar
 
+from think._bound import ConversationMethods
 from think._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptions
 from think._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
 from think._tools import Tool
@@ -25,13 +26,14 @@ from think._turn_hooks import (
     TurnContext,
 )
 from think.models import ModelClient
+from think.storage._records import MessageConcurrency
 
 
 def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-class Think:
+class Think(ConversationMethods):
     """Subclass this, override `get_model`, and you have a durable chat agent.
 
     `name` is the agent's name in URLs (`/v1/agents/{name}/...`), by default the class name in
@@ -52,6 +54,15 @@ class Think:
     """How often a failed model step is retried before the turn ends as `interrupted`."""
     send_reasoning: ClassVar[bool] = True
     """Stream the model's reasoning to clients; False keeps it in storage only."""
+    message_concurrency: ClassVar[MessageConcurrency] = "queue"
+    """What a submission does to the turns it overlaps: "queue" (all run, in order),
+    "latest" (queued ones are skipped), "drop" (refused while a turn runs or waits), "merge"
+    (queued ones are answered by one turn), "debounce" (as merge, after `debounce_seconds`
+    with no new submission), "interrupt" (the running turn is cancelled, its partial kept)
+    or "rollback" (as interrupt, and the new turn branches from where that one started). A
+    submission may override it (`concurrency`); regenerates are never subject to it."""
+    debounce_seconds: ClassVar[float] = 0.75
+    """The quiet period of "debounce"."""
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)

@@ -31,6 +31,22 @@ log = logging.getLogger("think.dispatch")
 class DispatchFailed(ThinkError):
     """Temporal did not take the turn; it stays `pending` in Postgres and can be re-sent."""
 
+    def __init__(self, message: str, turn_id: str | None = None) -> None:
+        super().__init__(message)
+        self.turn_id = turn_id
+
+
+def submit_request(turn: TurnRecord) -> SubmitTurn:
+    """The `submit` Update for a recorded turn: its id, and how it treats overlapping turns."""
+    request = turn.request
+    return SubmitTurn(
+        turn_id=turn.id,
+        # Regenerates are never subject to message_concurrency, whatever the record says.
+        concurrency=None if request.regenerates else request.concurrency,
+        debounce_seconds=request.debounce_seconds or 0.0,
+        continuation=request.continuation,
+    )
+
 
 async def dispatch(client: Client, task_queue: str, turn: TurnRecord) -> None:
     """Submit the turn to its conversation's workflow, starting that workflow if needed.
@@ -64,7 +80,7 @@ async def dispatch(client: Client, task_queue: str, turn: TurnRecord) -> None:
         try:
             await client.execute_update_with_start_workflow(
                 SUBMIT_UPDATE,
-                SubmitTurn(turn_id=turn.id),
+                submit_request(turn),
                 start_workflow_operation=start,
                 id=turn.id,
             )
@@ -78,4 +94,4 @@ async def dispatch(client: Client, task_queue: str, turn: TurnRecord) -> None:
         except Exception as exc:
             last = exc
             break
-    raise DispatchFailed(f"turn {turn.id!r} could not be handed to Temporal: {last}")
+    raise DispatchFailed(f"turn {turn.id!r} could not be handed to Temporal: {last}", turn.id)

@@ -7,6 +7,8 @@ storage read the same thing with no translation layer in between.
 
 from __future__ import annotations
 
+import html
+import json
 import secrets
 from typing import Any, Literal
 
@@ -47,18 +49,41 @@ class UIMessage(BaseModel):
         return self.model_dump(exclude_none=True)
 
 
-def text_of(parts: list[dict[str, Any]]) -> str:
-    """The searchable text of a message: its text parts, reasoning and tool inputs/outputs."""
-    import json
+SEARCH_TEXT_LIMIT = 100_000
+"""Characters of a message's text that search indexes. Postgres refuses a `tsvector` over 1 MB
+(which would fail the message's INSERT, and with it the turn), and a giant tool output is not
+worth indexing past its start."""
 
+
+def text_of(parts: list[dict[str, Any]]) -> str:
+    """The text of a message as a person reads it in a transcript: its text parts, and for
+    each tool call the tool's name, input and output (or error). Reasoning is left out: it is
+    the model's working, often long, and would outrank what was actually said."""
     out: list[str] = []
     for part in parts:
-        kind = part.get("type", "")
-        if kind in ("text", "reasoning"):
+        kind = str(part.get("type", ""))
+        if kind == "text":
             out.append(str(part.get("text", "")))
         elif kind.startswith("tool-") or kind == "dynamic-tool":
+            name = part.get("toolName") if kind == "dynamic-tool" else kind[len("tool-") :]
+            out.append(str(name or ""))
             for key in ("input", "output", "errorText"):
-                if part.get(key) is not None:
-                    value = part[key]
-                    out.append(value if isinstance(value, str) else json.dumps(value))
+                value = part.get(key)
+                if isinstance(value, str):
+                    out.append(value)
+                elif value is not None:
+                    # Not ASCII-escaped: "café" must stay a word, not "caf\u00e9".
+                    out.append(json.dumps(value, ensure_ascii=False))
     return "\n".join(s for s in out if s)
+
+
+def search_text(parts: list[dict[str, Any]]) -> str:
+    """What `messages.text_content` stores for full-text search: `text_of`, cut at
+    `SEARCH_TEXT_LIMIT` and HTML-escaped.
+
+    Escaped because Postgres's text-search parser takes anything like `<b and c>` for an XML
+    tag and indexes none of the words in it (`if a<b and c>d` would lose `b` and `c`), while
+    `&lt;` is an entity it skips cleanly; and because search snippets (`ts_headline`) are then
+    safe HTML with nothing but the `<mark>` tags added.
+    """
+    return html.escape(text_of(parts)[:SEARCH_TEXT_LIMIT], quote=False)

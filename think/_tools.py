@@ -32,6 +32,9 @@ from think._tool_schema import (
 from think.exceptions import ToolError, UserError
 from think.models import ToolSpec
 
+if typing.TYPE_CHECKING:
+    from think._service import ConversationHandle
+
 # What OpenAI (and most compatible servers) accept as a function name.
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -59,6 +62,13 @@ class ToolContext(BaseModel):
     @property
     def idempotency_key(self) -> str:
         return f"{self.turn_id}:{self.tool_call_id}"
+
+    async def conversation(self) -> ConversationHandle:
+        """This turn's conversation, for the turn API: `submit_messages` (it runs after this
+        turn) and `add_messages` work from a tool; a blocking call raises `UserError`."""
+        from think._binding import current_conversation
+
+        return await current_conversation()
 
 
 ApprovalPolicy: TypeAlias = Callable[[dict[str, Any], ToolContext], bool | Awaitable[bool]]

@@ -6,6 +6,8 @@ Three families, because callers react to them differently:
   class, an unknown tool, an invalid request). Never retried.
 - `ModelError`: the model provider failed. `retryable` says whether trying again can help; the
   activity turns a non-retryable one into a non-retryable Temporal failure.
+- `OutputValidationError`: the model answered, but not in the structured output the turn asked
+  for. A run failure rather than misuse: nothing is wrong with the agent or the request.
 - `ThinkError`: the common base, so an application can catch everything of ours in one place.
 """
 
@@ -47,6 +49,18 @@ class TurnFailed(ThinkError):
     """A turn ended in `error`; the message is what its client is shown."""
 
 
+class OutputValidationError(ThinkError):
+    """The model's final answer is not the structured output that was asked for.
+
+    The message says why in words a client can read ("the answer does not match the schema:
+    age: Input should be a valid integer"); `text` is the answer as the model gave it.
+    """
+
+    def __init__(self, message: str, *, text: str) -> None:
+        super().__init__(message)
+        self.text = text
+
+
 class ToolError(ThinkError):
     """Raised by a tool to fail with a message the model should see, verbatim."""
 
@@ -54,5 +68,6 @@ class ToolError(ThinkError):
 # Names of non-retryable Temporal ApplicationError types, shared by activities and clients.
 NON_RETRYABLE_USER_ERROR = "ThinkUserError"
 NON_RETRYABLE_MODEL_ERROR = "ThinkModelError"
+OUTPUT_VALIDATION_ERROR = "ThinkOutputValidationError"
 STALE_ATTEMPT = "ThinkStaleAttempt"
 MODEL_RETRY = "ThinkModelRetry"

@@ -11,11 +11,13 @@ from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from think._binding import BindTurns
 from think._dispatch import dispatch
 from think._registry import AgentRegistry
+from think._service import ThinkService
 from think._settings import Settings
 from think._temporal import connect
-from think.activities import TurnActivities
+from think.activities import SubmissionActivities, TurnActivities
 from think.storage import Store, open_database
 from think.workflows import WORKFLOWS
 
@@ -60,12 +62,28 @@ def workflow_runner() -> SandboxedWorkflowRunner:
     )
 
 
-def build_worker(client: Client, settings: Settings, activities: TurnActivities) -> Worker:
+def build_worker(
+    client: Client,
+    settings: Settings,
+    activities: TurnActivities,
+    service: ThinkService | None = None,
+) -> Worker:
+    """`service` is what hooks and tools reach through `current_conversation()` (one built
+    from the worker's own store and client when not given)."""
+    service = service or ThinkService(
+        store=activities.store, temporal=client, settings=settings, registry=activities.registry
+    )
     return Worker(
         client,
         task_queue=settings.task_queue,
         workflows=WORKFLOWS,
-        activities=activities.activities(),
+        activities=[
+            *activities.activities(),
+            *SubmissionActivities(activities.store).activities(),
+        ],
+        # Every activity of a turn runs with the turn bound: the turn API for hooks and tools,
+        # and its guard against a blocking call that would wait for this very turn.
+        interceptors=[BindTurns(service)],
         workflow_runner=workflow_runner()
         if settings.workflow_sandbox
         else UnsandboxedWorkflowRunner(),
@@ -113,7 +131,8 @@ async def run_worker(settings: Settings) -> None:
     db = await open_database(settings, max_size=20)
     store = Store(db)
     client = await connect(settings)
-    worker = build_worker(client, settings, TurnActivities(store, registry, settings))
+    service = ThinkService(store=store, temporal=client, settings=settings, registry=registry)
+    worker = build_worker(client, settings, TurnActivities(store, registry, settings), service)
     housekeeping = [
         asyncio.create_task(_prune_forever(store, settings.chunk_retention_seconds)),
         asyncio.create_task(_sweep_forever(client, store, settings)),
@@ -126,4 +145,5 @@ async def run_worker(settings: Settings) -> None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        await service.close()
         await db.close()

@@ -1,8 +1,9 @@
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Header, Path, Query, Request
+from fastapi import APIRouter, Body, Header, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from api import _decisions, _turns
@@ -12,12 +13,15 @@ from api.errors import Problem
 from api.schemas import (
     ApprovalBody,
     CancelTurnBody,
+    DeletedTurnsOut,
     SubmitTurnBody,
     ToolResultBody,
     TurnOut,
     TurnsOut,
 )
-from think.storage import TurnRecord, TurnStatus
+from think.storage import TERMINAL_STATUSES, TurnRecord, TurnStatus
+from think.storage import delete_turn as delete_turn_of
+from think.storage import delete_turns as delete_turns_of
 from think.workflows._inputs import ToolDecision, ToolResultSubmission
 
 router = APIRouter(tags=["turns"])
@@ -35,7 +39,11 @@ def _base(request: Request) -> str:
     response_model=TurnOut,
     responses={
         200: {"description": "A repeat of a known Idempotency-Key, or wait/stream mode"},
-        409: {"description": "The Idempotency-Key was used with a different body"},
+        409: {
+            "description": "The Idempotency-Key was used with a different body, it and "
+            "submission_id name different turns, or the conversation is busy and the "
+            "submission's message_concurrency is drop"
+        },
     },
 )
 async def submit_turn(
@@ -106,6 +114,48 @@ async def list_turns(
     return TurnsOut(
         turns=[_turns.turn_out(t, accepted=True, base=base, with_message=False) for t in turns]
     )
+
+
+@router.delete(
+    "/v1/agents/{agent}/conversations/{cid}/turns",
+    response_model=DeletedTurnsOut,
+    responses={422: {"description": "A status that is not an ended one"}},
+)
+async def delete_turns(
+    res: Res,
+    conv: ExistingConversation,
+    status: Annotated[list[TurnStatus] | None, Query()] = None,
+    before: Annotated[
+        datetime | None, Query(description="Only turns submitted before this time")
+    ] = None,
+) -> DeletedTurnsOut:
+    """Delete the conversation's ended turns (all, or those in `status`, submitted before
+    `before`) with their streams; their messages stay. Active turns are never deleted."""
+    active = [s for s in status or () if s not in TERMINAL_STATUSES]
+    if active:
+        raise Problem(
+            422,
+            f"only ended turns can be deleted; {active[0]!r} is not an ended status",
+            errors=[{"field": "status", "message": f"{active[0]!r} is not an ended status"}],
+        )
+    if before is not None and before.tzinfo is None:
+        before = before.replace(tzinfo=UTC)
+    deleted = await delete_turns_of(res.store, conv.uid, status=status or (), before=before)
+    return DeletedTurnsOut(deleted=deleted)
+
+
+@router.delete(
+    TURN,
+    status_code=204,
+    responses={
+        404: {"description": "No such turn in the conversation"},
+        409: {"description": "The turn has not ended: cancel it first"},
+    },
+)
+async def delete_turn(res: Res, conv: ExistingConversation, turn_id: TurnId) -> Response:
+    """Delete an ended turn's record and its stream; its messages stay in the conversation."""
+    await delete_turn_of(res.store, conv.uid, turn_id)
+    return Response(status_code=204)
 
 
 @router.get(

@@ -56,6 +56,8 @@ class StepSetup:
     output: type[BaseModel] | dict[str, Any] | None
     max_steps: int
     stall_timeout: float
+    time_budget: float | None = None
+    """`turn_budget_seconds`: the whole turn's wall-clock budget."""
     config: dict[str, Any] | None = None
     """`before_turn`'s overrides, as stored with the turn."""
     new_config: bool = False
@@ -173,7 +175,7 @@ async def assemble(
             tools=[*agent_tools, *(s.name for s in client_specs(turn, agent_tools))],
             model=model_id if isinstance(model_id, str) else model_id.name,
             body=turn.request.body,
-            continuation=not turn.request.messages,
+            continuation=turn.request.continuation,
         )
         try:
             answer = await maybe_await(agent.before_turn(context))
@@ -228,6 +230,7 @@ async def assemble(
         output=output,
         max_steps=config.get("max_steps", agent.max_steps),
         stall_timeout=config.get("chat_stream_stall_timeout", agent.chat_stream_stall_timeout),
+        time_budget=config.get("turn_budget_seconds", agent.turn_budget_seconds),
         config=config or None,
         new_config=new_config,
     )

@@ -14,7 +14,7 @@ from think._agent import Think
 from think._overflow import classify_model_error
 from think._turn_hooks import ChatErrorContext, ChatErrorStage
 from think.activities._assembly import maybe_await, overrides
-from think.exceptions import ModelError, TurnFailed, UserError
+from think.exceptions import ModelError, OutputValidationError, TurnFailed, UserError
 from think.storage import TurnRecord
 
 log = logging.getLogger("think.activities")
@@ -23,7 +23,7 @@ log = logging.getLogger("think.activities")
 def safe_error(turn: TurnRecord, stage: ChatErrorStage, exc: BaseException) -> TurnFailed:
     if isinstance(exc, TurnFailed):
         return exc
-    if isinstance(exc, ModelError | UserError):
+    if isinstance(exc, ModelError | UserError | OutputValidationError):
         error = TurnFailed(str(exc))
     else:
         log.error("turn %s failed in %s", turn.id, stage, exc_info=exc)

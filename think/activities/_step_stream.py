@@ -25,6 +25,7 @@ class StepStream:
         *,
         send_reasoning: bool = True,
         on_chunk: Callable[[dict[str, Any]], object] | None = None,
+        answer_tool: str | None = None,
     ) -> None:
         self.builder = builder
         self.writer = writer
@@ -34,6 +35,11 @@ class StepStream:
         self._open: tuple[str, str] | None = None  # ("text" | "reasoning", part id)
         self._count = 0
         self._calls: dict[str, tuple[str, list[str]]] = {}
+        self.answer_tool = answer_tool
+        """The internal final-answer tool of structured output on a model without a native
+        mode: its call becomes the answer's text and never appears as a tool call."""
+        self._answer: list[str] | None = None
+        self._hidden = ""
 
     def emit(self, chunk: dict[str, Any]) -> None:
         self.builder.apply(chunk)
@@ -64,10 +70,17 @@ class StepStream:
 
     def tool_start(self, tool_call_id: str, tool_name: str) -> None:
         self._switch(None)
+        if tool_name == self.answer_tool and self._answer is None:
+            self._answer = []
+            self._hidden = tool_call_id
+            return
         self._calls[tool_call_id] = (tool_name, [])
         self.emit({"type": "tool-input-start", "toolCallId": tool_call_id, "toolName": tool_name})
 
     def tool_delta(self, tool_call_id: str, delta: str) -> None:
+        if self._answer is not None and tool_call_id == self._hidden:
+            self._answer.append(delta)
+            return
         self._calls[tool_call_id][1].append(delta)
         self.emit({"type": "tool-input-delta", "toolCallId": tool_call_id, "inputTextDelta": delta})
 
@@ -100,6 +113,9 @@ class StepStream:
     def close(self) -> list[ToolCallRef]:
         """Settle the step's tool inputs; the caller ends the step with `finish_step`, after
         it has planned the calls (approval requests belong inside the step)."""
+        if self._answer is not None:
+            # The final answer: streamed as the text it is, at once.
+            self.text("".join(self._answer) or "{}")
         self._switch(None)
         refs: list[ToolCallRef] = []
         for call_id, (name, fragments) in self._calls.items():

@@ -14,6 +14,7 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic_core import to_jsonable_python
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -45,14 +46,20 @@ from think.exceptions import (
     MODEL_RETRY,
     STALE_ATTEMPT,
     ModelError,
+    OutputValidationError,
 )
 from think.models import (
     Finish,
     ModelRequest,
+    OutputSpec,
     ReasoningDelta,
     TextDelta,
     ToolCallDelta,
     ToolCallStart,
+    ToolSpec,
+    output_spec,
+    supports_native_output,
+    validate_output,
 )
 from think.storage import TurnRecord
 from think.streaming import (
@@ -79,6 +86,9 @@ from think.workflows._names import (
 )
 
 log = logging.getLogger("think.activities")
+
+ANSWER_TOOL = "final_answer"
+"""Structured output without a native mode: the tool whose call is the answer."""
 
 
 class TurnActivities(ToolCalls):
@@ -140,10 +150,28 @@ class TurnActivities(ToolCalls):
         except HookFailed as exc:
             return await self._fail(agent, turn, exc.stage, exc.cause, fence)
         model = setup.model
+        specs = [t.spec for t in setup.tools.values()] + setup.client_specs
+        native: OutputSpec | None = None
+        answer_tool: str | None = None
+        if setup.output is not None:
+            wanted = output_spec(setup.output)
+            if supports_native_output(model):
+                native = wanted
+            else:
+                # No native structured output: the answer comes as a call of a tool of ours.
+                answer_tool = ANSWER_TOOL
+                specs.append(
+                    ToolSpec(
+                        name=ANSWER_TOOL,
+                        description="Give your final answer by calling this tool, once.",
+                        parameters=wanted.json_schema,
+                    )
+                )
         request = ModelRequest(
             model=model.name,
             messages=setup.messages,
-            tools=[t.spec for t in setup.tools.values()] + setup.client_specs,
+            tools=specs,
+            output=native,
             metadata={"conversation-id": turn.conversation_id, "turn-id": turn.id},
         )
         writer = ChunkWriter(
@@ -155,6 +183,7 @@ class TurnActivities(ToolCalls):
             inp.step,
             send_reasoning=setup.send_reasoning,
             on_chunk=agent.on_chunk if overrides(agent, "on_chunk") else None,
+            answer_tool=answer_tool,
         )
         finish = Finish()
         try:
@@ -170,6 +199,8 @@ class TurnActivities(ToolCalls):
             # and asyncio no longer logs "aclose(): asynchronous generator is already running".
             async with (
                 heartbeating(),
+                # The time budget also cuts a step short, not only the next one.
+                asyncio.timeout(_time_left(turn, setup.time_budget)) as budget,
                 contextlib.aclosing(
                     within_stall_timeout(model.stream(request), setup.stall_timeout)
                 ) as events,
@@ -205,6 +236,10 @@ class TurnActivities(ToolCalls):
         except StaleAttempt as exc:
             await writer.abort()
             raise ApplicationError(str(exc), type=STALE_ATTEMPT, non_retryable=True) from exc
+        except TimeoutError:
+            if not budget.expired():
+                raise
+            return await self._out_of_time(agent, turn, step, fence, setup.time_budget or 0)
         except ModelError as exc:
             await observe.request_failed(turn, inp.step, fence.attempt, exc)
             if isinstance(exc, StreamStalled):
@@ -228,6 +263,12 @@ class TurnActivities(ToolCalls):
         }
         ended = not step.called_tools
         config: dict[str, Any] = {"config": setup.config} if setup.new_config else {}
+        if ended and setup.output is not None:
+            try:
+                value = validate_output(setup.output, step.partial_text)
+            except OutputValidationError as exc:
+                return await self._fail(agent, turn, "output", exc, fence, step, rest)
+            config["output"] = to_jsonable_python(value)
         async with self.store.db.transaction() as conn:
             current = await self.store.lock_turn(conn, turn.id)
             if current.terminal:
@@ -280,6 +321,43 @@ class TurnActivities(ToolCalls):
             respond=ended and overrides(agent, "on_chat_response"),
         )
 
+    async def _out_of_time(
+        self, agent: Think, turn: TurnRecord, step: StepStream, fence: Fence, limit: float
+    ) -> ModelStepResult:
+        """The time budget ran out mid-step: keep what the model said, end `interrupted`."""
+        try:
+            rest = await step.writer.drain()
+        except StaleAttempt as stale:
+            raise ApplicationError(str(stale), type=STALE_ATTEMPT, non_retryable=True) from None
+        closing = [*step.interrupt(), {"type": "finish-step"}]
+        step.builder.apply({"type": "finish-step"})
+        elapsed = _elapsed(turn)
+        earlier = await self._end_once(
+            turn,
+            status="interrupted",
+            message=step.builder.message,
+            chunks=[*rest, *closing],
+            fence=fence,
+            error=_budget_message("seconds", elapsed, limit),
+            finish_reason="length",
+        )
+        if earlier is not None:
+            return ModelStepResult(ended=True, status=earlier)
+        await observe.budget_exhausted(turn, "seconds", elapsed, limit)
+        await observe.finished(turn, "interrupted", finish_reason="length")
+        respond = overrides(agent, "on_chat_response")
+        return ModelStepResult(ended=True, status="interrupted", respond=respond)
+
+    async def _end_once(self, turn: TurnRecord, **outcome: Any) -> str | None:
+        """End the turn with `outcome` (see `end_turn`), unless it has ended already (a cancel
+        won the race): then nothing changes, and its status is returned."""
+        async with self.store.db.transaction() as conn:
+            current = await self.store.lock_turn(conn, turn.id)
+            if current.terminal:
+                return current.status
+            await end_turn(self.store, conn, turn, **outcome)
+        return None
+
     async def _step_finished(self, agent: Think, turn: TurnRecord, step: int) -> None:
         """`on_step_finish` for a step whose tool results are all in (at least once: a retried
         activity may report it again)."""
@@ -307,13 +385,16 @@ class TurnActivities(ToolCalls):
         exc: BaseException,
         fence: Fence,
         step: StepStream | None = None,
+        drained: list[dict[str, Any]] | None = None,
     ) -> ModelStepResult:
-        """End the turn as `error`, keeping what it produced, with what `on_chat_error` says."""
+        """End the turn as `error`, keeping what it produced, with what `on_chat_error` says.
+        `drained`: chunks the caller already took from the step's writer."""
         chunks: list[dict[str, Any]] = []
         message = turn.message or {"id": turn.message_id, "role": "assistant", "parts": []}
         if step is not None:
             try:
-                chunks = [*await step.writer.drain(), *step.interrupt()]
+                pending = drained if drained is not None else await step.writer.drain()
+                chunks = [*pending, *step.interrupt()]
             except StaleAttempt as stale:
                 raise ApplicationError(str(stale), type=STALE_ATTEMPT, non_retryable=True) from exc
             if step.has_output:
@@ -321,20 +402,16 @@ class TurnActivities(ToolCalls):
             else:
                 chunks = []  # only the `start-step` it wrote: close the stream cleanly
         text = await chat_error_text(agent, turn, stage, exc, bool(message["parts"]))
-        async with self.store.db.transaction() as conn:
-            current = await self.store.lock_turn(conn, turn.id)
-            if current.terminal:
-                return ModelStepResult(ended=True, status=current.status)
-            await end_turn(
-                self.store,
-                conn,
-                turn,
-                status="error",
-                message=message,
-                chunks=[*chunks, {"type": "error", "errorText": text}],
-                fence=fence,
-                error=text,
-            )
+        earlier = await self._end_once(
+            turn,
+            status="error",
+            message=message,
+            chunks=[*chunks, {"type": "error", "errorText": text}],
+            fence=fence,
+            error=text,
+        )
+        if earlier is not None:
+            return ModelStepResult(ended=True, status=earlier)
         await observe.finished(turn, "error")
         respond = bool(message["parts"]) and overrides(agent, "on_chat_response")
         return ModelStepResult(ended=True, status="error", respond=respond)
@@ -404,21 +481,17 @@ class TurnActivities(ToolCalls):
         ]
         for chunk in closing[1:]:
             builder.apply(chunk)
-        async with self.store.db.transaction() as conn:
-            current = await self.store.lock_turn(conn, turn.id)
-            if current.terminal:
-                return ModelStepResult(ended=True, status=current.status)
-            await end_turn(
-                self.store,
-                conn,
-                turn,
-                status="interrupted",
-                message=builder.message,
-                chunks=[*rest, *closing],
-                fence=fence,
-                error=f"interrupted after {budget} attempts: {cause}",
-                finish_reason="interrupted",
-            )
+        earlier = await self._end_once(
+            turn,
+            status="interrupted",
+            message=builder.message,
+            chunks=[*rest, *closing],
+            fence=fence,
+            error=f"interrupted after {budget} attempts: {cause}",
+            finish_reason="interrupted",
+        )
+        if earlier is not None:
+            return ModelStepResult(ended=True, status=earlier)
         await observe.recovery(turn, step.step, failures, budget, cause, exhausted=True)
         await observe.finished(turn, "interrupted", finish_reason="interrupted")
         respond = overrides(agent, "on_chat_response")
@@ -534,6 +607,19 @@ def _budget_spent(agent: Think, turn: TurnRecord) -> tuple[Which, float, float] 
         if elapsed >= max_seconds:
             return "seconds", elapsed, max_seconds
     return None
+
+
+def _elapsed(turn: TurnRecord) -> float:
+    started = turn.started_at or datetime.now(UTC)
+    return (datetime.now(UTC) - started).total_seconds()
+
+
+def _time_left(turn: TurnRecord, budget: float | None) -> float | None:
+    """Seconds left of the turn's time budget (None: no budget); at least a moment, so a step
+    that starts just in time is not refused before it sends anything."""
+    if budget is None:
+        return None
+    return max(budget - _elapsed(turn), 0.05)
 
 
 def _budget_message(which: Which, used: float, limit: float) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from think._messages import UIMessage
-from think.storage import NOW, Conn, Store, TurnRecord
+from think.storage import NOW, Conn, Store, TurnRecord, answer_parent
 from think.streaming import Fence, append
 
 
@@ -25,7 +25,9 @@ async def start_turn(store: Store, conn: Conn, turn: TurnRecord) -> TurnRecord:
     leaf = await store.insert_messages(
         conn, turn.conversation_uid, turn.request.messages, parent_id=parent, turn_id=turn.id
     )
-    if leaf is not None:
+    if leaf is not None and turn.request.messages:
+        # A turn that appends nothing (a regenerate) leaves the active path as it is until
+        # its answer is stored: the old answer stays on show while the new one streams.
         await store.set_active_leaf(conn, turn.conversation_uid, leaf)
     message = {"id": turn.message_id, "role": "assistant", "parts": []}
     await store.update_turn(
@@ -55,7 +57,7 @@ async def end_turn(
             conn,
             turn.conversation_uid,
             [UIMessage.model_construct(**message)],
-            parent_id=turn.parent_id,
+            parent_id=await answer_parent(conn, turn),
             turn_id=turn.id,
         )
         await store.set_active_leaf(conn, turn.conversation_uid, message["id"])

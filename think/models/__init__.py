@@ -3,28 +3,35 @@
 An agent names its model with a string (`"gpt-4o"`, `"qwen2.5:7b"`) or hands over a
 `ModelClient`; `resolve_model` turns the string into a client from the deployment's settings, so
 the same agent code runs offline in `think dev` and against a real endpoint in production.
+Structured output is asked for with an `OutputSpec` (`output_spec`) and checked with
+`validate_output`.
 """
 
 from __future__ import annotations
 
-from think._settings import Settings
+from think._settings import Endpoint, Settings
+from think.exceptions import ConfigurationError
 from think.models._base import (
     Finish,
     FinishReason,
     ModelClient,
     ModelEvent,
     ModelRequest,
+    OutputSpec,
     ReasoningDelta,
     TextDelta,
     ToolCallDelta,
     ToolCallStart,
     ToolSpec,
     Usage,
+    supports_native_output,
 )
 from think.models._offline import OfflineModel
 from think.models._openai import OpenAIModel, close_openai_clients
+from think.models._output import Output, output_spec, strict_json_schema, validate_output
 
 __all__ = [
+    "Endpoint",
     "Finish",
     "FinishReason",
     "ModelClient",
@@ -32,6 +39,8 @@ __all__ = [
     "ModelRequest",
     "OfflineModel",
     "OpenAIModel",
+    "Output",
+    "OutputSpec",
     "ReasoningDelta",
     "TextDelta",
     "ToolCallDelta",
@@ -39,7 +48,11 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "close_openai_clients",
+    "output_spec",
     "resolve_model",
+    "strict_json_schema",
+    "supports_native_output",
+    "validate_output",
 ]
 
 
@@ -51,10 +64,37 @@ def resolve_model(spec: str | ModelClient, settings: Settings) -> ModelClient:
     `OfflineModel` otherwise, so nothing fails just because no provider is set up yet. The
     spec `"offline"` always means the offline model; an `openai:` prefix is accepted, mirroring
     `OpenAIModel.name`.
+
+    `"<endpoint>/<model>"` means the model on a named endpoint of `THINK_MODEL_ENDPOINTS`
+    (`"cheap/gpt-4o-mini"`), whether or not a default endpoint is set. Only configured names
+    count: model ids have slashes of their own (`"meta-llama/Llama-3.1-8B-Instruct"`), and those
+    go to the default endpoint whole.
     """
     if not isinstance(spec, str):
         return spec
     model = spec.removeprefix("openai:")
-    if model == "offline" or not (settings.openai_base_url or settings.openai_api_key):
+    if model == "offline":
         return OfflineModel()
-    return OpenAIModel(model, base_url=settings.openai_base_url, api_key=settings.openai_api_key)
+    prefix, slash, rest = model.partition("/")
+    endpoint = settings.model_endpoints.get(prefix) if slash and rest else None
+    if endpoint is not None:
+        if endpoint.api_key_env and not endpoint.api_key:
+            raise ConfigurationError(
+                f"model {spec!r} uses endpoint {prefix!r}, whose API key is read from "
+                f"{endpoint.api_key_env}, and {endpoint.api_key_env} is not set in this process"
+            )
+        return OpenAIModel(
+            rest,
+            base_url=endpoint.base_url,
+            api_key=endpoint.api_key,
+            native_output=endpoint.native_output,
+            endpoint=prefix,
+        )
+    if not (settings.openai_base_url or settings.openai_api_key):
+        return OfflineModel()
+    return OpenAIModel(
+        model,
+        base_url=settings.openai_base_url,
+        api_key=settings.openai_api_key,
+        native_output=settings.native_structured_output,
+    )

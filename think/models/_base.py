@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class ToolSpec(BaseModel):
@@ -21,6 +21,27 @@ class ToolSpec(BaseModel):
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
 
 
+class OutputSpec(BaseModel):
+    """The shape the final answer must take: a named JSON Schema.
+
+    A client that supports native structured output (`supports_native_output`) makes the
+    provider produce exactly this (OpenAI's `response_format` of type `json_schema`); the others
+    ignore it, and the caller asks for the answer through a final-answer tool instead.
+    `strict` is OpenAI's strict mode, which needs every object closed and every property
+    required: `think.models.output_spec` turns it on only for schemas that allow it. Build one
+    with `output_spec(SomeModel)`; validate the answer with `validate_output`.
+
+    The schema is the field `json_schema`, passed and serialized as `schema` (a field named
+    `schema` would shadow `BaseModel.schema`).
+    """
+
+    model_config = ConfigDict(frozen=True, serialize_by_alias=True)
+
+    name: str
+    json_schema: dict[str, Any] = Field(alias="schema")
+    strict: bool = True
+
+
 class ModelRequest(BaseModel):
     """One model call.
 
@@ -28,13 +49,15 @@ class ModelRequest(BaseModel):
     assistant `tool_calls`, `tool` results), because that is the lingua franca every
     OpenAI-compatible server accepts; the session layer converts UIMessages into it.
     `metadata` travels as request headers so that a proxy, or the scripted test server, can tell
-    which conversation and turn a call belongs to.
+    which conversation and turn a call belongs to. `output`, when set, asks for the answer in that
+    shape; a client whose `supports_native_output` is false ignores it.
     """
 
     model: str
     messages: list[dict[str, Any]]
     tools: list[ToolSpec] = Field(default_factory=list)
     metadata: dict[str, str] = Field(default_factory=dict)
+    output: OutputSpec | None = None
 
 
 class Usage(BaseModel):
@@ -93,6 +116,12 @@ class ModelClient(Protocol):
 
     Implementations raise `think.exceptions.ModelError` (with `retryable` set) for provider
     failures; they never retry on their own, because Temporal owns retries.
+
+    One optional member: `supports_native_output: bool`, true when the client honours
+    `ModelRequest.output` itself (OpenAI's `response_format`). It is not part of the protocol, so
+    that clients written before it still type-check and still pass `isinstance`: read it with
+    `supports_native_output(model)`, which counts a client without it as false (the turn then
+    asks for structured output through a final-answer tool).
     """
 
     @property
@@ -103,3 +132,8 @@ class ModelClient(Protocol):
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Yield the answer as events, ending with exactly one `Finish`."""
         ...
+
+
+def supports_native_output(model: ModelClient) -> bool:
+    """Whether `model` produces `ModelRequest.output` natively; false when it does not say."""
+    return getattr(model, "supports_native_output", False) is True

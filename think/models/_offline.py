@@ -11,7 +11,15 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-from think.models._base import Finish, ModelEvent, ModelRequest, TextDelta, Usage
+from think.models._base import (
+    Finish,
+    ModelEvent,
+    ModelRequest,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallStart,
+    Usage,
+)
 
 OFFLINE_NOTICE = (
     "This is Think's offline model: no model endpoint is configured "
@@ -52,19 +60,51 @@ def estimate_tokens(messages: list[dict[str, Any]]) -> int:
     return sum(len(message_text(m).split()) + 1 for m in messages)
 
 
+CALL_PREFIX = "/call "
+"""A user message `/call <tool> <json input>` makes the offline model call that tool, so tools,
+approvals and client tools can be tried with no model at all."""
+
+
 class OfflineModel:
-    """Answers every request by saying it is offline and echoing the user; never calls tools."""
+    """Answers every request by saying it is offline and echoing the user.
+
+    It calls a tool only when told to, in so many words: `/call delete_file {"path": "x"}`.
+    Once the results are in, it reports them.
+    """
 
     @property
     def name(self) -> str:
         return "offline"
+
+    @property
+    def supports_native_output(self) -> bool:
+        """False: it cannot produce JSON, so structured output takes the final-answer tool."""
+        return False
 
     def __repr__(self) -> str:
         return "OfflineModel()"
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         said = last_user_text(request.messages).strip()
-        text = OFFLINE_NOTICE + (f" You said: {said}" if said else "")
+        last = request.messages[-1] if request.messages else {}
+        results = _tool_results(request.messages) if last.get("role") == "tool" else []
+        if results:
+            text = "Offline model: the tools answered. " + " ".join(results)
+        elif said.startswith(CALL_PREFIX):
+            name, _, arguments = said[len(CALL_PREFIX) :].strip().partition(" ")
+            if any(t.name == name for t in request.tools):
+                call_id = f"call_offline_{len(request.messages)}"
+                yield ToolCallStart(tool_call_id=call_id, tool_name=name)
+                yield ToolCallDelta(tool_call_id=call_id, delta=arguments.strip() or "{}")
+                yield Finish(
+                    finish_reason="tool-calls",
+                    usage=Usage(input_tokens=estimate_tokens(request.messages), output_tokens=1),
+                )
+                return
+            offered = ", ".join(t.name for t in request.tools) or "none"
+            text = f"{OFFLINE_NOTICE} There is no tool named {name!r} (tools: {offered})."
+        else:
+            text = OFFLINE_NOTICE + (f" You said: {said}" if said else "")
         chunks = word_chunks(text)
         for chunk in chunks:
             yield TextDelta(delta=chunk)
@@ -72,3 +112,18 @@ class OfflineModel:
             finish_reason="stop",
             usage=Usage(input_tokens=estimate_tokens(request.messages), output_tokens=len(chunks)),
         )
+
+
+def _tool_results(messages: list[dict[str, Any]]) -> list[str]:
+    """The results of the last round of tool calls, as `name: content` sentences."""
+    names: dict[str, str] = {}
+    for message in messages:
+        for call in message.get("tool_calls") or []:
+            names[call["id"]] = call["function"]["name"]
+    results: list[str] = []
+    for message in reversed(messages):
+        if message.get("role") != "tool":
+            break
+        name = names.get(message.get("tool_call_id", ""), "tool")
+        results.insert(0, f"{name}: {message_text(message)}.")
+    return results

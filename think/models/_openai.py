@@ -29,6 +29,7 @@ from think.models._base import (
     FinishReason,
     ModelEvent,
     ModelRequest,
+    OutputSpec,
     ReasoningDelta,
     TextDelta,
     ToolCallDelta,
@@ -93,6 +94,43 @@ def tool_param(tool: ToolSpec) -> ChatCompletionToolParam:
     }
 
 
+def response_format(spec: OutputSpec) -> dict[str, Any]:
+    """Structured output as Chat Completions' `response_format`."""
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": spec.name, "schema": spec.json_schema, "strict": spec.strict},
+    }
+
+
+def reasoning_text(delta: ChoiceDelta) -> str:
+    """The reasoning a chunk carries, in whichever field the server puts it.
+
+    DeepSeek, llama.cpp and older vLLM say `reasoning_content`; newer vLLM, Ollama and OpenRouter
+    say `reasoning`. OpenRouter also sends `reasoning_details`, blocks of type
+    `reasoning.text` or `reasoning.summary` (how OpenAI's reasoning summaries reach Chat
+    Completions) beside opaque `reasoning.encrypted` ones; it repeats their text in `reasoning`,
+    so the blocks are read only when no string field is there. OpenAI's own Chat Completions
+    sends no reasoning at all: its summaries exist only in the Responses API.
+    """
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(delta, name, None)
+        if isinstance(value, str) and value:
+            return value
+    details = getattr(delta, "reasoning_details", None)
+    if not isinstance(details, list):
+        return ""
+    parts: list[str] = []
+    for block in details:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        value = block.get("text") if kind == "reasoning.text" else None
+        value = block.get("summary") if kind == "reasoning.summary" else value
+        if isinstance(value, str):
+            parts.append(value)
+    return "".join(parts)
+
+
 def _client(base_url: str, api_key: str) -> openai.AsyncOpenAI:
     per_loop = _clients.setdefault(asyncio.get_running_loop(), {})
     client = per_loop.get((base_url, api_key))
@@ -115,6 +153,12 @@ class OpenAIModel:
     client *is* the model, and the request's field is only a label. `request.metadata` goes out
     as `x-think-<key>` headers so a gateway or `think.testing.FakeOpenAIServer` can tell which
     conversation and turn a call belongs to.
+
+    `request.output` goes out as `response_format` (JSON Schema) unless `native_output` is off,
+    for servers that reject it; `supports_native_output` says which, so the turn can ask for
+    structured output through a final-answer tool instead. `endpoint` is the name of the
+    configured endpoint this model lives on (`THINK_MODEL_ENDPOINTS`), None for the default one:
+    `name` is then `<endpoint>/<model>` rather than `openai:<model>`.
     """
 
     def __init__(
@@ -126,20 +170,29 @@ class OpenAIModel:
         extra_headers: Mapping[str, str] | None = None,
         extra_body: Mapping[str, Any] | None = None,
         timeout: float | None = None,
+        native_output: bool = True,
+        endpoint: str | None = None,
     ) -> None:
         self.model = model
+        self.endpoint = endpoint
         self.base_url = base_url or DEFAULT_BASE_URL
         self._api_key = api_key or PLACEHOLDER_API_KEY
         self._extra_headers = dict(extra_headers or {})
         self._extra_body = dict(extra_body or {})
         self._timeout = timeout
+        self._native_output = native_output
 
     @property
     def name(self) -> str:
-        return f"openai:{self.model}"
+        return f"{self.endpoint}/{self.model}" if self.endpoint else f"openai:{self.model}"
+
+    @property
+    def supports_native_output(self) -> bool:
+        return self._native_output
 
     def __repr__(self) -> str:
-        return f"OpenAIModel({self.model!r}, base_url={self.base_url!r})"
+        endpoint = f", endpoint={self.endpoint!r}" if self.endpoint else ""
+        return f"OpenAIModel({self.model!r}, base_url={self.base_url!r}{endpoint})"
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         client = _client(self.base_url, self._api_key)
@@ -151,6 +204,11 @@ class OpenAIModel:
                 "stream": True,
                 "stream_options": {"include_usage": True},
                 **({"tools": [tool_param(t) for t in request.tools]} if request.tools else {}),
+                **(
+                    {"response_format": response_format(request.output)}
+                    if request.output is not None and self._native_output
+                    else {}
+                ),
                 **self._extra_body,
             }
             # The SDK's typed `create()` walks every message through its TypedDict transformer:
@@ -246,9 +304,8 @@ class _StreamState:
 
     def _delta(self, delta: ChoiceDelta) -> list[ModelEvent]:
         events: list[ModelEvent] = []
-        # vLLM and DeepSeek say `reasoning_content`; OpenRouter and newer vLLM say `reasoning`.
-        reasoning = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
-        if isinstance(reasoning, str) and reasoning:
+        reasoning = reasoning_text(delta)
+        if reasoning:
             events.append(ReasoningDelta(delta=reasoning))
         if delta.content:
             events.append(TextDelta(delta=delta.content))

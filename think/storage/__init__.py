@@ -9,37 +9,82 @@ from sqlalchemy import create_engine
 
 from think._settings import Settings
 from think.storage._db import Conn, Database
+from think.storage._errors import (
+    IdempotencyConflict,
+    MessageIdConflict,
+    MessageNotFound,
+    NotRegenerable,
+    ParentNotFound,
+)
 from think.storage._records import (
+    ACTIVE_STATUSES,
     PAUSED_STATUSES,
     TERMINAL_STATUSES,
     Admission,
     Conversation,
+    MessageConcurrency,
     TurnRecord,
     TurnRequest,
     TurnStatus,
 )
-from think.storage._store import NOW, IdempotencyConflict, MessageIdConflict, ParentNotFound, Store
+from think.storage._search import MAX_SEARCH_LIMIT, SearchHit, search_messages
+from think.storage._store import NOW, Store
+from think.storage._submissions import (
+    ConversationBusy,
+    SubmissionConflict,
+    TurnNotFound,
+    TurnStillActive,
+    answer_parent,
+    delete_turn,
+    delete_turns,
+    prepare_turn,
+    skipped_chunks,
+    supersede_turns,
+    upsert_messages,
+)
+from think.storage._tree import Appended, Siblings, TreeNode
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 __all__ = [
+    "ACTIVE_STATUSES",
+    "MAX_SEARCH_LIMIT",
     "NOW",
     "PAUSED_STATUSES",
     "TERMINAL_STATUSES",
     "Admission",
+    "Appended",
     "Conn",
     "Conversation",
+    "ConversationBusy",
     "Database",
     "IdempotencyConflict",
+    "MessageConcurrency",
     "MessageIdConflict",
+    "MessageNotFound",
+    "NotRegenerable",
     "ParentNotFound",
+    "SearchHit",
+    "Siblings",
     "Store",
+    "SubmissionConflict",
+    "TreeNode",
+    "TurnNotFound",
     "TurnRecord",
     "TurnRequest",
     "TurnStatus",
+    "TurnStillActive",
+    "answer_parent",
+    "delete_turn",
+    "delete_turns",
     "migrate",
     "migrate_now",
     "open_database",
+    "prepare_turn",
+    "search_messages",
+    "skipped_chunks",
+    "supersede_turns",
+    "upsert_messages",
 ]
 
 

@@ -20,6 +20,13 @@ TurnStatus = Literal[
     "skipped",
     "interrupted",
 ]
+MessageConcurrency = Literal[
+    "queue", "latest", "drop", "merge", "debounce", "interrupt", "rollback"
+]
+"""How a submission treats overlapping ones: see `Think.message_concurrency`."""
+ACTIVE_STATUSES: frozenset[str] = frozenset(
+    {"pending", "running", "awaiting_approval", "awaiting_client_tool"}
+)
 TERMINAL_STATUSES: frozenset[str] = frozenset(
     {"completed", "error", "aborted", "skipped", "interrupted"}
 )
@@ -43,6 +50,19 @@ class TurnRequest(BaseModel):
     parent_id: str | None = None
     body: dict[str, Any] = Field(default_factory=dict)
     client_tools: list[dict[str, Any]] = Field(default_factory=list)
+    regenerates: str | None = None
+    """Set on a regenerate turn: the id of the assistant message it answers again. Such a turn
+    appends no message of its own (`messages` is empty); its answer becomes a sibling of that
+    message, under `parent_id`. Regenerates are never subject to `message_concurrency`."""
+    concurrency: MessageConcurrency | None = None
+    """How this submission treats the turns it overlaps (`Think.message_concurrency`, or the
+    request's override), resolved at admission. None: exempt (regenerates, and turns admitted
+    before the setting existed): queued, never skipped, merged or cancelled by another."""
+    debounce_seconds: float | None = None
+    """The quiet period of `concurrency="debounce"`."""
+    continuation: bool = False
+    """No new message: the turn continues the last assistant message (`continue_last_turn`);
+    skipped when the last message is not the assistant's."""
 
 
 class TurnRecord(BaseModel):
@@ -66,6 +86,9 @@ class TurnRecord(BaseModel):
     usage: dict[str, Any]
     config: dict[str, Any] | None = None
     output: Any = None
+    answered_by: str | None = None
+    """For a submission merged into another (`merge`, `debounce`): the turn that appended its
+    messages and answered them. It ends `skipped` itself."""
 
     @property
     def terminal(self) -> bool:

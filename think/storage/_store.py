@@ -16,41 +16,17 @@ from typing import Any
 from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
-from think._messages import UIMessage, new_id, text_of
+from think._messages import UIMessage, new_id, search_text
 from think.exceptions import UserError
+from think.storage import _submissions, _tree
 from think.storage._db import Conn, Database, fetch_all, fetch_one
+from think.storage._errors import MessageIdConflict, ParentNotFound
 from think.storage._records import (
     Admission,
     Conversation,
     TurnRecord,
     TurnRequest,
 )
-
-
-class IdempotencyConflict(UserError):
-    """The idempotency key was used before with a different request."""
-
-    def __init__(self, key: str, turn_id: str) -> None:
-        super().__init__(
-            f"Idempotency-Key {key!r} was already used for a different request (turn {turn_id!r})"
-        )
-        self.key = key
-        self.turn_id = turn_id
-
-
-class MessageIdConflict(UserError):
-    """An input message reuses an id; the tree is append-only, so ids are never rewritten."""
-
-    def __init__(self, message_id: str, reason: str) -> None:
-        super().__init__(f"input message id {message_id!r} {reason}")
-        self.message_id = message_id
-
-
-class ParentNotFound(UserError):
-    def __init__(self, parent_id: str) -> None:
-        super().__init__(f"parent_id {parent_id!r} is not a message of this conversation")
-        self.parent_id = parent_id
-
 
 _CONVERSATION_COLUMNS = "uid, tenant, agent, id, created_at, active_leaf_id, metadata"
 
@@ -72,26 +48,19 @@ _TURN_SELECT = """
 """
 _TURN_BY_ID = _TURN_SELECT + " WHERE t.id = %(id)s"
 _TURN_BY_ID_IN = _TURN_SELECT + " WHERE t.id = %(id)s AND t.conversation_uid = %(c)s"
-_TURN_BY_KEY = _TURN_SELECT + " WHERE t.conversation_uid = %(c)s AND t.idempotency_key = %(key)s"
 _LOCK_TURN = _TURN_BY_ID + " FOR UPDATE OF t"
-
-_INSERT_TURN = """
-    INSERT INTO turns (id, conversation_uid, agent, idempotency_key, request_hash, request,
-                       status, message_id)
-    VALUES (%(id)s, %(c)s, %(agent)s, %(key)s, %(hash)s, %(request)s, 'pending', %(message_id)s)
-    ON CONFLICT ON CONSTRAINT turns_idempotency_key DO NOTHING
-    RETURNING id
-"""
 
 _PATH = """
     WITH RECURSIVE path AS (
-        SELECT id, parent_id, role, parts, metadata, 0 AS depth
+        SELECT id, parent_id, 0 AS depth
         FROM messages WHERE conversation_uid = %(c)s AND id = %(leaf)s
       UNION ALL
-        SELECT m.id, m.parent_id, m.role, m.parts, m.metadata, p.depth + 1
+        SELECT m.id, m.parent_id, p.depth + 1
         FROM messages m JOIN path p ON m.conversation_uid = %(c)s AND m.id = p.parent_id
     )
-    SELECT id, role, parts, metadata FROM path ORDER BY depth DESC
+    SELECT m.id, m.role, m.parts, m.metadata
+    FROM path p JOIN messages m ON m.conversation_uid = %(c)s AND m.id = p.id
+    ORDER BY p.depth DESC
 """
 
 _INSERT_MESSAGE = """
@@ -144,7 +113,7 @@ def _message_params(
         "parts": Jsonb(parts),
         "metadata": Jsonb(message.metadata) if message.metadata is not None else None,
         "turn_id": turn_id,
-        "text": text_of(parts),
+        "text": search_text(parts),
         "size": len(json.dumps(parts)),
     }
 
@@ -285,57 +254,25 @@ class Store:
         request: TurnRequest,
         request_hash: str,
         idempotency_key: str | None,
+        submission_id: str | None = None,
     ) -> Admission:
-        """Record a submission durably, or find the one this idempotency key already made.
+        """Record a submission durably, or find the one this idempotency key (or submission
+        id) already made: `_submissions.record`.
 
-        The unique constraint on (conversation, key) is what makes a storm of identical
-        requests produce one turn: every loser's insert waits for the winner's commit, does
-        nothing, and then reads the winner's row.
+        The unique constraints on (conversation, key) and on the id are what make a storm of
+        identical requests produce one turn: every loser's insert waits for the winner's
+        commit, does nothing, and then reads the winner's row.
         """
-        async with self.db.transaction() as conn:
-            conversation, _ = await self.ensure_conversation(
-                conn, tenant=tenant, agent=agent, conversation_id=conversation_id
-            )
-            if idempotency_key is not None:
-                # A known key answers before anything else is checked: a retry must get the
-                # same answer even if the conversation has moved on since.
-                known = await self._turn_by_key(conn, conversation.uid, idempotency_key)
-                if known is not None:
-                    return self._repeat(known, idempotency_key, request_hash)
-            await self._check_request(conn, conversation.uid, request)
-            turn_id = new_id("turn")
-            inserted = await fetch_one(
-                conn,
-                _INSERT_TURN,
-                {
-                    "id": turn_id,
-                    "c": conversation.uid,
-                    "agent": agent,
-                    "key": idempotency_key,
-                    "hash": request_hash,
-                    "request": Jsonb(request.model_dump(mode="json", exclude_none=True)),
-                    "message_id": new_id("msg"),
-                },
-            )
-            if inserted is not None:
-                row = await fetch_one(conn, _TURN_BY_ID, {"id": turn_id})
-                assert row is not None
-                return Admission(turn=_turn_record(row), accepted=True)
-            # Lost a race with an identical concurrent request: its row is committed now.
-            assert idempotency_key is not None
-            existing = await self._turn_by_key(conn, conversation.uid, idempotency_key)
-            assert existing is not None
-            return self._repeat(existing, idempotency_key, request_hash)
-
-    async def _turn_by_key(self, conn: Conn, conversation_uid: str, key: str) -> TurnRecord | None:
-        row = await fetch_one(conn, _TURN_BY_KEY, {"c": conversation_uid, "key": key})
-        return _turn_record(row) if row else None
-
-    @staticmethod
-    def _repeat(existing: TurnRecord, key: str, request_hash: str) -> Admission:
-        if existing.request_hash != request_hash:
-            raise IdempotencyConflict(key, existing.id)
-        return Admission(turn=existing, accepted=False)
+        return await _submissions.record(
+            self,
+            tenant=tenant,
+            agent=agent,
+            conversation_id=conversation_id,
+            request=request,
+            request_hash=request_hash,
+            idempotency_key=idempotency_key,
+            submission_id=submission_id,
+        )
 
     async def _check_request(self, conn: Conn, conversation_uid: str, request: TurnRequest) -> None:
         """Refuse what the turn could not apply later: a missing parent, reused message ids."""
@@ -442,3 +379,52 @@ class Store:
                 {"s": older_than_seconds},
             )
             return cursor.rowcount or 0
+
+    # -- the tree (think/storage/_tree.py) -------------------------------------------------
+
+    async def message_node(self, conversation_uid: str, message_id: str) -> _tree.TreeNode | None:
+        """Where a message sits in the tree (its parent and role), or None if unknown."""
+        async with self.db.connection() as conn:
+            return await _tree.node(conn, conversation_uid, message_id)
+
+    async def add_messages(
+        self,
+        conversation_uid: str,
+        messages: Sequence[UIMessage],
+        *,
+        parent_id: str | None = None,
+    ) -> _tree.Appended:
+        """Append messages without a turn, idempotently by id: `_tree.add_messages`."""
+        return await _tree.add_messages(self, conversation_uid, messages, parent_id=parent_id)
+
+    async def siblings(self, conversation_uid: str, message_id: str) -> _tree.Siblings:
+        """The messages sharing `message_id`'s parent and role, oldest first."""
+        return await _tree.siblings(self, conversation_uid, message_id)
+
+    async def switch_branch(
+        self, conversation_uid: str, message_id: str, *, exact: bool = False
+    ) -> Conversation:
+        """Make the branch through `message_id` active: `_tree.switch_branch`."""
+        return await _tree.switch_branch(self, conversation_uid, message_id, exact=exact)
+
+    async def regenerate(
+        self,
+        *,
+        tenant: str,
+        agent: str,
+        conversation_id: str,
+        message_id: str,
+        idempotency_key: str | None = None,
+        body: dict[str, Any] | None = None,
+    ) -> Admission:
+        """Record a turn answering again beside assistant message `message_id`: see
+        `_tree.regenerate`. Only records it; the caller dispatches it to Temporal."""
+        return await _tree.regenerate(
+            self,
+            tenant=tenant,
+            agent=agent,
+            conversation_id=conversation_id,
+            message_id=message_id,
+            idempotency_key=idempotency_key,
+            body=body,
+        )

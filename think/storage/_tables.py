@@ -73,7 +73,9 @@ class MessageRow(Base):
 
     __table_args__ = (
         Index("messages_parent_idx", "conversation_uid", "parent_id"),
-        Index("messages_search_idx", "search", postgresql_using="gin"),
+        # One conversation's entries only (btree_gin); migration 0003.
+        Index("messages_search_idx", "conversation_uid", "search", postgresql_using="gin"),
+        Index("messages_position_idx", "conversation_uid", "position"),
     )
 
 
@@ -103,8 +105,10 @@ class TurnRow(Base):
     usage: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
     config: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     """What `before_turn` decided, for every later step of the turn (migration 0002)."""
-    output: Mapped[Any] = mapped_column(JSONB)
+    output: Mapped[Any | None] = mapped_column(JSONB)
     """The validated structured output, for turns that asked for one."""
+    answered_by: Mapped[str | None] = mapped_column(String)
+    """A merged submission's answering turn (migration 0004)."""
 
     __table_args__ = (
         UniqueConstraint("conversation_uid", "idempotency_key", name="turns_idempotency_key"),
@@ -113,6 +117,12 @@ class TurnRow(Base):
             "turns_completed_idx",
             "completed_at",
             postgresql_where=text("completed_at IS NOT NULL"),
+        ),
+        # The conversation's active (not yet ended) turns: what "drop" admission looks for.
+        Index(
+            "turns_active_idx",
+            "conversation_uid",
+            postgresql_where=text("completed_at IS NULL"),
         ),
     )
 

@@ -1,5 +1,6 @@
-"""The stream log (Postgres + NOTIFY), its writer for activities and its listener for gateways."""
+"""The stream log (Postgres + NOTIFY), its writer for activities and its listener for readers."""
 
+from think.streaming._listener import ChunkListener
 from think.streaming._log import (
     CHANNEL,
     TERMINAL_CHUNKS,
@@ -16,6 +17,7 @@ from think.streaming._writer import ChunkWriter
 __all__ = [
     "CHANNEL",
     "TERMINAL_CHUNKS",
+    "ChunkListener",
     "ChunkWriter",
     "Fence",
     "StaleAttempt",

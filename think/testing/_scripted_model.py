@@ -39,17 +39,24 @@ class ScriptedModel:
     """A `ModelClient` that answers with the given replies in order, then echoes.
 
     `requests` keeps every `ModelRequest` received, so a test can assert what the agent sent
-    (messages, tools, metadata) as well as what it did with the answer.
+    (messages, tools, metadata, `output`) as well as what it did with the answer.
+    `native_output=False` makes it a model without native structured output, as an endpoint
+    with `native_output: false` is, so both ways of asking for structured output can be tested.
     """
 
-    def __init__(self, *replies: Reply, name: str = "scripted") -> None:
+    def __init__(self, *replies: Reply, name: str = "scripted", native_output: bool = True) -> None:
         self._replies: deque[Reply] = deque(replies)
         self._name = name
+        self._native_output = native_output
         self.requests: list[ModelRequest] = []
 
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def supports_native_output(self) -> bool:
+        return self._native_output
 
     @property
     def calls(self) -> int:

@@ -22,6 +22,19 @@ class ConversationRef(BaseModel):
     conversation_uid: str
 
 
+class SubmitTurn(BaseModel):
+    turn_id: str
+    concurrency: str | None = None
+    """The submission's `message_concurrency`, resolved at admission. None: exempt (a
+    regenerate, or a turn admitted before the setting existed): queued like "queue", and never
+    skipped, merged or cancelled by another submission."""
+    debounce_seconds: float = 0.0
+    continuation: bool = False
+    rollback_of: str | None = None
+    """Set by the conversation on a "rollback" submission: the turn it cancelled, whose start
+    it branches from."""
+
+
 class ConversationInput(BaseModel):
     conversation: ConversationRef
     queue: list[str] = Field(default_factory=list)
@@ -29,10 +42,37 @@ class ConversationInput(BaseModel):
     seen: list[str] = Field(default_factory=list)
     """Recently accepted turn ids, so a repeated submission is not queued twice."""
     turns_run: int = 0
+    submissions: list[SubmitTurn] = Field(default_factory=list)
+    """How the queued turns were submitted (those with a `message_concurrency`)."""
 
 
-class SubmitTurn(BaseModel):
-    turn_id: str
+class SupersedeInput(BaseModel):
+    """Skip queued submissions that a newer one replaces; note the cancel of a running one."""
+
+    skip: list[str] = Field(default_factory=list)
+    by: str
+    mode: str
+    interrupt: str | None = None
+
+
+class SupersedeResult(BaseModel):
+    skipped: list[str] = Field(default_factory=list)
+    interrupting: bool = False
+    """The running turn has not ended yet: cancel it."""
+
+
+class PrepareTurnInput(BaseModel):
+    """Get a queued turn ready to run: roll back, check a continuation, absorb followers."""
+
+    head: str
+    absorb: list[str] = Field(default_factory=list)
+    continuation: bool = False
+    rollback_of: str | None = None
+
+
+class PrepareTurnResult(BaseModel):
+    run: bool
+    absorbed: list[str] = Field(default_factory=list)
 
 
 class TurnInput(BaseModel):

@@ -1,0 +1,529 @@
+"""Submissions: admitting a turn record, and what `message_concurrency` does to the records.
+
+A `turns` row is the submission record. Admission decides, in one transaction, everything a
+caller must learn before anything is stored: a repeat of a known idempotency key or
+submission id (the existing record, `accepted: false`), a conflicting pair of them (409), a
+"drop" submission to a busy conversation (409, nothing stored). What happens later to queued
+submissions (skipped by a newer one, merged into one turn, a continuation with nothing to
+continue) is written here too, by the activities the conversation workflow runs.
+
+The functions take the `Store` they belong to, like `_tree.py`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from psycopg.types.json import Jsonb
+
+from think._messages import UIMessage, new_id, search_text
+from think.exceptions import UserError
+from think.storage._db import Conn, fetch_all, fetch_one
+from think.storage._errors import IdempotencyConflict
+from think.storage._records import (
+    ACTIVE_STATUSES,
+    TERMINAL_STATUSES,
+    Admission,
+    TurnRecord,
+    TurnRequest,
+)
+from think.streaming._log import append
+
+if TYPE_CHECKING:
+    from think.storage._store import Store
+
+
+class ConversationBusy(UserError):
+    """A `drop` submission arrived while a turn of the conversation runs or is queued."""
+
+    def __init__(self, conversation_id: str, turn_id: str) -> None:
+        super().__init__(
+            f"conversation {conversation_id!r} is busy with turn {turn_id!r}, and this "
+            "submission's message_concurrency is 'drop': it was not accepted"
+        )
+        self.conversation_id = conversation_id
+        self.turn_id = turn_id
+
+
+class SubmissionConflict(UserError):
+    """A submission id and an idempotency key that name different submissions."""
+
+    def __init__(self, detail: str, turn_id: str) -> None:
+        super().__init__(detail)
+        self.turn_id = turn_id
+
+
+class TurnNotFound(UserError):
+    def __init__(self, turn_id: str) -> None:
+        super().__init__(f"turn {turn_id!r} does not exist in this conversation")
+        self.turn_id = turn_id
+
+
+class TurnStillActive(UserError):
+    """Only an ended submission record can be deleted; cancel an active one first."""
+
+    def __init__(self, turn_id: str, status: str) -> None:
+        super().__init__(
+            f"turn {turn_id!r} is {status}: only an ended turn can be deleted (cancel it first)"
+        )
+        self.turn_id = turn_id
+        self.status = status
+
+
+_TURN_SELECT = """
+    SELECT t.*, c.id AS conversation_id, c.tenant AS tenant
+    FROM turns t JOIN conversations c ON c.uid = t.conversation_uid
+"""
+_BY_ID = _TURN_SELECT + " WHERE t.id = %(id)s"
+_BY_KEY = _TURN_SELECT + " WHERE t.conversation_uid = %(c)s AND t.idempotency_key = %(key)s"
+_LOCK = _BY_ID + " FOR UPDATE OF t"
+
+# Any unique constraint: the (conversation, key) one, or the primary key when the caller chose
+# the id (`submission_id`). The loser of a race then reads the winner's row.
+_INSERT = """
+    INSERT INTO turns (id, conversation_uid, agent, idempotency_key, request_hash, request,
+                       status, message_id)
+    VALUES (%(id)s, %(c)s, %(agent)s, %(key)s, %(hash)s, %(request)s, 'pending', %(message_id)s)
+    ON CONFLICT DO NOTHING
+    RETURNING id
+"""
+
+_ACTIVE_TURN = """
+    SELECT id FROM turns WHERE conversation_uid = %(c)s AND completed_at IS NULL
+    ORDER BY created_at LIMIT 1
+"""
+
+_SKIP = """
+    UPDATE turns SET status = 'skipped', completed_at = now(), error = %(reason)s,
+                     answered_by = %(answered_by)s
+    WHERE id = %(id)s AND status = 'pending'
+    RETURNING id
+"""
+
+
+def _record(row: Any) -> TurnRecord:
+    return TurnRecord.model_validate(row)
+
+
+async def _by_id(conn: Conn, turn_id: str) -> TurnRecord | None:
+    row = await fetch_one(conn, _BY_ID, {"id": turn_id})
+    return _record(row) if row else None
+
+
+async def _by_key(conn: Conn, conversation_uid: str, key: str) -> TurnRecord | None:
+    row = await fetch_one(conn, _BY_KEY, {"c": conversation_uid, "key": key})
+    return _record(row) if row else None
+
+
+def _repeat(
+    known: TurnRecord, request_hash: str, key: str | None, submission_id: str | None
+) -> Admission:
+    """The answer to a repeat of a known submission: the record, if the request is the same."""
+    if known.request_hash != request_hash:
+        if key is not None:
+            raise IdempotencyConflict(key, known.id)
+        raise SubmissionConflict(
+            f"submission_id {submission_id!r} was already used for a different request",
+            known.id,
+        )
+    return Admission(turn=known, accepted=False)
+
+
+async def _known(
+    conn: Conn,
+    conversation_uid: str,
+    request_hash: str,
+    key: str | None,
+    submission_id: str | None,
+) -> Admission | None:
+    """The existing record this request repeats, if any; a conflicting pair is refused."""
+    if key is not None:
+        known = await _by_key(conn, conversation_uid, key)
+        if known is not None:
+            if submission_id is not None and known.id != submission_id:
+                raise SubmissionConflict(
+                    f"Idempotency-Key {key!r} belongs to submission {known.id!r}, "
+                    f"not to submission_id {submission_id!r}",
+                    known.id,
+                )
+            return _repeat(known, request_hash, key, submission_id)
+    if submission_id is not None:
+        known = await _by_id(conn, submission_id)
+        if known is not None:
+            if known.conversation_uid != conversation_uid:
+                raise SubmissionConflict(
+                    f"submission_id {submission_id!r} is taken by another conversation",
+                    known.id,
+                )
+            if known.idempotency_key != key:
+                raise SubmissionConflict(
+                    f"submission_id {submission_id!r} was submitted with "
+                    f"Idempotency-Key {known.idempotency_key!r}, not {key!r}",
+                    known.id,
+                )
+            return _repeat(known, request_hash, key, submission_id)
+    return None
+
+
+async def record(
+    store: Store,
+    *,
+    tenant: str,
+    agent: str,
+    conversation_id: str,
+    request: TurnRequest,
+    request_hash: str,
+    idempotency_key: str | None,
+    submission_id: str | None = None,
+) -> Admission:
+    """Record a submission durably, or find the one this key or submission id already made.
+
+    Checked in this order, all before anything is written: a known key or id (a retry gets
+    the same answer even if the conversation has moved on since), then "drop" against the
+    conversation's active turns (under the conversation's row lock, so two "drop" submissions
+    cannot both find it idle), then the request itself (parent, message ids).
+    """
+    if not request.messages and not request.continuation and request.regenerates is None:
+        raise UserError("a submission needs at least one message")
+    async with store.db.transaction() as conn:
+        conversation, _ = await store.ensure_conversation(
+            conn, tenant=tenant, agent=agent, conversation_id=conversation_id
+        )
+        uid = conversation.uid
+        known = await _known(conn, uid, request_hash, idempotency_key, submission_id)
+        if known is not None:
+            return known
+        if request.concurrency == "drop":
+            await conn.execute(
+                "SELECT 1 FROM conversations WHERE uid = %(c)s FOR UPDATE", {"c": uid}
+            )
+            busy = await fetch_one(conn, _ACTIVE_TURN, {"c": uid})
+            if busy is not None:
+                raise ConversationBusy(conversation_id, busy["id"])
+        await store._check_request(conn, uid, request)
+        turn_id = submission_id or new_id("turn")
+        inserted = await fetch_one(
+            conn,
+            _INSERT,
+            {
+                "id": turn_id,
+                "c": uid,
+                "agent": agent,
+                "key": idempotency_key,
+                "hash": request_hash,
+                "request": Jsonb(request.model_dump(mode="json", exclude_none=True)),
+                "message_id": new_id("msg"),
+            },
+        )
+        if inserted is not None:
+            turn = await _by_id(conn, turn_id)
+            assert turn is not None
+            return Admission(turn=turn, accepted=True)
+    # Lost a race with a concurrent request for the same key or id: its row is committed now.
+    async with store.db.connection() as conn:
+        known = await _known(conn, uid, request_hash, idempotency_key, submission_id)
+    if known is None:
+        raise SubmissionConflict(f"submission_id {turn_id!r} is taken", turn_id)
+    return known
+
+
+# -- what message_concurrency does to queued submissions ------------------------------------
+
+
+def skipped_chunks(reason: str, *, answered_by: str | None = None) -> list[dict[str, Any]]:
+    """How a skipped submission's stream ends: like a queued turn that was cancelled, with
+    `abort` and no `start` (an AI SDK client ends cleanly, with no empty assistant message),
+    after a transient `data-skipped` part that says why, for clients that follow the turn that
+    answers instead."""
+    data: dict[str, Any] = {"reason": reason}
+    if answered_by is not None:
+        data["answered_by"] = answered_by
+    return [
+        {"type": "data-skipped", "data": data, "transient": True},
+        {"type": "abort", "reason": f"skipped: {reason}"},
+    ]
+
+
+async def _skip(conn: Conn, turn_id: str, reason: str, answered_by: str | None = None) -> bool:
+    row = await fetch_one(
+        conn, _SKIP, {"id": turn_id, "reason": f"skipped: {reason}", "answered_by": answered_by}
+    )
+    if row is None:
+        return False  # started, cancelled or skipped already: that outcome stands
+    await append(conn, turn_id, skipped_chunks(reason, answered_by=answered_by))
+    return True
+
+
+async def supersede_turns(
+    store: Store,
+    turn_ids: Sequence[str],
+    *,
+    by: str,
+    mode: str,
+    interrupt: str | None = None,
+) -> tuple[list[str], bool]:
+    """Skip queued submissions that a newer one (`by`) replaces, and note why the running one
+    (`interrupt`) is about to be cancelled. Returns the ids actually skipped (one that started
+    or was cancelled meanwhile keeps that outcome), and whether the running one has yet to
+    end (one that just ended is not cancelled)."""
+    skipped = []
+    running = False
+    async with store.db.transaction() as conn:
+        for turn_id in turn_ids:
+            reason = f"superseded by turn {by} (message_concurrency {mode!r})"
+            if await _skip(conn, turn_id, reason):
+                skipped.append(turn_id)
+        if interrupt is not None:
+            what = "rolled back" if mode == "rollback" else "interrupted"
+            noted = await fetch_one(
+                conn,
+                "UPDATE turns SET error = %(reason)s WHERE id = %(id)s "
+                "AND completed_at IS NULL RETURNING id",
+                {"id": interrupt, "reason": f"{what} by turn {by}"},
+            )
+            running = noted is not None
+    return skipped, running
+
+
+async def prepare_turn(
+    store: Store,
+    head: str,
+    *,
+    absorb: Sequence[str] = (),
+    continuation: bool = False,
+    rollback_of: str | None = None,
+) -> tuple[bool, list[str]]:
+    """Get the next turn ready to run: whether it runs, and which submissions it absorbed.
+
+    - `rollback_of`: move the active leaf back to where that turn started, so the new turn
+      branches from there and the abandoned exchange leaves the active path; only if the
+      cancel stopped it (`aborted`): one that completed first stays on the path.
+    - `continuation`: skipped when the last message is not the assistant's.
+    - `absorb` ("merge", "debounce"): the queued submissions that follow, in order, whose
+      messages the head appends after its own; each ends `skipped` with `answered_by`. The run
+      stops at the first that cannot join (started, cancelled, another parent, a
+      continuation). A retry finds the ones it absorbed already and reports them again.
+    """
+    async with store.db.transaction() as conn:
+        turn = await fetch_one(conn, _LOCK, {"id": head})
+        if turn is None:
+            return False, []
+        first = _record(turn)
+        if first.status != "pending":
+            return False, []  # cancelled while queued: the child does nothing
+        uid = first.conversation_uid
+        if rollback_of is not None:
+            # Only a turn the cancel actually stopped: one that completed first keeps its
+            # place on the path, and this turn simply follows it.
+            start = await fetch_one(
+                conn,
+                "SELECT m.parent_id FROM messages m JOIN turns t ON t.id = m.turn_id "
+                "WHERE m.conversation_uid = %(c)s AND m.turn_id = %(t)s "
+                "AND t.status = 'aborted' ORDER BY m.position LIMIT 1",
+                {"c": uid, "t": rollback_of},
+            )
+            if start is not None:
+                await conn.execute(
+                    "UPDATE conversations SET active_leaf_id = %(leaf)s WHERE uid = %(c)s",
+                    {"leaf": start["parent_id"], "c": uid},
+                )
+        if continuation:
+            last = await fetch_one(
+                conn,
+                "SELECT m.role FROM conversations c JOIN messages m "
+                "ON m.conversation_uid = c.uid AND m.id = c.active_leaf_id WHERE c.uid = %(c)s",
+                {"c": uid},
+            )
+            if last is None or last["role"] != "assistant":
+                reason = "the last message is not the assistant's: nothing to continue"
+                await _skip(conn, head, reason)
+                return False, []
+        absorbed: list[str] = []
+        messages = list(first.request.messages)
+        for turn_id in absorb:
+            row = await fetch_one(conn, _LOCK, {"id": turn_id})
+            if row is None:
+                break
+            other = _record(row)
+            if other.answered_by == head:
+                absorbed.append(turn_id)  # a retry: absorbed (and appended) already
+                continue
+            if not _joins(first, other):
+                break
+            taken = {m.id for m in messages}
+            more = [
+                m if m.id not in taken else m.model_copy(update={"id": new_id("msg")})
+                for m in other.request.messages
+            ]
+            messages += more
+            reason = f"answered together with turn {head} (message_concurrency {_mode(other)!r})"
+            await _skip(conn, turn_id, reason, answered_by=head)
+            absorbed.append(turn_id)
+        if len(messages) > len(first.request.messages):
+            # The head's request is what its turn appends when it starts.
+            request = first.request.model_copy(update={"messages": messages})
+            await conn.execute(
+                "UPDATE turns SET request = %(r)s WHERE id = %(id)s",
+                {"r": Jsonb(request.model_dump(mode="json", exclude_none=True)), "id": head},
+            )
+    return True, absorbed
+
+
+def _mode(turn: TurnRecord) -> str:
+    return turn.request.concurrency or "queue"
+
+
+def _joins(head: TurnRecord, other: TurnRecord) -> bool:
+    mine, theirs = head.request, other.request
+    return bool(
+        other.status == "pending"
+        and other.conversation_uid == head.conversation_uid
+        and theirs.messages
+        and not theirs.continuation
+        and theirs.regenerates is None
+        and theirs.parent_id in (None, mine.parent_id)
+        and json.dumps(theirs.client_tools, sort_keys=True)
+        == json.dumps(mine.client_tools, sort_keys=True)
+    )
+
+
+# -- deleting records -------------------------------------------------------------------------
+
+
+async def delete_turn(store: Store, conversation_uid: str, turn_id: str) -> None:
+    """Delete an ended turn's record and its stream; never its messages."""
+    async with store.db.transaction() as conn:
+        row = await fetch_one(
+            conn,
+            "SELECT status FROM turns WHERE id = %(id)s AND conversation_uid = %(c)s FOR UPDATE",
+            {"id": turn_id, "c": conversation_uid},
+        )
+        if row is None:
+            raise TurnNotFound(turn_id)
+        if row["status"] not in TERMINAL_STATUSES:
+            raise TurnStillActive(turn_id, row["status"])
+        await conn.execute("DELETE FROM stream_chunks WHERE turn_id = %(id)s", {"id": turn_id})
+        await conn.execute("DELETE FROM turns WHERE id = %(id)s", {"id": turn_id})
+
+
+async def delete_turns(
+    store: Store,
+    conversation_uid: str,
+    *,
+    status: Sequence[str] = (),
+    before: datetime | None = None,
+) -> list[str]:
+    """Delete the conversation's ended turns (of these statuses, submitted before `before`),
+    with their streams; active turns are never touched. Returns the deleted ids."""
+    active = sorted(set(status) & ACTIVE_STATUSES)
+    if active:
+        raise UserError(
+            f"only ended turns can be deleted; status {active[0]!r} is not an ended status"
+        )
+    statuses = list(status or TERMINAL_STATUSES)
+    async with store.db.transaction() as conn:
+        rows = await fetch_all(
+            conn,
+            "DELETE FROM turns WHERE conversation_uid = %(c)s AND status = ANY(%(s)s) "
+            "AND (%(before)s::timestamptz IS NULL OR created_at < %(before)s) RETURNING id",
+            {"c": conversation_uid, "s": statuses, "before": before},
+        )
+        ids = [r["id"] for r in rows]
+        if ids:
+            await conn.execute(
+                "DELETE FROM stream_chunks WHERE turn_id = ANY(%(ids)s)", {"ids": ids}
+            )
+    return ids
+
+
+# -- adding messages without a turn, in place ---------------------------------------------------
+
+
+async def upsert_messages(
+    store: Store,
+    conversation_uid: str,
+    messages: Sequence[UIMessage],
+    *,
+    parent_id: str | None = None,
+) -> list[str]:
+    """`add_messages(mode="upsert")`: a message whose id is stored already gets the new role,
+    parts and metadata in place (its place in the tree stays); the others are appended, as a
+    chain, the way `add_messages` appends. Returns the ids updated in place."""
+    ids = [m.id for m in messages]
+    async with store.db.transaction() as conn:
+        rows = await fetch_all(
+            conn,
+            "SELECT id FROM messages WHERE conversation_uid = %(c)s AND id = ANY(%(ids)s) "
+            "FOR UPDATE",
+            {"c": conversation_uid, "ids": ids},
+        )
+        stored = {r["id"] for r in rows}
+        for message in messages:
+            if message.id not in stored:
+                continue
+            parts = message.parts
+            await conn.execute(
+                "UPDATE messages SET role = %(role)s, parts = %(parts)s, metadata = %(meta)s, "
+                "text_content = %(text)s, byte_size = %(size)s "
+                "WHERE conversation_uid = %(c)s AND id = %(id)s",
+                {
+                    "c": conversation_uid,
+                    "id": message.id,
+                    "role": message.role,
+                    "parts": Jsonb(parts),
+                    "meta": Jsonb(message.metadata) if message.metadata is not None else None,
+                    "text": search_text(parts),
+                    "size": len(json.dumps(parts)),
+                },
+            )
+    fresh = [m for m in messages if m.id not in stored]
+    if fresh:
+        await store.add_messages(conversation_uid, fresh, parent_id=parent_id)
+    return [m.id for m in messages if m.id in stored]
+
+
+# -- where a turn's answer goes ---------------------------------------------------------------
+
+_ADDED_SINCE = """
+    WITH RECURSIVE since AS (SELECT started_at FROM turns WHERE id = %(turn)s),
+    up AS (
+        SELECT id, parent_id FROM messages
+        WHERE conversation_uid = %(c)s AND id = %(leaf)s AND turn_id IS NULL
+          AND created_at >= (SELECT started_at FROM since)
+      UNION ALL
+        SELECT m.id, m.parent_id FROM messages m JOIN up ON m.conversation_uid = %(c)s
+            AND m.id = up.parent_id
+        WHERE up.parent_id IS DISTINCT FROM %(parent)s AND m.turn_id IS NULL
+          AND m.created_at >= (SELECT started_at FROM since)
+    )
+    SELECT 1 AS found FROM up WHERE parent_id IS NOT DISTINCT FROM %(parent)s LIMIT 1
+"""
+
+
+async def answer_parent(conn: Conn, turn: TurnRecord) -> str | None:
+    """Where a turn's answer goes: under its user message (`turn.parent_id`), or, when
+    messages were added without a turn beneath that message while the turn ran (by one of its
+    tools or hooks, with `add_messages`), under the last of them, so that they stay on the
+    active path before the answer instead of becoming a branch beside it. Messages that were
+    there before the turn started (imported history under a regenerated answer) never count.
+
+    Takes the conversation's row lock, which `add_messages` takes too: no message can be added
+    between this look and the caller's commit.
+    """
+    row = await fetch_one(
+        conn,
+        "SELECT active_leaf_id FROM conversations WHERE uid = %(c)s FOR UPDATE",
+        {"c": turn.conversation_uid},
+    )
+    leaf = row["active_leaf_id"] if row else None
+    if leaf is None or leaf == turn.parent_id:
+        return turn.parent_id
+    found = await fetch_one(
+        conn,
+        _ADDED_SINCE,
+        {"c": turn.conversation_uid, "leaf": leaf, "parent": turn.parent_id, "turn": turn.id},
+    )
+    return str(leaf) if found else turn.parent_id
