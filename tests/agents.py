@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from pathlib import Path
 from typing import Literal
 
@@ -16,6 +17,10 @@ from think import (
     ChatRecoveryContext,
     ChatRecoveryOptions,
     ChatResponseResult,
+    ContextBlock,
+    ContextOverflow,
+    Proactive,
+    Session,
     StepConfig,
     StepContext,
     StepFinishContext,
@@ -27,9 +32,12 @@ from think import (
     ToolContext,
     TurnConfig,
     TurnContext,
+    create_compact_function,
+    default_context_overflow_classifier,
     events,
     tool,
 )
+from think.tools import search_history
 
 
 @tool
@@ -368,3 +376,133 @@ class Delegator(Helper):
         if any("CHAIN" in str(p.get("text", "")) for p in parts):
             chained = await self.save_messages("chained question")
             _hook_log("chained", {"status": chained.status, "turn_id": chained.turn_id})
+
+
+class _Clock:
+    """A context provider whose content changes on every read."""
+
+    def get(self) -> str:
+        return f"now: {time.time_ns()}"
+
+
+class Remembering(Helper):
+    """Context blocks: a fixed one, memory the model writes, one that changes on every read,
+    and "remind" news from the conversation's configuration."""
+
+    name = "remembering"
+
+    def get_system_prompt(self) -> str:
+        return "You are a test agent with a memory."
+
+    def configure_context(self) -> list[ContextBlock]:
+        return [
+            ContextBlock("soul", provider=lambda: "Be terse."),
+            ContextBlock("memory", "Facts about the user", max_tokens=20),
+            ContextBlock("clock", provider=_Clock()),
+            ContextBlock("news", "Latest news", provider=self._news, when_changed="remind"),
+        ]
+
+    async def _news(self) -> str:
+        config = self.get_config()
+        if config.get("explode"):
+            raise RuntimeError("the news provider failed")
+        return str(config.get("news", ""))
+
+
+@tool
+def show_config(ctx: ToolContext) -> dict[str, object]:
+    """The conversation's configuration, as the tool sees it."""
+    return dict(ctx.config)
+
+
+@tool
+async def set_tier(tier: str, ctx: ToolContext) -> str:
+    """Change the conversation's configuration from inside a turn."""
+    conversation = await ctx.conversation()
+    await conversation.configure({**ctx.config, "tier": tier})
+    return f"tier {tier}"
+
+
+class Configured(Helper):
+    """Dynamic configuration: the model, a hook and tools read it."""
+
+    name = "configured"
+
+    def get_model(self) -> str:
+        return str(self.get_config().get("model", "scripted-model"))
+
+    def get_tools(self) -> list[Tool]:
+        return [show_config, set_tier, search_history]
+
+    def before_turn(self, ctx: TurnContext) -> TurnConfig | None:
+        tier = self.get_config().get("tier")
+        return TurnConfig(system=f"{ctx.system} Tier: {tier}.") if tier else None
+
+
+class Forgetful(Helper):
+    """A tiny hydration budget: only the newest messages reach the model."""
+
+    name = "forgetful"
+    hydration_byte_budget = 400
+
+
+# -- compaction and context-window overflow (tests/test_compaction.py, test_overflow_recovery.py)
+
+
+def _summarising(session: Session) -> Session:
+    """Summaries by the agent's own model (the fake), keeping only the newest message."""
+    return session.on_compaction(create_compact_function(keep_recent_tokens=0))
+
+
+class Compactor(Helper):
+    """Compacts after a turn that leaves over 120 tokens of history; logs each
+    `configure_session` call with its process id."""
+
+    name = "compactor"
+
+    def configure_session(self, session: Session) -> Session:
+        _hook_log("configure_session", {"agent": self.name, "pid": os.getpid()})
+        return _summarising(session).compact_after(120)
+
+
+class Recoverer(Helper):
+    """Reactive overflow recovery, with the bundled classifier assigned as the hook."""
+
+    name = "recoverer"
+    context_overflow = ContextOverflow(reactive=True, max_retries=1)
+    classify_chat_error = default_context_overflow_classifier
+
+    def configure_session(self, session: Session) -> Session:
+        return _summarising(session)
+
+    def on_chat_error(self, error: Exception, ctx: ChatErrorContext) -> None:
+        _hook_log(
+            "on_chat_error",
+            {
+                "conversation_id": ctx.conversation_id,
+                "classification": ctx.classification,
+                "error": str(error),
+            },
+        )
+
+
+class Forethought(Recoverer):
+    """Proactive compaction before a step whose previous one read over 500 tokens (once a
+    turn), and reactive recovery through an overridden `classify_chat_error`."""
+
+    name = "forethought"
+    context_overflow = ContextOverflow(
+        reactive=True, proactive=Proactive(max_input_tokens=1_000, headroom=0.5)
+    )
+
+    def classify_chat_error(
+        self, error: BaseException | str, ctx: ChatErrorContext
+    ) -> Literal["context_overflow"] | None:
+        return default_context_overflow_classifier(error)
+
+
+class Lookout(Recoverer):
+    """Proactive compaction only: an overflow the provider still reports ends the turn."""
+
+    name = "lookout"
+    context_overflow = ContextOverflow(proactive=Proactive(max_input_tokens=1_000))

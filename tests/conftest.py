@@ -61,7 +61,10 @@ def stack(
             "tests.agents:GiveUp,tests.agents:Budgeted,tests.agents:Hurried,"
             "tests.agents:Gatekeeper,tests.agents:Hooked,tests.agents:Hooks,"
             "tests.agents:QuietReasoner,"
+            "tests.agents:Compactor,tests.agents:Recoverer,tests.agents:Forethought,"
+            "tests.agents:Lookout,"
             "tests.agents:Latest,tests.agents:Debouncer,tests.agents:Delegator,"
+            "tests.agents:Remembering,tests.agents:Configured,tests.agents:Forgetful,"
             "examples.assistant:Assistant"
         ),
         model_url=fake_model.base_url,

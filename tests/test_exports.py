@@ -5,24 +5,34 @@ from __future__ import annotations
 import think
 import think.models
 import think.testing
+import think.tools
 
 
 def test_think_exports() -> None:
     assert sorted(think.__all__) == [
         "AgentNotFoundError",
         "AsyncThinkClient",
+        "ChatErrorClassification",
         "ChatErrorContext",
         "ChatRecovery",
         "ChatRecoveryContext",
         "ChatRecoveryOptions",
         "ChatResponseResult",
+        "Compaction",
+        "CompactionContext",
+        "CompactionResult",
         "ConfigurationError",
+        "ContextBlock",
+        "ContextOverflow",
+        "ContextProvider",
         "ConversationBusy",
         "ConversationHandle",
         "MessageConcurrency",
         "ModelClient",
         "ModelError",
         "ModelRequest",
+        "Proactive",
+        "Session",
         "Settings",
         "StepConfig",
         "StepContext",
@@ -50,7 +60,10 @@ def test_think_exports() -> None:
         "TurnStream",
         "UIMessage",
         "UserError",
+        "create_compact_function",
         "current_conversation",
+        "default_context_overflow_classifier",
+        "default_token_counter",
         "tool",
     ]
     for name in think.__all__:
@@ -58,6 +71,6 @@ def test_think_exports() -> None:
 
 
 def test_submodule_exports_resolve() -> None:
-    for module in (think.models, think.testing):
+    for module in (think.models, think.testing, think.tools):
         for name in module.__all__:
             assert hasattr(module, name), f"{module.__name__}.{name}"

@@ -21,6 +21,8 @@ from think import (
     TurnContext,
     events,
 )
+from think._bound import bind_config
+from think._context import SET_CONTEXT, read_block
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "hooks.md"
 IDS = {"agent": "a", "conversation_id": "c", "turn_id": "t"}
@@ -72,8 +74,11 @@ def test_there_is_an_example_per_hook() -> None:
         "on_step_finish",
         "before_tool_call",
         "on_chat_recovery",
+        "classify_chat_error",
         "on_chat_error",
         "on_chat_response",
+        "configure_session",
+        "configure_context",
     ]
     for hook in hooks:
         assert f"def {hook}(" in text, hook
@@ -135,6 +140,27 @@ async def test_examples_run() -> None:
         polite.on_chat_error(think.TurnFailed("x"), other)
         == "Something went wrong. Please try again."
     )
+
+    resilient = agent(run(blocks["Resilient"]), "Resilient")
+    assert resilient.context_overflow.reactive and resilient.context_overflow.max_retries == 1
+    gateway = think.ModelError("HTTP 400: the prompt has too many tokens", retryable=False)
+    assert resilient.classify_chat_error(gateway, overflow) == "context_overflow"
+    openai = "This model's maximum context length is 8192 tokens. However, your messages ..."
+    assert resilient.classify_chat_error(openai, overflow) == "context_overflow"
+    assert resilient.classify_chat_error("Rate limit reached", overflow) is None
+
+    long_chats = agent(run(blocks["LongChats"]), "LongChats")
+    session = long_chats.configure_session(think.Session())
+    assert session.threshold == 60_000 and callable(session.compaction)
+
+    concierge = agent(run(blocks["Concierge"]), "Concierge")
+    soul, guest, plan = concierge.configure_context()
+    assert await read_block(soul, {}) == "You are the hotel's concierge."
+    assert guest.writable and guest.max_tokens == 500 and SET_CONTEXT in concierge.tools_by_name()
+    assert plan.when_changed == "remind"
+    assert await read_block(plan, {}) == "The guest's plan: basic."
+    bind_config(concierge, {"plan": "gold"})
+    assert await read_block(plan, {}) == "The guest's plan: gold."
 
     namespace = run(blocks["Notifier"])
     notifier = agent(namespace, "Notifier")

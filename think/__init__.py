@@ -5,7 +5,16 @@ workflow, every conversation lives in Postgres, and replies stream over SSE.
 """
 
 from think._agent import Think
+from think._compaction import (
+    CompactionContext,
+    CompactionResult,
+    create_compact_function,
+    default_token_counter,
+)
+from think._context import ContextBlock, ContextProvider
 from think._messages import UIMessage
+from think._overflow import ChatErrorClass as ChatErrorClassification
+from think._overflow import default_context_overflow_classifier
 from think._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptions
 from think._service import (
     ConversationHandle,
@@ -16,6 +25,7 @@ from think._service import (
     TurnStream,
     current_conversation,
 )
+from think._session import ContextOverflow, Proactive, Session
 from think._settings import Settings
 from think._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
 from think._tools import Tool, ToolContext, ToolPolicy, tool
@@ -41,22 +51,32 @@ from think.exceptions import (
 )
 from think.models import ModelClient, ModelRequest
 from think.storage import ConversationBusy, MessageConcurrency, SubmissionConflict
+from think.storage._compactions import Compaction
 
 __all__ = [
     "AgentNotFoundError",
     "AsyncThinkClient",
+    "ChatErrorClassification",
     "ChatErrorContext",
     "ChatRecovery",
     "ChatRecoveryContext",
     "ChatRecoveryOptions",
     "ChatResponseResult",
+    "Compaction",
+    "CompactionContext",
+    "CompactionResult",
     "ConfigurationError",
+    "ContextBlock",
+    "ContextOverflow",
+    "ContextProvider",
     "ConversationBusy",
     "ConversationHandle",
     "MessageConcurrency",
     "ModelClient",
     "ModelError",
     "ModelRequest",
+    "Proactive",
+    "Session",
     "Settings",
     "StepConfig",
     "StepContext",
@@ -84,6 +104,9 @@ __all__ = [
     "TurnStream",
     "UIMessage",
     "UserError",
+    "create_compact_function",
     "current_conversation",
+    "default_context_overflow_classifier",
+    "default_token_counter",
     "tool",
 ]

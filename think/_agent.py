@@ -12,10 +12,14 @@ from collections.abc import Awaitable, Sequence
 from typing import Any, ClassVar
 
 from think._bound import ConversationMethods
+from think._context import ContextBlock, checked_blocks, set_context_tool
+from think._overflow import ChatErrorClass
 from think._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptions
+from think._session import ContextOverflow, Session
 from think._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
 from think._tools import Tool
 from think._transcript import interrupted_tool_error
+from think._truncation import check_step
 from think._turn_hooks import (
     ChatErrorContext,
     ChatResponseResult,
@@ -25,6 +29,7 @@ from think._turn_hooks import (
     TurnConfig,
     TurnContext,
 )
+from think.exceptions import UserError
 from think.models import ModelClient
 from think.storage._records import MessageConcurrency
 
@@ -63,11 +68,30 @@ class Think(ConversationMethods):
     submission may override it (`concurrency`); regenerates are never subject to it."""
     debounce_seconds: ClassVar[float] = 0.75
     """The quiet period of "debounce"."""
+    truncation_step: ClassVar[int | float | None] = 8
+    """Read-time truncation: older tool outputs over 500 characters and texts over 10,000 are
+    cut for the model (never in storage), the 4 newest messages always whole, the cut-off
+    moving once every this many messages so the cached prefix rarely changes. 1 cuts on every
+    turn; None (or math.inf) never cuts."""
+    hydration_byte_budget: ClassVar[int] = 32 * 1024 * 1024
+    """The bytes of stored messages (`messages.byte_size`) a model step reads, newest first;
+    older messages are left out of the model's context (never out of storage)."""
+    context_overflow: ClassVar[ContextOverflow | None] = None
+    """Recovery from context-window overflow (`ContextOverflow(reactive=True, ...)`): compact
+    and retry a step the provider refused as too long, or compact before a step that nears
+    the window. Needs `configure_session` with `on_compaction` and a `classify_chat_error`."""
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if not cls.__dict__.get("name"):
             cls.name = _snake(cls.__name__)
+        check_step(cls.truncation_step)
+        budget = cls.hydration_byte_budget
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+            raise UserError(
+                f"{cls.__name__}.hydration_byte_budget={budget!r} must be a positive number "
+                "of bytes"
+            )
 
     def get_model(self) -> str | ModelClient:
         """The model id (resolved through the configured OpenAI-compatible endpoint) or a client."""
@@ -78,6 +102,19 @@ class Think(ConversationMethods):
 
     def get_tools(self) -> Sequence[Tool]:
         return []
+
+    def configure_context(self) -> Sequence[ContextBlock]:
+        """The blocks of the system prompt after `get_system_prompt()`'s instructions (which,
+        when not overridden, are left out once there are blocks): `ContextBlock`s read from
+        a provider, or memory the model writes with the built-in `set_context` tool. The
+        prompt they make is frozen per conversation: see docs/hooks.md."""
+        return []
+
+    def configure_session(self, session: Session) -> Session:
+        """Configure compaction: `session.on_compaction(fn).compact_after(tokens)` (and
+        `.token_counter(fn)`), returning the session. Called once per agent class in each
+        process, the first time a turn (or `compact()`) needs it."""
+        return session
 
     def on_chat_recovery(
         self, ctx: ChatRecoveryContext
@@ -113,6 +150,16 @@ class Think(ConversationMethods):
         async): it may start another turn. Runs in an activity of its own."""
         return None
 
+    def classify_chat_error(
+        self, error: BaseException | str, ctx: ChatErrorContext
+    ) -> ChatErrorClass | None:
+        """Sort a failed model request: `"context_overflow"`, `"rate_limit"`, `"transient"`,
+        `"fatal"`, `"unknown"` or None (no opinion, the default). Only `"context_overflow"`
+        acts today: it starts `context_overflow` recovery. Override it, or assign the bundled
+        `classify_chat_error = default_context_overflow_classifier`. Runs in the failing
+        step's activity, when `context_overflow` is set."""
+        return None
+
     def on_chat_error(
         self, error: Exception, ctx: ChatErrorContext
     ) -> Exception | str | Awaitable[Exception | str | None] | None:
@@ -144,4 +191,10 @@ class Think(ConversationMethods):
         return interrupted_tool_error(part)
 
     def tools_by_name(self) -> dict[str, Tool]:
-        return {t.name: t for t in self.get_tools()}
+        """The agent's tools, with `set_context` when it declares memory blocks (a tool of
+        its own by that name wins)."""
+        tools = {t.name: t for t in self.get_tools()}
+        memory = set_context_tool(checked_blocks(self.configure_context()))
+        if memory is not None:
+            tools.setdefault(memory.name, memory)
+        return tools

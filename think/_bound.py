@@ -9,6 +9,7 @@ that is not serving a turn names its conversation through `ThinkService.conversa
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -30,6 +31,26 @@ class ConversationMethods:
     wait for a turn that can only start once this one ends. `submit_messages` (it runs after
     this turn) and `add_messages` (no turn) are what a tool or hook uses then; after the turn
     (`on_chat_response`) everything works."""
+
+    _config: dict[str, Any] | None = None
+    """The bound conversation's configuration, loaded by the worker with the agent."""
+
+    def get_config(self) -> dict[str, Any]:
+        """The conversation's configuration, as `configure` stored it: `{}` when never
+        configured, and outside a conversation (e.g. when `GET /v1/agents` asks `get_model`).
+        Works in every hook, tool and `get_model`: the worker loads it with the agent."""
+        return copy.deepcopy(self._config) if self._config is not None else {}
+
+    async def configure(self, config: dict[str, Any]) -> None:
+        """Replace the conversation's configuration (a JSON object); `get_config` reads it
+        at once, and every later activity of the conversation."""
+        await (await self.conversation()).configure(config)
+        self._config = copy.deepcopy(config)
+
+    async def rebuild_system_prompt(self) -> None:
+        """Have the next model step build the frozen system prompt again, from the
+        instructions and the context blocks as they are then (see `configure_context`)."""
+        await (await self.conversation()).rebuild_system_prompt()
 
     async def conversation(self) -> ConversationHandle:
         """The conversation of the turn this agent instance serves."""
@@ -114,3 +135,8 @@ class ConversationMethods:
 
     async def cancel_chat(self, turn_id: str, reason: str = "cancelled") -> bool:
         return await (await self.conversation()).cancel_chat(turn_id, reason)
+
+
+def bind_config(agent: ConversationMethods, config: dict[str, Any]) -> None:
+    """Give a worker's fresh agent its conversation's configuration (`get_config`)."""
+    agent._config = config

@@ -168,18 +168,37 @@ _FATAL = _any(
 _STATUS_IN_TEXT = re.compile(r"\b(?:HTTP|Error code:|status(?: code)?:?)\s*([1-5]\d\d)\b", re.I)
 
 
-def default_context_overflow_classifier(
-    error: BaseException | str, status: int | None = None
-) -> ChatErrorClass | None:
-    """`"context_overflow"` when `error` is a provider saying the prompt does not fit the model's
-    context window, else None. `status` is the HTTP status when the caller knows it and the
-    error does not carry it; a 429 is never an overflow."""
-    text = _text(error)
-    if not text or not _OVERFLOW.search(text):
-        return None
-    if (status or _status(error, text)) == 429 or _RATE_LIMIT.search(text):
-        return None
-    return "context_overflow"
+class _ContextOverflowClassifier:
+    """The bundled overflow classifier, callable as a function and assignable as an agent's
+    `classify_chat_error` (`classify_chat_error = default_context_overflow_classifier`).
+
+    An instance rather than a function because a function stored on a class becomes a method:
+    Python would pass the agent as `error`. An instance is never bound, so both uses see the
+    same `(error, ctx)` call.
+    """
+
+    __name__ = "default_context_overflow_classifier"
+
+    def __call__(
+        self, error: BaseException | str, ctx: object = None, /, *, status: int | None = None
+    ) -> ChatErrorClass | None:
+        """`"context_overflow"` when `error` is a provider saying the prompt does not fit the
+        model's context window, else None. `ctx` (a `ChatErrorContext`, when called as the
+        hook) is not needed. `status` is the HTTP status when the caller knows it and the error
+        does not carry it; a 429 is never an overflow."""
+        text = _text(error)
+        if not text or not _OVERFLOW.search(text):
+            return None
+        if (status or _status(error, text)) == 429 or _RATE_LIMIT.search(text):
+            return None
+        return "context_overflow"
+
+    def __repr__(self) -> str:
+        return "<think.default_context_overflow_classifier>"
+
+
+default_context_overflow_classifier = _ContextOverflowClassifier()
+"""`"context_overflow"` for the overflow errors of the common providers, else None."""
 
 
 def classify_model_error(error: BaseException | str, status: int | None = None) -> ChatErrorClass:
@@ -189,7 +208,7 @@ def classify_model_error(error: BaseException | str, status: int | None = None) 
     (fatal, though OpenAI sends it as a 429), then rate limits, then the HTTP status, then
     what the exception's type and words say.
     """
-    if default_context_overflow_classifier(error, status) == "context_overflow":
+    if default_context_overflow_classifier(error, status=status) == "context_overflow":
         return "context_overflow"
     text = _text(error)
     status = status or _status(error, text)

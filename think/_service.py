@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime
@@ -32,8 +33,11 @@ from temporalio.client import Client
 from think import _admission
 from think._agent import Think
 from think._binding import BOUND, BindTurns, current_conversation
+from think._compactor import compact
+from think._context import check_write, checked_blocks
 from think._messages import UIMessage
 from think._registry import AgentRegistry
+from think._session import session_for
 from think._settings import Settings
 from think._temporal import connect
 from think._turn_results import (
@@ -46,6 +50,7 @@ from think._turn_results import (
 from think.exceptions import UserError
 from think.storage import (
     Admission,
+    Conn,
     Conversation,
     Database,
     MessageConcurrency,
@@ -54,11 +59,17 @@ from think.storage import (
     TurnRecord,
     TurnRequest,
     TurnStatus,
+    clear_system_prompt,
+    conversation_config,
     delete_turn,
     delete_turns,
     open_database,
+    read_memory,
+    set_conversation_config,
     upsert_messages,
+    write_memory,
 )
+from think.storage._compactions import Compaction
 from think.streaming import ChunkListener
 
 __all__ = [
@@ -455,6 +466,83 @@ class ConversationHandle:
         added = await store.add_messages(conv.uid, batch, parent_id=parent_id)
         return added.inserted
 
+    # -- configuration and context blocks --------------------------------------------------
+
+    async def get_config(self) -> dict[str, Any]:
+        """The conversation's configuration (`{}` when never configured)."""
+        conv = await self._conversation()
+        if conv is None:
+            return {}
+        async with self.service.store.db.connection() as conn:
+            return await conversation_config(conn, conv.uid)
+
+    async def configure(self, config: dict[str, Any]) -> None:
+        """Replace the conversation's configuration: a JSON object that every hook, tool and
+        `get_model` of its later activities reads (`get_config()`, `ToolContext.config`)."""
+        if not isinstance(config, dict):
+            raise UserError(f"a configuration is a JSON object (a dict), not {config!r}")
+        try:
+            json.dumps(config, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise UserError(f"the configuration is not JSON: {exc}") from None
+        async with self.service.store.db.transaction() as conn:
+            conv = await self._ensure(conn)
+            await set_conversation_config(conn, conv.uid, config)
+
+    async def get_context(self) -> dict[str, str]:
+        """The memory blocks' contents by label (those written so far)."""
+        conv = await self._conversation()
+        if conv is None:
+            return {}
+        async with self.service.store.db.connection() as conn:
+            return await read_memory(conn, conv.uid)
+
+    async def set_context(self, label: str, content: str) -> None:
+        """Write a memory block of the agent's `configure_context()`, as the model's
+        `set_context` tool does (within its `max_tokens`, or `UserError`)."""
+        problem = check_write(checked_blocks(self.agent().configure_context()), label, content)
+        if problem is not None:
+            raise UserError(problem)
+        async with self.service.store.db.transaction() as conn:
+            conv = await self._ensure(conn)
+            await write_memory(conn, conv.uid, label, content)
+
+    async def rebuild_system_prompt(self) -> None:
+        """Drop the frozen system prompt: the next model step builds it again from the
+        agent's instructions and the context blocks' current content."""
+        conv = await self._conversation()
+        if conv is None:
+            return
+        async with self.service.store.db.transaction() as conn:
+            await clear_system_prompt(conn, conv.uid)
+
+    # -- compaction ------------------------------------------------------------------------
+
+    async def compact(self) -> Compaction | None:
+        """Compact the active path now, whatever its size, with the agent's compaction
+        function (`configure_session`): older messages read as one summary for the model,
+        while every message stays stored and listed. Runs here, in this process (the
+        summarising model call included). Returns the stored summary, or None when there was
+        nothing to summarise or the summary would not have been shorter."""
+        agent = self.agent()
+        if session_for(agent).compaction is None:
+            raise UserError(
+                f"agent {self.agent.name!r} has no compaction function: its configure_session "
+                "must call session.on_compaction(...)"
+            )
+        conv = await self._conversation()
+        if conv is None or conv.active_leaf_id is None:
+            return None
+        return await compact(
+            self.service.store,
+            self.service.settings,
+            agent,
+            conversation_uid=conv.uid,
+            conversation_id=self.conversation_id,
+            leaf_id=conv.active_leaf_id,
+            trigger="manual",
+        )
+
     # -- submission records ----------------------------------------------------------------
 
     async def get_submission(self, turn_id: str) -> Submission | None:
@@ -495,6 +583,12 @@ class ConversationHandle:
         return await self.service.store.get_conversation(
             tenant=self.tenant, agent=self.agent.name, conversation_id=self.conversation_id
         )
+
+    async def _ensure(self, conn: Conn) -> Conversation:
+        conv, _ = await self.service.store.ensure_conversation(
+            conn, tenant=self.tenant, agent=self.agent.name, conversation_id=self.conversation_id
+        )
+        return conv
 
     async def _turn(self, turn_id: str) -> TurnRecord | None:
         conv = await self._conversation()

@@ -27,7 +27,7 @@ class TurnContext(BaseModel):
     conversation_id: str
     turn_id: str
     system: str
-    """The system prompt `get_system_prompt` gave."""
+    """The system prompt `get_system_prompt` gave (with context blocks: the frozen one)."""
     messages: list[dict[str, Any]]
     """The transcript as the model will read it (Chat Completions messages, system excluded)."""
     tools: list[str]
@@ -158,7 +158,7 @@ class ChatResponseResult(BaseModel):
     usage: dict[str, Any] = Field(default_factory=dict)
 
 
-ChatErrorStage = Literal["before_turn", "before_step", "model", "output", "turn"]
+ChatErrorStage = Literal["before_turn", "before_step", "context", "model", "output", "turn"]
 
 
 class ChatErrorContext(BaseModel):
@@ -168,8 +168,9 @@ class ChatErrorContext(BaseModel):
     conversation_id: str
     turn_id: str
     stage: ChatErrorStage
-    """`before_turn`/`before_step`: a hook raised; `model`: the model refused the request;
-    `output`: the answer did not validate; `turn`: the turn failed outside any step."""
+    """`before_turn`/`before_step`: a hook raised; `context`: `configure_context` or a
+    context block's provider raised; `model`: the model refused the request; `output`: the
+    answer did not validate; `turn`: the turn failed outside any step."""
     user_message_persisted: bool
     partial_message_persisted: bool
     classification: str | None = None

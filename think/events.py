@@ -135,11 +135,15 @@ class ChatContextCompacted(EventBase):
     """The conversation's history was summarised to fit the context window."""
 
     type: Literal["chat.context.compacted"] = "chat.context.compacted"
-    trigger: Literal["between_turns", "proactive", "reactive"] = "between_turns"
-    """After a turn, before a step that nears the window, or after a provider's overflow."""
+    trigger: Literal["between_turns", "proactive", "reactive", "manual"] = "between_turns"
+    """After a turn, before a step that nears the window, after a provider's overflow, or on
+    demand (`ConversationHandle.compact()`, whose event has an empty `turn_id`)."""
     messages_before: int
     messages_after: int | None = None
     summary_tokens: int | None = None
+    tokens_before: int | None = None
+    """The history as the model read it before, by the session's token counter."""
+    tokens_after: int | None = None
 
 
 class ToolCalled(EventBase):

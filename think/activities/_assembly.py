@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import inspect
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -19,6 +19,7 @@ from think._messages import UIMessage
 from think._settings import Settings
 from think._tools import Tool
 from think._transcript import to_chat_messages, tool_name
+from think._truncation import truncate
 from think._turn_hooks import (
     ChatErrorStage,
     StepConfig,
@@ -32,6 +33,9 @@ from think._turn_hooks import (
 from think.exceptions import UserError
 from think.models import ModelClient, ToolSpec, resolve_model
 from think.storage import TurnRecord
+
+if TYPE_CHECKING:
+    from think.activities._context import PromptSetup
 
 
 class HookFailed(Exception):
@@ -157,9 +161,15 @@ async def assemble(
     draft: dict[str, Any],
     step: int,
     settings: Settings,
+    prompt: PromptSetup | None = None,
 ) -> StepSetup:
-    """The step's setup. Raises `HookFailed` when `before_turn` or `before_step` raises."""
-    system = agent.get_system_prompt()
+    """The step's setup. Raises `HookFailed` when `before_turn` or `before_step` raises.
+    `prompt`: the frozen system prompt and its reminders, for an agent with context blocks."""
+    # Context blocks (`think.activities._context`): the frozen prompt, and reminders after
+    # the transcript; read-time truncation of older messages (`think._truncation`).
+    system = prompt.system if prompt is not None else agent.get_system_prompt()
+    reminders = prompt.reminders if prompt is not None else []
+    transcript = truncate(transcript, agent.truncation_step)
     history = to_chat_messages("", transcript, agent.repair_interrupted_tool_part)
     agent_tools = turn_tools(agent, turn)
     model_id: str | ModelClient = agent.get_model()
@@ -195,7 +205,7 @@ async def assemble(
     draft_messages = (
         to_chat_messages("", [UIMessage.model_construct(**draft)]) if draft.get("parts") else []
     )
-    messages = [*history, *draft_messages]
+    messages = [*history, *reminders, *draft_messages]
     if overrides(agent, "before_step"):
         context_step = StepContext(
             agent=agent.name,

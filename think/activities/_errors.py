@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 
 from think._agent import Think
-from think._overflow import classify_model_error
+from think._overflow import ChatErrorClass, classify_model_error
 from think._turn_hooks import ChatErrorContext, ChatErrorStage
 from think.activities._assembly import maybe_await, overrides
 from think.exceptions import ModelError, OutputValidationError, TurnFailed, UserError
@@ -41,8 +41,11 @@ async def chat_error_text(
     stage: ChatErrorStage,
     exc: BaseException,
     partial_persisted: bool,
+    *,
+    classification: ChatErrorClass | None = None,
 ) -> str:
-    """The error message the client sees: the safe error, or what `on_chat_error` returns."""
+    """The error message the client sees: the safe error, or what `on_chat_error` returns.
+    `classification` overrides what the error's words say it was (`classify_model_error`)."""
     error = safe_error(turn, stage, exc)
     if not overrides(agent, "on_chat_error"):
         return str(error)
@@ -53,7 +56,8 @@ async def chat_error_text(
         stage=stage,
         user_message_persisted=turn.started_at is not None or turn.status != "pending",
         partial_message_persisted=partial_persisted,
-        classification=classify_model_error(exc) if isinstance(exc, ModelError) else None,
+        classification=classification
+        or (classify_model_error(exc) if isinstance(exc, ModelError) else None),
     )
     try:
         mapped = await maybe_await(agent.on_chat_error(error, context))

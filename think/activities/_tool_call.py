@@ -18,6 +18,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from think._agent import Think
+from think._bound import bind_config
 from think._registry import AgentRegistry
 from think._settings import Settings
 from think._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
@@ -27,7 +28,7 @@ from think.activities._assembly import turn_tools
 from think.activities._heartbeat import heartbeating
 from think.activities._tool_plan import client_tool_names, paused_status
 from think.exceptions import NON_RETRYABLE_USER_ERROR, ToolError, UserError
-from think.storage import Store, TurnRecord
+from think.storage import Conn, Store, TurnRecord, conversation_config
 from think.streaming import append
 from think.streaming._builder import MessageBuilder
 from think.workflows._inputs import ToolCallInput, ToolCallResult, ToolDecision
@@ -52,6 +53,17 @@ class ToolCalls:
                 str(exc), type=NON_RETRYABLE_USER_ERROR, non_retryable=True
             ) from exc
 
+    async def _bound_agent(self, turn: TurnRecord, conn: Conn | None = None) -> Think:
+        """A fresh agent for the turn, with its conversation's configuration (`get_config`)."""
+        agent = self._agent(turn.agent)
+        if conn is None:
+            async with self.store.db.connection() as own:
+                config = await conversation_config(own, turn.conversation_uid)
+        else:
+            config = await conversation_config(conn, turn.conversation_uid)
+        bind_config(agent, config)
+        return agent
+
     @activity.defn(name=TOOL_CALL_ACTIVITY)
     async def tool_call(self, inp: ToolCallInput) -> ToolCallResult:
         turn = await self.store.get_turn(inp.turn_id)
@@ -62,7 +74,7 @@ class ToolCalls:
             raise ApplicationError(f"no tool call {inp.tool_call_id!r}", non_retryable=True)
         if _settled(part) or turn.terminal:
             return ToolCallResult(ok=part.get("state") == "output-available")
-        agent = self._agent(turn.agent)
+        agent = await self._bound_agent(turn)
         if inp.client_result is not None:
             result = inp.client_result
             chunk: dict[str, Any] = (
@@ -105,6 +117,7 @@ class ToolCalls:
             tool_call_id=inp.tool_call_id,
             tool_name=inp.tool_name,
             attempt=activity.info().attempt,
+            config=agent.get_config(),
         )
         tool = turn_tools(agent, turn).get(inp.tool_name)
         chunk, ran = await self._run(agent, tool, context, part.get("input"))

@@ -109,6 +109,7 @@ async def _needs_approval(
         turn_id=turn.id,
         tool_call_id=call.tool_call_id,
         tool_name=call.tool_name,
+        config=agent.get_config(),
     )
     try:
         return await tool.approval_required(validated, context)

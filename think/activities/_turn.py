@@ -19,6 +19,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from think._agent import Think
+from think._overflow import ChatErrorClass
 from think._recovery import ChatRecoveryContext, ChatRecoveryOptions
 from think._turn_hooks import ChatErrorStage, ChatResponseResult, StepFinishContext
 from think.activities import _observe as observe
@@ -30,11 +31,12 @@ from think.activities._assembly import (
     previous_steps,
     turn_tools,
 )
+from think.activities._compaction import Compactions
+from think.activities._context import step_prompt
 from think.activities._errors import chat_error_text
 from think.activities._heartbeat import StreamStalled, heartbeating, within_stall_timeout
 from think.activities._observe import Which
 from think.activities._step_stream import StepStream
-from think.activities._tool_call import ToolCalls
 from think.activities._tool_plan import (
     client_tool_names,
     paused_status,
@@ -91,11 +93,17 @@ ANSWER_TOOL = "final_answer"
 """Structured output without a native mode: the tool whose call is the answer."""
 
 
-class TurnActivities(ToolCalls):
+class TurnActivities(Compactions):
     """The activities of a turn, sharing one store, agent registry and settings per worker."""
 
     def activities(self) -> list[Any]:
-        return [self.model_step, self.tool_call, self.commit_turn, self.chat_response]
+        return [
+            self.model_step,
+            self.tool_call,
+            self.commit_turn,
+            self.chat_response,
+            self.compact_context,
+        ]
 
     # -- model step ------------------------------------------------------------------------
 
@@ -106,7 +114,7 @@ class TurnActivities(ToolCalls):
         fence = Fence(key=f"step-{inp.step}", attempt=activity.info().attempt)
         async with self.store.db.transaction() as conn:
             turn = await self.store.lock_turn(conn, inp.turn_id)
-            agent = self._agent(turn.agent)
+            agent = await self._bound_agent(turn, conn)
             if turn.terminal:
                 return ModelStepResult(ended=True, status=turn.status)
             if turn.steps_done > inp.step:
@@ -134,7 +142,12 @@ class TurnActivities(ToolCalls):
                 # A retry after a crash or a stall: the abandoned attempt may have streamed
                 # part of this step, which clients must drop before this attempt streams it.
                 interrupted = fence.attempt > 1 and await step_is_open(conn, turn.id)
-                transcript = await self.store.path(turn.conversation_uid, turn.parent_id, conn)
+                transcript = await self.store.path(
+                    turn.conversation_uid,
+                    turn.parent_id,
+                    conn,
+                    byte_budget=agent.hydration_byte_budget,
+                )
         if inp.step > 0:
             await self._step_finished(agent, turn, inp.step - 1)
         if spent is not None:
@@ -144,8 +157,11 @@ class TurnActivities(ToolCalls):
             return ModelStepResult(ended=True, status="interrupted", respond=respond)
         builder = MessageBuilder(turn.message)
         try:
+            # Summaries in place of what they cover; compacts first if the window is near.
+            transcript = await self.model_context(agent, turn, transcript, inp.step)
+            prompt = await step_prompt(agent, turn, inp.step, self.store)  # context blocks
             setup = await assemble(
-                agent, turn, transcript, builder.message, inp.step, self.settings
+                agent, turn, transcript, builder.message, inp.step, self.settings, prompt=prompt
             )
         except HookFailed as exc:
             return await self._fail(agent, turn, exc.stage, exc.cause, fence)
@@ -244,6 +260,12 @@ class TurnActivities(ToolCalls):
             await observe.request_failed(turn, inp.step, fence.attempt, exc)
             if isinstance(exc, StreamStalled):
                 await observe.stalled(turn, inp.step, exc.seconds)
+            # Context overflow: compacts and retries the step (raises), or ends the turn.
+            overflow = await self.on_overflow(agent, turn, step, fence, exc)
+            if overflow is not None:
+                return await self._fail(
+                    agent, turn, "model", overflow, fence, step, classification="context_overflow"
+                )
             if not exc.retryable:
                 return await self._fail(agent, turn, "model", exc, fence, step)
             return await self._recover(agent, turn, step, fence, exc)
@@ -319,6 +341,7 @@ class TurnActivities(ToolCalls):
             input_tokens=finish.usage.input_tokens,
             output_tokens=finish.usage.output_tokens,
             respond=ended and overrides(agent, "on_chat_response"),
+            compact=ended and self.compacts_after_turns(agent),
         )
 
     async def _out_of_time(
@@ -386,9 +409,11 @@ class TurnActivities(ToolCalls):
         fence: Fence,
         step: StepStream | None = None,
         drained: list[dict[str, Any]] | None = None,
+        classification: ChatErrorClass | None = None,
     ) -> ModelStepResult:
         """End the turn as `error`, keeping what it produced, with what `on_chat_error` says.
-        `drained`: chunks the caller already took from the step's writer."""
+        `drained`: chunks the caller already took from the step's writer; `classification`:
+        what `on_chat_error` is told the failure was, when the caller knows better."""
         chunks: list[dict[str, Any]] = []
         message = turn.message or {"id": turn.message_id, "role": "assistant", "parts": []}
         if step is not None:
@@ -401,7 +426,9 @@ class TurnActivities(ToolCalls):
                 message = step.builder.message
             else:
                 chunks = []  # only the `start-step` it wrote: close the stream cleanly
-        text = await chat_error_text(agent, turn, stage, exc, bool(message["parts"]))
+        text = await chat_error_text(
+            agent, turn, stage, exc, bool(message["parts"]), classification=classification
+        )
         earlier = await self._end_once(
             turn,
             status="error",
@@ -531,7 +558,7 @@ class TurnActivities(ToolCalls):
         turn = await self.store.get_turn(inp.turn_id)
         if turn is None:
             raise ApplicationError(f"turn {inp.turn_id!r} does not exist", non_retryable=True)
-        agent = self._agent(turn.agent)
+        agent = await self._bound_agent(turn)
         respond = overrides(agent, "on_chat_response")
         if turn.terminal:
             return CommitResult(status=turn.status, respond=respond)
@@ -566,7 +593,10 @@ class TurnActivities(ToolCalls):
             await self._step_finished(agent, turn, turn.steps_done - 1)
         finish_reason = inp.finish_reason if inp.status == "completed" else None
         await observe.finished(turn, inp.status, finish_reason=finish_reason, reason=error)
-        return CommitResult(status=inp.status, respond=respond and bool(message["parts"]))
+        compact = inp.status == "completed" and self.compacts_after_turns(agent)
+        return CommitResult(
+            status=inp.status, respond=respond and bool(message["parts"]), compact=compact
+        )
 
     @activity.defn(name=CHAT_RESPONSE_ACTIVITY)
     async def chat_response(self, inp: TurnInput) -> None:
@@ -574,7 +604,7 @@ class TurnActivities(ToolCalls):
         turn = await self.store.get_turn(inp.turn_id)
         if turn is None:
             return
-        agent = self._agent(turn.agent)
+        agent = await self._bound_agent(turn)
         result = ChatResponseResult(
             agent=turn.agent,
             conversation_id=turn.conversation_id,

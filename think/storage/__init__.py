@@ -8,6 +8,16 @@ from pathlib import Path
 from sqlalchemy import create_engine
 
 from think._settings import Settings
+from think.storage._context import (
+    PromptState,
+    clear_system_prompt,
+    conversation_config,
+    freeze_prompt,
+    prompt_state,
+    read_memory,
+    set_conversation_config,
+    write_memory,
+)
 from think.storage._db import Conn, Database
 from think.storage._errors import (
     IdempotencyConflict,
@@ -64,6 +74,7 @@ __all__ = [
     "MessageNotFound",
     "NotRegenerable",
     "ParentNotFound",
+    "PromptState",
     "SearchHit",
     "Siblings",
     "Store",
@@ -75,16 +86,23 @@ __all__ = [
     "TurnStatus",
     "TurnStillActive",
     "answer_parent",
+    "clear_system_prompt",
+    "conversation_config",
     "delete_turn",
     "delete_turns",
+    "freeze_prompt",
     "migrate",
     "migrate_now",
     "open_database",
     "prepare_turn",
+    "prompt_state",
+    "read_memory",
     "search_messages",
+    "set_conversation_config",
     "skipped_chunks",
     "supersede_turns",
     "upsert_messages",
+    "write_memory",
 ]
 
 

@@ -8,9 +8,11 @@ of one turn without any lock held across a model call.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from psycopg.rows import DictRow
@@ -63,6 +65,24 @@ _PATH = """
     ORDER BY p.depth DESC
 """
 
+# The path within a byte budget, newest first: the walk carries each row's stored size
+# (`byte_size`) as a running total, and only the rows within the budget are fetched. The leaf
+# always is, and so is a system message at the root of the path (instructions the model must
+# keep reading).
+_PATH_WITHIN = """
+    WITH RECURSIVE path AS (
+        SELECT id, parent_id, byte_size::bigint AS total, 0 AS depth
+        FROM messages WHERE conversation_uid = %(c)s AND id = %(leaf)s
+      UNION ALL
+        SELECT m.id, m.parent_id, p.total + m.byte_size, p.depth + 1
+        FROM messages m JOIN path p ON m.conversation_uid = %(c)s AND m.id = p.parent_id
+    )
+    SELECT m.id, m.role, m.parts, m.metadata, p.parent_id
+    FROM path p JOIN messages m ON m.conversation_uid = %(c)s AND m.id = p.id
+    WHERE p.depth = 0 OR p.total <= %(budget)s OR (p.parent_id IS NULL AND m.role = 'system')
+    ORDER BY p.depth DESC
+"""
+
 _INSERT_MESSAGE = """
     INSERT INTO messages (conversation_uid, id, parent_id, role, parts, metadata, turn_id,
                           text_content, byte_size)
@@ -99,6 +119,33 @@ def _conversation(row: DictRow) -> Conversation:
 
 def _turn_record(row: DictRow) -> TurnRecord:
     return TurnRecord.model_validate(row)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Decoding a long path makes hundreds of thousands of objects, none of them garbage, and
+    the garbage collector's passes over them cost as much as the decoding itself (10,000
+    messages: 574 ms with it, 341 ms without; docs/benchmarks.md). Paused for that moment
+    only, and left as it was (an application may have turned it off itself)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _window(rows: list[DictRow]) -> list[DictRow]:
+    """The rows of a budgeted path (root first). When the budget left older messages out, the
+    window starts at a user message: a model reading an answer to a question it cannot see
+    gains nothing, and some providers refuse a conversation that starts with one."""
+    root = rows[0] if rows and rows[0]["parent_id"] is None else None
+    rest = rows[1:] if root is not None else rows
+    if not rest or (root is not None and rest[0]["parent_id"] == root["id"]):
+        return rows  # nothing left out
+    start = next((i for i, r in enumerate(rest) if r["role"] == "user"), len(rest) - 1)
+    return [*([root] if root is not None else []), *rest[start:]]
 
 
 def _message_params(
@@ -187,22 +234,37 @@ class Store:
     # -- messages --------------------------------------------------------------------------
 
     async def path(
-        self, conversation_uid: str, leaf_id: str | None, conn: Conn | None = None
+        self,
+        conversation_uid: str,
+        leaf_id: str | None,
+        conn: Conn | None = None,
+        *,
+        byte_budget: int | None = None,
     ) -> list[UIMessage]:
-        """The messages from the root to `leaf_id`, root first."""
+        """The messages from the root to `leaf_id`, root first.
+
+        With `byte_budget` (a model step's `hydration_byte_budget`), only the newest messages
+        whose stored sizes (`messages.byte_size`) add up to at most the budget: older ones are
+        left out, and so are any assistant messages the window would then start with. The
+        leaf is always kept, and so is a system message at the root."""
         if leaf_id is None:
             return []
         if conn is None:
             async with self.db.connection() as own:
-                return await self.path(conversation_uid, leaf_id, own)
-        rows = await fetch_all(conn, _PATH, {"c": conversation_uid, "leaf": leaf_id})
-        return [
-            UIMessage.model_construct(
-                id=r["id"], role=r["role"], parts=r["parts"], metadata=r["metadata"]
-            )
-            for r in rows
-            if r["parts"]
-        ]
+                return await self.path(conversation_uid, leaf_id, own, byte_budget=byte_budget)
+        params = {"c": conversation_uid, "leaf": leaf_id, "budget": byte_budget}
+        cursor = await conn.execute(_PATH if byte_budget is None else _PATH_WITHIN, params)
+        with _collector_paused():
+            rows = await cursor.fetchall()  # decodes every row's parts
+            if byte_budget is not None:
+                rows = _window(rows)
+            return [
+                UIMessage.model_construct(
+                    id=r["id"], role=r["role"], parts=r["parts"], metadata=r["metadata"]
+                )
+                for r in rows
+                if r["parts"]
+            ]
 
     async def message_exists(self, conversation_uid: str, message_id: str) -> bool:
         async with self.db.connection() as conn:

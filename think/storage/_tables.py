@@ -136,3 +136,43 @@ class StreamChunkRow(Base):
     attempt: Mapped[int] = mapped_column(Integer)
     chunk: Mapped[dict[str, Any]] = mapped_column(JSONB)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class CompactionRow(Base):
+    """A summary that stands in for a span of messages when the model reads the path
+    (migration 0005); the messages themselves stay as they are."""
+
+    __tablename__ = "compactions"
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    conversation_uid: Mapped[str] = mapped_column(
+        ForeignKey("conversations.uid", ondelete="CASCADE")
+    )
+    first_message_id: Mapped[str] = mapped_column(String)
+    last_message_id: Mapped[str] = mapped_column(String)
+    summary: Mapped[str] = mapped_column(Text)
+    tokens_before: Mapped[int] = mapped_column(Integer)
+    tokens_after: Mapped[int] = mapped_column(Integer)
+    trigger: Mapped[str] = mapped_column(String)
+    turn_id: Mapped[str | None] = mapped_column(String)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+    __table_args__ = (
+        UniqueConstraint(
+            "conversation_uid", "first_message_id", "last_message_id", name="compactions_span_key"
+        ),
+        Index("compactions_turn_idx", "turn_id", postgresql_where=text("turn_id IS NOT NULL")),
+    )
+
+
+class ContextBlockRow(Base):
+    """One context block of a conversation (migration 0006): a memory block's content, and the
+    fingerprint of the content its frozen system prompt was built with."""
+
+    __tablename__ = "context_blocks"
+    conversation_uid: Mapped[str] = mapped_column(
+        ForeignKey("conversations.uid", ondelete="CASCADE"), primary_key=True
+    )
+    label: Mapped[str] = mapped_column(String, primary_key=True)
+    content: Mapped[str | None] = mapped_column(Text)
+    frozen: Mapped[str | None] = mapped_column(String)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

@@ -80,6 +80,15 @@ class TurnInput(BaseModel):
     turn_id: str
 
 
+class AfterTurnInput(TurnInput):
+    """What `think.AfterTurn` does for a finished turn (a plain `TurnInput`: `respond` only)."""
+
+    respond: bool = True
+    """Run `on_chat_response`."""
+    compact: bool = False
+    """Compact the conversation if its history exceeds the session's `compact_after`."""
+
+
 class ModelStepInput(BaseModel):
     turn_id: str
     step: int
@@ -157,6 +166,8 @@ class ModelStepResult(BaseModel):
     output_tokens: int = 0
     respond: bool = False
     """The turn ended and the agent has an `on_chat_response` hook to run."""
+    compact: bool = False
+    """The turn ended and the agent's session compacts after turns (`compact_after`)."""
 
 
 class ToolCallInput(BaseModel):
@@ -184,3 +195,4 @@ class CommitInput(BaseModel):
 class CommitResult(BaseModel):
     status: str
     respond: bool = False
+    compact: bool = False

@@ -23,6 +23,7 @@ from temporalio.workflow import ActivityCancellationType, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from think.workflows._inputs import (
+        AfterTurnInput,
         CommitInput,
         CommitResult,
         ModelStepInput,
@@ -43,6 +44,7 @@ with workflow.unsafe.imports_passed_through():
         APPROVE,
         CHAT_RESPONSE_ACTIVITY,
         COMMIT_ACTIVITY,
+        COMPACT_ACTIVITY,
         MODEL_STEP_ACTIVITY,
         STATUS_QUERY,
         SUBMIT_TOOL_RESULT,
@@ -66,6 +68,11 @@ MODEL_RETRY = RetryPolicy(
     maximum_interval=timedelta(seconds=10),
 )
 MODEL_HEARTBEAT = timedelta(seconds=5)
+COMPACT_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=5,
+)
 
 
 @workflow.defn(name=TURN_WORKFLOW)
@@ -103,7 +110,9 @@ class TurnWorkflow:
                 )
                 self._planning = False
                 if result.ended:
-                    return await self._ended(inp, result.status, respond=result.respond)
+                    return await self._ended(
+                        inp, result.status, respond=result.respond, compact=result.compact
+                    )
                 for call in result.tool_calls:
                     if call.kind == "approval" and call.approval_id:
                         self._approvals[call.approval_id] = call
@@ -132,7 +141,9 @@ class TurnWorkflow:
             retry_policy=DB_RETRY,
             summary=f"store the assistant message ({outcome.status})",
         )
-        return await self._ended(inp, committed.status, respond=committed.respond)
+        return await self._ended(
+            inp, committed.status, respond=committed.respond, compact=committed.compact
+        )
 
     # -- one tool call ---------------------------------------------------------------------
 
@@ -297,19 +308,36 @@ class TurnWorkflow:
             ],
         )
 
-    async def _ended(self, inp: TurnInput, status: str, *, respond: bool) -> CommitResult:
+    async def _ended(
+        self, inp: TurnInput, status: str, *, respond: bool, compact: bool = False
+    ) -> CommitResult:
         self._status(status)
         workflow.set_current_details(status)
-        if respond:
+        if respond or compact:
             # `on_chat_response` runs once this turn is over and the conversation is free, so
             # it may start (and wait for) another turn: in a workflow of its own, left running.
+            # Compaction after a turn runs there too, off the turn's path. A plain TurnInput
+            # when there is nothing to compact, as before compaction existed.
             conv = inp.conversation
+            after: TurnInput = (
+                AfterTurnInput(
+                    conversation=inp.conversation,
+                    turn_id=inp.turn_id,
+                    respond=respond,
+                    compact=True,
+                )
+                if compact
+                else inp
+            )
+            summary = " and ".join(
+                w for w, on in (("on_chat_response", respond), ("compaction", compact)) if on
+            )
             await workflow.start_child_workflow(
                 AFTER_TURN_WORKFLOW,
-                inp,
+                after,
                 id=f"after-{turn_workflow_id(conv.agent, conv.conversation_id, inp.turn_id)}",
                 parent_close_policy=ParentClosePolicy.ABANDON,
-                static_summary=f"on_chat_response of turn {inp.turn_id}",
+                static_summary=f"{summary} of turn {inp.turn_id}",
             )
         return CommitResult(status=status)
 
@@ -319,18 +347,37 @@ class TurnWorkflow:
 
 @workflow.defn(name=AFTER_TURN_WORKFLOW)
 class AfterTurnWorkflow:
-    """Runs the agent's `on_chat_response` for a finished turn."""
+    """Runs the agent's `on_chat_response` for a finished turn, and compacts the conversation
+    if the turn left it over `compact_after` (both at once: neither waits for the other)."""
 
     @workflow.run
-    async def run(self, inp: TurnInput) -> None:
-        await workflow.execute_activity(
-            CHAT_RESPONSE_ACTIVITY,
-            inp,
-            start_to_close_timeout=timedelta(minutes=10),
-            heartbeat_timeout=timedelta(seconds=30),
-            retry_policy=DB_RETRY,
-            summary="on_chat_response",
-        )
+    async def run(self, inp: AfterTurnInput) -> None:
+        jobs = []
+        if inp.respond:
+            jobs.append(
+                workflow.execute_activity(
+                    CHAT_RESPONSE_ACTIVITY,
+                    inp,
+                    start_to_close_timeout=timedelta(minutes=10),
+                    heartbeat_timeout=timedelta(seconds=30),
+                    retry_policy=DB_RETRY,
+                    summary="on_chat_response",
+                )
+            )
+        if inp.compact:
+            jobs.append(
+                workflow.execute_activity(
+                    COMPACT_ACTIVITY,
+                    inp,
+                    start_to_close_timeout=timedelta(minutes=10),
+                    heartbeat_timeout=timedelta(seconds=30),
+                    # A summarising model that keeps failing is given up on (the next turn
+                    # tries again); Postgres outages are retried inside those attempts' budget.
+                    retry_policy=COMPACT_RETRY,
+                    summary="compaction",
+                )
+            )
+        await asyncio.gather(*jobs)
 
 
 def _message(exc: ActivityError) -> str:
