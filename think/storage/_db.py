@@ -12,11 +12,19 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+import orjson
 from psycopg import AsyncConnection
 from psycopg.rows import DictRow, dict_row
+from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool
 
 Conn = AsyncConnection[DictRow]
+
+
+async def _configure(conn: Conn) -> None:
+    # JSONB columns (message parts, turn drafts) decode with orjson: a model step reads the
+    # whole transcript, and the standard library's decoder was most of that read's time.
+    set_json_loads(orjson.loads, conn)
 
 
 class Database:
@@ -29,6 +37,7 @@ class Database:
             min_size=min(min_size, max_size),
             max_size=max_size,
             kwargs={"autocommit": True, "row_factory": dict_row},
+            configure=_configure,
             open=False,
             name="think",
             # Answer "Postgres is down" within seconds instead of hanging a request for 30 s.
