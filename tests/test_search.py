@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from tests.conftest import helper_path
+from think import ThinkService
 from think._messages import SEARCH_TEXT_LIMIT, UIMessage, search_text, text_of
 from think._settings import Settings
 from think.storage import Conversation, SearchHit, Store, open_database, search_messages
@@ -374,3 +375,18 @@ async def test_unknown_conversation_is_404(api: httpx.AsyncClient, cid: str) -> 
     assert cid in response.json()["detail"]
     response = await api.get(f"/v1/agents/nobody/conversations/{cid}/search", params={"q": "x"})
     assert response.status_code == 404
+
+
+async def test_search_from_python_matches_http(
+    api: httpx.AsyncClient, service: ThinkService, cid: str
+) -> None:
+    conv = service.conversation("helper", cid)
+    await conv.add_messages(
+        [user("the lighthouse keeper logs storms"), user("nothing to see here")]
+    )
+    hits = await conv.search("lighthouse storms")
+    assert [h.snippet for h in hits] == [
+        h["snippet"] for h in await search(api, cid, "lighthouse storms")
+    ]
+    assert len(hits) == 1 and "<mark>lighthouse</mark>" in hits[0].snippet
+    assert await service.conversation("helper", f"{cid}-none").search("lighthouse") == []

@@ -54,6 +54,7 @@ from think.storage import (
     Conversation,
     Database,
     MessageConcurrency,
+    SearchHit,
     Store,
     TurnNotFound,
     TurnRecord,
@@ -65,6 +66,7 @@ from think.storage import (
     delete_turns,
     open_database,
     read_memory,
+    search_messages,
     set_conversation_config,
     upsert_messages,
     write_memory,
@@ -433,6 +435,14 @@ class ConversationHandle:
         if conv is None:
             return []
         return await self.service.store.path(conv.uid, conv.active_leaf_id)
+
+    async def search(self, query: str, *, limit: int = 20) -> list[SearchHit]:
+        """Full-text search over every message of the conversation (all branches), best first,
+        with `<mark>`-highlighted snippets: what `GET …/search` answers."""
+        conv = await self._conversation()
+        if conv is None:
+            return []
+        return await search_messages(self.service.store.db, conv.uid, query, limit=limit)
 
     async def add_messages(
         self,
