@@ -14,6 +14,7 @@ BENCHMARKS = [
     ["bench.search"],
     ["bench.context_load"],
     ["bench.on_chunk"],
+    ["bench.turn_breakdown"],
 ]
 
 if __name__ == "__main__":
