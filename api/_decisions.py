@@ -9,8 +9,6 @@ so that a read right after it sees the new state.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +19,7 @@ from temporalio.service import RPCError
 
 from api.deps import Resources
 from api.errors import Problem
+from think._admission import wait_for_turn
 from think.storage import TERMINAL_STATUSES, TurnRecord
 from think.workflows._inputs import ToolDecision, ToolResultSubmission
 from think.workflows._names import (
@@ -112,16 +111,11 @@ async def _send(res: Resources, turn: TurnRecord, update: str, payload: BaseMode
 async def _until(
     res: Resources, turn: TurnRecord, done: Callable[[TurnRecord], bool]
 ) -> TurnRecord:
-    """The turn once the answer is recorded (or as it stands after a few seconds)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + RECORD_WAIT
-    with res.listener.subscribe(turn.id) as event:
-        while True:
-            event.clear()
-            current = await res.store.get_turn(turn.id)
-            assert current is not None
-            left = deadline - loop.time()
-            if done(current) or current.status in TERMINAL_STATUSES or left <= 0:
-                return current
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(event.wait(), timeout=min(left, 1.0))
+    """The turn once the answer is recorded (or it ended, or as it stands after a few seconds)."""
+    return await wait_for_turn(
+        res.store,
+        res.listener,
+        turn.id,
+        RECORD_WAIT,
+        until=lambda current: done(current) or current.status in TERMINAL_STATUSES,
+    )

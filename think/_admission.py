@@ -14,7 +14,7 @@ import contextlib
 import hashlib
 import json
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast, get_args
 
@@ -107,10 +107,14 @@ def settled(turn: TurnRecord) -> bool:
 
 
 async def wait_for_turn(
-    store: Store, listener: ChunkListener, turn_id: str, wait_timeout: float | None
+    store: Store,
+    listener: ChunkListener,
+    turn_id: str,
+    wait_timeout: float | None,
+    until: Callable[[TurnRecord], bool] = settled,
 ) -> TurnRecord:
-    """The turn once it is terminal or paused for a person, or as it stands after `wait_timeout`
-    seconds (None: no limit)."""
+    """The turn once `until` holds (by default: terminal or paused for a person), or as it
+    stands after `wait_timeout` seconds (None: no limit)."""
     loop = asyncio.get_running_loop()
     deadline = None if wait_timeout is None else loop.time() + wait_timeout
     with listener.subscribe(turn_id) as event:
@@ -119,7 +123,7 @@ async def wait_for_turn(
             current = await store.get_turn(turn_id)
             if current is None:
                 raise UserError(f"turn {turn_id!r} does not exist")
-            if settled(current):
+            if until(current):
                 return current
             left = RECHECK_EVERY if deadline is None else deadline - loop.time()
             if left <= 0:

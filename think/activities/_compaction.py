@@ -47,7 +47,7 @@ class Compactions(ToolCalls):
         turn = await self.store.get_turn(inp.turn_id)
         if turn is None:
             return
-        agent = await self._bound_agent(turn)  # `get_model` may read `get_config()`
+        agent = self._bound_agent(turn)  # `get_model` may read `get_config()`
         session = session_for(agent)
         if session.compaction is None or session.threshold is None:
             return

@@ -28,7 +28,7 @@ from think.activities._assembly import turn_tools
 from think.activities._heartbeat import heartbeating
 from think.activities._tool_plan import client_tool_names, paused_status
 from think.exceptions import NON_RETRYABLE_USER_ERROR, ToolError, UserError
-from think.storage import Conn, Store, TurnRecord, conversation_config
+from think.storage import Store, TurnRecord
 from think.streaming import append
 from think.streaming._builder import MessageBuilder
 from think.workflows._inputs import ToolCallInput, ToolCallResult, ToolDecision
@@ -53,15 +53,11 @@ class ToolCalls:
                 str(exc), type=NON_RETRYABLE_USER_ERROR, non_retryable=True
             ) from exc
 
-    async def _bound_agent(self, turn: TurnRecord, conn: Conn | None = None) -> Think:
-        """A fresh agent for the turn, with its conversation's configuration (`get_config`)."""
+    def _bound_agent(self, turn: TurnRecord) -> Think:
+        """A fresh agent for the turn, with its conversation's configuration (`get_config`),
+        which the turn's own read brought along."""
         agent = self._agent(turn.agent)
-        if conn is None:
-            async with self.store.db.connection() as own:
-                config = await conversation_config(own, turn.conversation_uid)
-        else:
-            config = await conversation_config(conn, turn.conversation_uid)
-        bind_config(agent, config)
+        bind_config(agent, turn.conversation_config)
         return agent
 
     @activity.defn(name=TOOL_CALL_ACTIVITY)
@@ -74,7 +70,7 @@ class ToolCalls:
             raise ApplicationError(f"no tool call {inp.tool_call_id!r}", non_retryable=True)
         if _settled(part) or turn.terminal:
             return ToolCallResult(ok=part.get("state") == "output-available")
-        agent = await self._bound_agent(turn)
+        agent = self._bound_agent(turn)
         if inp.client_result is not None:
             result = inp.client_result
             chunk: dict[str, Any] = (

@@ -114,7 +114,7 @@ class TurnActivities(Compactions):
         fence = Fence(key=f"step-{inp.step}", attempt=activity.info().attempt)
         async with self.store.db.transaction() as conn:
             turn = await self.store.lock_turn(conn, inp.turn_id)
-            agent = await self._bound_agent(turn, conn)
+            agent = self._bound_agent(turn)
             if turn.terminal:
                 return ModelStepResult(ended=True, status=turn.status)
             if turn.steps_done > inp.step:
@@ -558,7 +558,7 @@ class TurnActivities(Compactions):
         turn = await self.store.get_turn(inp.turn_id)
         if turn is None:
             raise ApplicationError(f"turn {inp.turn_id!r} does not exist", non_retryable=True)
-        agent = await self._bound_agent(turn)
+        agent = self._bound_agent(turn)
         respond = overrides(agent, "on_chat_response")
         if turn.terminal:
             return CommitResult(status=turn.status, respond=respond)
@@ -604,7 +604,7 @@ class TurnActivities(Compactions):
         turn = await self.store.get_turn(inp.turn_id)
         if turn is None:
             return
-        agent = await self._bound_agent(turn)
+        agent = self._bound_agent(turn)
         result = ChatResponseResult(
             agent=turn.agent,
             conversation_id=turn.conversation_id,

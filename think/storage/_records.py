@@ -86,6 +86,8 @@ class TurnRecord(BaseModel):
     usage: dict[str, Any]
     config: dict[str, Any] | None = None
     output: Any = None
+    conversation_config: dict[str, Any] = Field(default_factory=dict)
+    """The conversation's dynamic configuration (`Think.get_config`), read with the turn."""
     answered_by: str | None = None
     """For a submission merged into another (`merge`, `debounce`): the turn that appended its
     messages and answered them. It ends `skipped` itself."""

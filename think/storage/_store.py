@@ -44,10 +44,7 @@ _FIND_CONVERSATION = f"""
 """
 _CONVERSATION_BY_UID = f"SELECT {_CONVERSATION_COLUMNS} FROM conversations WHERE uid = %(uid)s"
 
-_TURN_SELECT = """
-    SELECT t.*, c.id AS conversation_id, c.tenant AS tenant
-    FROM turns t JOIN conversations c ON c.uid = t.conversation_uid
-"""
+_TURN_SELECT = _submissions.TURN_SELECT
 _TURN_BY_ID = _TURN_SELECT + " WHERE t.id = %(id)s"
 _TURN_BY_ID_IN = _TURN_SELECT + " WHERE t.id = %(id)s AND t.conversation_uid = %(c)s"
 _LOCK_TURN = _TURN_BY_ID + " FOR UPDATE OF t"

@@ -73,12 +73,14 @@ class TurnStillActive(UserError):
         self.status = status
 
 
-_TURN_SELECT = """
-    SELECT t.*, c.id AS conversation_id, c.tenant AS tenant
+TURN_SELECT = """
+    SELECT t.*, c.id AS conversation_id, c.tenant AS tenant,
+           COALESCE(c.config, '{}') AS conversation_config
     FROM turns t JOIN conversations c ON c.uid = t.conversation_uid
 """
-_BY_ID = _TURN_SELECT + " WHERE t.id = %(id)s"
-_BY_KEY = _TURN_SELECT + " WHERE t.conversation_uid = %(c)s AND t.idempotency_key = %(key)s"
+"""A turn with what it needs of its conversation: the one query every turn read builds on."""
+_BY_ID = TURN_SELECT + " WHERE t.id = %(id)s"
+_BY_KEY = TURN_SELECT + " WHERE t.conversation_uid = %(c)s AND t.idempotency_key = %(key)s"
 _LOCK = _BY_ID + " FOR UPDATE OF t"
 
 # Any unique constraint: the (conversation, key) one, or the primary key when the caller chose
