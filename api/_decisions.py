@@ -1,44 +1,35 @@
 """Answers to a paused turn: a person's approval decision, a client tool's result.
 
 The turn's stored message says what it waits for, so unknown and already-answered requests
-are refused from Postgres without a round trip to Temporal. The answer itself goes to the turn
-workflow as an Update, whose validator settles a race between two answers to the same request
-(one wins, the other is told 409). The route then waits, briefly, for the answer to be recorded,
-so that a read right after it sees the new state.
+are refused from Postgres without a round trip to Temporal. The answer is then recorded in
+`turn_answers`, whose primary key settles a race between two answers to the same request (one
+wins, the other is told 409), and signalled to the turn's workflow: the Temporal server
+accepts a Signal whether or not a worker is running, so the route never waits for one. It
+waits a moment for the answer to be applied, so that a read right after it usually sees the
+new state (200); otherwise it answers 202, and the turn applies the recorded answer when a
+worker picks it up.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
-from temporalio.client import WorkflowUpdateFailedError
-from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from api.deps import Resources
 from api.errors import Problem
 from think._admission import wait_for_turn
-from think.storage import TERMINAL_STATUSES, TurnRecord
+from think.storage import TERMINAL_STATUSES, AnswerKind, TurnRecord, record_answer
 from think.workflows._inputs import ToolDecision, ToolResultSubmission
-from think.workflows._names import (
-    ALREADY_ANSWERED,
-    ALREADY_DECIDED,
-    APPROVE,
-    SUBMIT_TOOL_RESULT,
-    UNKNOWN_APPROVAL,
-    UNKNOWN_TOOL_CALL,
-    turn_workflow_id,
-)
+from think.workflows._names import APPROVE, SUBMIT_TOOL_RESULT, turn_workflow_id
 
-RECORD_WAIT = 5.0
-_STATUS = {
-    UNKNOWN_APPROVAL: 404,
-    UNKNOWN_TOOL_CALL: 404,
-    ALREADY_DECIDED: 409,
-    ALREADY_ANSWERED: 409,
-}
+log = logging.getLogger("think.api.decisions")
+
+APPLY_WAIT = 0.5
+"""How long a decision route waits to see its answer applied before answering 202."""
 
 
 def _parts(turn: TurnRecord) -> list[dict[str, Any]]:
@@ -67,55 +58,68 @@ def _answered(tool_call_id: str) -> Callable[[TurnRecord], bool]:
     return lambda t: str((_tool_part(t, tool_call_id) or {}).get("state", "")).startswith("output-")
 
 
-async def decide(res: Resources, turn: TurnRecord, decision: ToolDecision) -> TurnRecord:
+async def decide(
+    res: Resources, turn: TurnRecord, decision: ToolDecision
+) -> tuple[TurnRecord, bool]:
+    """Record and send a decision; the turn as it stands, and whether the decision shows in
+    it yet."""
     part = _approval_part(turn, decision.approval_id)
     if part is None:
         raise Problem(404, f"turn {turn.id!r} has no approval request {decision.approval_id!r}")
+    already = Problem(409, f"approval {decision.approval_id!r} is already decided")
     if _decided(decision.approval_id)(turn) or turn.status in TERMINAL_STATUSES:
-        raise Problem(409, f"approval {decision.approval_id!r} is already decided")
+        raise already
+    await _record(res, turn, "approval", decision.approval_id, decision, already)
     await _send(res, turn, APPROVE, decision)
     return await _until(res, turn, _decided(decision.approval_id))
 
 
 async def submit_tool_result(
     res: Resources, turn: TurnRecord, result: ToolResultSubmission
-) -> TurnRecord:
+) -> tuple[TurnRecord, bool]:
     part = _tool_part(turn, result.tool_call_id)
     clients = {str(t["name"]) for t in turn.request.client_tools}
     if part is None or str(part.get("type", ""))[len("tool-") :] not in clients:
         raise Problem(
             404, f"turn {turn.id!r} has no client tool call {result.tool_call_id!r} to answer"
         )
+    already = Problem(409, f"tool call {result.tool_call_id!r} already has a result")
     if _answered(result.tool_call_id)(turn) or turn.status in TERMINAL_STATUSES:
-        raise Problem(409, f"tool call {result.tool_call_id!r} already has a result")
+        raise already
+    await _record(res, turn, "tool-result", result.tool_call_id, result, already)
     await _send(res, turn, SUBMIT_TOOL_RESULT, result)
     return await _until(res, turn, _answered(result.tool_call_id))
 
 
-async def _send(res: Resources, turn: TurnRecord, update: str, payload: BaseModel) -> None:
+async def _record(
+    res: Resources, turn: TurnRecord, kind: AnswerKind, key: str, answer: BaseModel, taken: Problem
+) -> None:
+    async with res.store.db.transaction() as conn:
+        if not await record_answer(conn, turn.id, kind, key, answer.model_dump(mode="json")):
+            raise taken
+
+
+async def _send(res: Resources, turn: TurnRecord, signal: str, payload: BaseModel) -> None:
+    """Signal the recorded answer to the turn's workflow. Should Temporal be unreachable, the
+    answer stays recorded: the workers' sweeper signals it again."""
     handle = res.temporal.get_workflow_handle(
         turn_workflow_id(turn.agent, turn.conversation_id, turn.id)
     )
     try:
-        await handle.execute_update(update, payload)
-    except WorkflowUpdateFailedError as exc:
-        cause = exc.cause
-        if isinstance(cause, ApplicationError) and cause.type in _STATUS:
-            raise Problem(_STATUS[cause.type], cause.message) from None
-        raise
+        await handle.signal(signal, payload)
     except RPCError as exc:
-        # The workflow closed between our read and the update: the turn ended meanwhile.
-        raise Problem(409, f"turn {turn.id!r} is no longer waiting ({exc.message})") from None
+        log.warning("signalling %s to turn %s failed: %s", signal, turn.id, exc)
 
 
 async def _until(
     res: Resources, turn: TurnRecord, done: Callable[[TurnRecord], bool]
-) -> TurnRecord:
-    """The turn once the answer is recorded (or it ended, or as it stands after a few seconds)."""
-    return await wait_for_turn(
+) -> tuple[TurnRecord, bool]:
+    """The turn once the answer is applied (or it ended), or as it stands after a moment."""
+    current = await wait_for_turn(
         res.store,
         res.listener,
         turn.id,
-        RECORD_WAIT,
+        APPLY_WAIT,
         until=lambda current: done(current) or current.status in TERMINAL_STATUSES,
     )
+    return current, done(current) or current.status in TERMINAL_STATUSES

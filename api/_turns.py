@@ -1,9 +1,9 @@
 """The logic behind the turn routes: admission, waiting and cancelling (shared with the Python
 turn API in `think._admission`), and the `Turn` view.
 
-Admission is two steps: a Postgres insert (which decides idempotency and outlives Temporal's
-retention), then an update-with-start on the conversation's entity workflow. The update id is
-the turn id, so a repeated update is dropped by Temporal as well as by the workflow.
+Admission is two steps: a Postgres transaction (which decides idempotency and the order of
+the conversation's turns, and outlives Temporal's retention), then the start of the turn's
+workflow when it is the conversation's turn to run.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from api.errors import Problem
 from api.schemas import PendingApproval, PendingClientTool, SubmitTurnBody, TurnOut
 from think import _admission
 from think._admission import RESEND_AFTER
-from think._dispatch import DispatchFailed, dispatch
+from think._dispatch import DispatchFailed, hand_off
 from think.storage import PAUSED_STATUSES, TERMINAL_STATUSES, Admission, TurnRecord, TurnRequest
 
 log = logging.getLogger("think.api.turns")
@@ -69,7 +69,7 @@ async def submit(
 
 async def schedule(res: Resources, turn: TurnRecord) -> None:
     try:
-        await dispatch(res.temporal, res.settings.task_queue, turn)
+        await hand_off(res.store, res.temporal, res.settings.task_queue, turn.conversation_uid)
     except DispatchFailed as exc:
         raise _unavailable(exc) from exc
 
@@ -136,4 +136,6 @@ async def wait_for_turn(res: Resources, turn: TurnRecord, wait_timeout: float | 
 
 async def cancel(res: Resources, turn: TurnRecord, reason: str) -> bool:
     """Cancel a turn; False when it had already ended (nothing changes then)."""
-    return await _admission.cancel_turn(res.store, res.temporal, turn, reason)
+    return await _admission.cancel_turn(
+        res.store, res.temporal, res.settings.task_queue, turn, reason
+    )

@@ -22,7 +22,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from bench._stack import local_stack
 from think.testing import text
-from think.workflows._names import conversation_workflow_id, turn_workflow_id
+from think.workflows._names import turn_workflow_id
 
 _TIMES = """
     SELECT extract(epoch from created_at) AS created, extract(epoch from started_at) AS started,
@@ -69,10 +69,7 @@ async def run(turns: int) -> None:
         for leg, values in legs.items():
             print(f"{leg:44} p50 {statistics.median(values):7.1f} ms")
         cid, turn_id, _, _ = timed[-1]
-        for workflow_id in (
-            turn_workflow_id("helper", cid, turn_id),
-            conversation_workflow_id("default", "helper", cid),
-        ):
+        for workflow_id in (turn_workflow_id("helper", cid, turn_id),):
             history = await client.get_workflow_handle(workflow_id).fetch_history()
             print(f"\n{workflow_id}")
             first = history.events[0].event_time.ToMicroseconds()

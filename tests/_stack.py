@@ -79,6 +79,17 @@ class Stack:
     def start_worker(self) -> Process:
         return self.spawn("worker", "worker")
 
+    def wait_polling(self, proc: Process, timeout: float = 60.0) -> None:
+        """Until the worker says it polls its task queue."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.popen.poll() is not None:
+                raise RuntimeError(f"{proc.name} exited:\n{proc.log_tail()}")
+            if proc.log.exists() and "worker polling task queue" in proc.log.read_text():
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"{proc.name} not polling in {timeout}s:\n{proc.log_tail()}")
+
     def start_api(self) -> Process:
         port = free_port()
         proc = self.spawn("api", "api", "--host", "127.0.0.1", "--port", str(port))

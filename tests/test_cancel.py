@@ -29,7 +29,7 @@ async def test_cancel_running_keeps_the_partial_answer(
     took = time.monotonic() - asked
     assert final["status"] == "aborted"
     assert final["error"] == "user pressed stop"
-    assert took < 2.5, f"cancel took {took:.2f} s"
+    assert took < 1.0, f"cancel took {took:.2f} s"
 
     partial = final["message"]["parts"][-1]["text"]
     assert 0 < len(partial) < len("".join(WORDS))
@@ -49,6 +49,32 @@ async def test_cancel_running_keeps_the_partial_answer(
     again = await api.post(f"{turn['status_url']}/cancel")
     assert again.status_code == 200
     assert again.json()["status"] == "aborted"
+
+
+async def test_a_cancel_lands_within_a_second_under_load(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """Twelve other turns stream at the same time; the cancelled one still stops within a
+    second of its `POST …/cancel`, with its partial answer, and the others finish."""
+    others = [f"{cid}-load{i}" for i in range(12)]
+    for other in [cid, *others]:
+        fake_model.script(other, reply(text(*WORDS), delay=0.05))
+    busy = [
+        (await api.post(f"{helper_path(o)}/turns", json={"input": "long"})).json() for o in others
+    ]
+    turn = (await api.post(f"{helper_path(cid)}/turns", json={"input": "long"})).json()
+    await read_until(api, turn["stream_url"], deltas(5))
+    asked = time.monotonic()
+    cancelled = await api.post(f"{turn['status_url']}/cancel", json={"reason": "stop"})
+    assert cancelled.status_code == 202
+    final = await until_terminal(api, turn["status_url"])
+    took = time.monotonic() - asked
+    assert final["status"] == "aborted", final
+    assert took < 1.0, f"cancel took {took:.2f} s under load"
+    partial = final["message"]["parts"][-1]["text"]
+    assert 0 < len(partial) < len("".join(WORDS))
+    for other in busy:
+        assert (await until_terminal(api, other["status_url"]))["status"] == "completed"
 
 
 async def test_cancel_pending_never_starts(

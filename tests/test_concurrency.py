@@ -21,7 +21,7 @@ from tests.test_ai_sdk_conformance import NODE_DIR, reconstruct
 from tests.test_replay import HISTORIES, replayer
 from think import ConversationBusy, ThinkService
 from think.testing import FakeOpenAIServer, text
-from think.workflows._names import conversation_workflow_id
+from think.workflows._names import turn_workflow_id
 
 
 async def test_queue_runs_every_submission_in_order(
@@ -290,11 +290,15 @@ async def test_concurrency_histories_replay(
     results = [await conv.result(t.turn_id) for t in (a, b, c, d)]
     assert [r.status for r in results] == ["aborted", "completed", "completed", "skipped"]
     assert (await conv.continue_last_turn()).status == "completed"
-    assert (await conv.save_messages("e", concurrency="debounce")).status == "completed"
-    handle = temporal.get_workflow_handle(conversation_workflow_id("default", "helper", cid))
-    history = await handle.fetch_history()
-    result = await replayer().replay_workflow(history, raise_on_replay_failure=True)
-    assert result.replay_failure is None
-    path = HISTORIES / "conversation-concurrency.json"
-    if os.environ.get("THINK_RECORD_HISTORIES") and not path.exists():
-        path.write_text(history.to_json())
+    debounced = await conv.save_messages("e", concurrency="debounce")
+    assert debounced.status == "completed"
+    # The interrupted turn (cancelled mid-step) and the debounced one (durable timers first).
+    for name, turn_id in (("interrupted-turn", a.turn_id), ("debounce-turn", debounced.turn_id)):
+        handle = temporal.get_workflow_handle(turn_workflow_id("helper", cid, turn_id))
+        await handle.result()
+        history = await handle.fetch_history()
+        result = await replayer().replay_workflow(history, raise_on_replay_failure=True)
+        assert result.replay_failure is None
+        path = HISTORIES / f"{name}.json"
+        if os.environ.get("THINK_RECORD_HISTORIES") and not path.exists():
+            path.write_text(history.to_json())

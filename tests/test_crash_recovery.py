@@ -173,9 +173,11 @@ async def test_a_frozen_worker_that_wakes_up_late_changes_nothing(
     a user's cancel and must not end the turn as `aborted`."""
     # The first attempt streams a little, then waits on the model (nothing buffered to write);
     # the second streams slowly, so the frozen worker wakes while the second is still running.
-    fake_model.script(
-        cid, text("one ", "two ", "three ") + stall(30), reply(text(*WORDS), delay=0.2)
-    )
+    # A frozen worker's open long polls may still take the retried workflow task (the server
+    # cannot tell it is frozen), so the step can be attempted more than twice before one
+    # finishes: every attempt after the first gets the same answer.
+    slow = reply(text(*WORDS), delay=0.2)
+    fake_model.script(cid, text("one ", "two ", "three ") + stall(30), slow, slow, slow)
     async with httpx.AsyncClient(base_url=crash_stack.api_url, timeout=60) as api:
         turn = (
             await api.post(f"/v1/agents/helper/conversations/{cid}/turns", json={"input": "x"})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -20,7 +21,6 @@ from typing import Any
 
 import httpx
 import pytest
-from temporalio.client import WorkflowExecutionStatus
 
 from tests._sse import Event, chunks, parse, read_stream
 from tests._stack import Stack, free_port, stack_env
@@ -35,7 +35,7 @@ from think._settings import Settings
 from think._temporal import connect
 from think.storage import migrate_now
 from think.testing import FakeOpenAIServer, reply, text
-from think.workflows._names import conversation_workflow_id, turn_workflow_id
+from think.workflows._names import turn_workflow_id
 
 WORDS = [f"word{i} " for i in range(60)]  # ~3 s of streaming at 0.05 s per chunk
 LONG_WORDS = [f"long{i} " for i in range(200)]  # ~10 s: still streaming when Temporal is back
@@ -372,19 +372,28 @@ async def assert_completed_once(
     async with asyncio.timeout(30):
         await handle.result()
     infra.note("turn workflow completed in Temporal")
-    attempts = [
-        event.activity_task_started_event_attributes.attempt
-        for event in (await handle.fetch_history()).events
-        if event.HasField("activity_task_started_event_attributes")
-    ]
+    attempts = _attempts((await handle.fetch_history()).events)
     infra.note(f"attempts of the turn's activities: {attempts}")
     await until_ready(api)
     infra.note("/readyz 200")
     return events, attempts
 
 
+def _attempts(events: Any) -> list[int]:
+    """The attempt each of a turn's activities completed at: local activities (the model
+    steps) record it in their marker, regular ones in their started event."""
+    found = []
+    for event in events:
+        if event.HasField("activity_task_started_event_attributes"):
+            found.append(event.activity_task_started_event_attributes.attempt)
+        elif event.HasField("marker_recorded_event_attributes"):
+            data = event.marker_recorded_event_attributes.details["data"].payloads[0].data
+            found.append(int(json.loads(data)["attempt"]))
+    return found
+
+
 async def assert_conversation_goes_on(infra: Infra, api: httpx.AsyncClient, cid: str) -> None:
-    """The conversation's entity workflow saw the turn end and serves the next turn."""
+    """The turn's end started the conversation's next turn: the next one runs."""
     infra.fake.reset()  # drop the repeating script of the turn before (the fake is ours alone)
     infra.fake.script(cid, reply(text("after the restart")))
     base = f"/v1/agents/helper/conversations/{cid}"
@@ -392,9 +401,6 @@ async def assert_conversation_goes_on(infra: Infra, api: httpx.AsyncClient, cid:
     final = await until_terminal(api, turn["status_url"], within=20)
     assert final["status"] == "completed", final
     assert final["message"]["parts"][-1]["text"] == "after the restart"
-    client = await connect(infra.settings)
-    conversation = client.get_workflow_handle(conversation_workflow_id("default", "helper", cid))
-    assert (await conversation.describe()).status == WorkflowExecutionStatus.RUNNING
     infra.note("the next turn completed")
 
 
@@ -423,7 +429,7 @@ async def test_postgres_restart_mid_stream(
         # abandoned attempt's text.
         assert infra.fake.calls(cid) >= 2
         assert "reset-step" in [c["type"] for c in chunks(events)]
-        assert attempts[0] >= 3, attempts  # retried more than once: it rode the outage out
+        assert attempts[0] >= 2, attempts  # retried: it rode the outage out
         await assert_conversation_goes_on(infra, gateway, cid)
 
 

@@ -14,7 +14,7 @@ from temporalio.client import Client
 from tests._stack import Stack
 from tests.conftest import helper_path
 from think._embedded import Services
-from think.workflows._names import conversation_workflow_id, turn_workflow_id
+from think.workflows._names import turn_workflow_id
 
 
 async def test_operator_finds_turns_by_conversation(
@@ -65,10 +65,11 @@ async def test_operator_finds_turns_by_conversation(
         "ThinkTurnStatus": "completed",
     }
     assert await described.static_summary() == f"helper turn in conversation {cid}"
-    conv = await temporal.get_workflow_handle(
-        conversation_workflow_id("default", "helper", cid)
-    ).describe()
-    assert conv.workflow_type == "think.Conversation"
+    assert described.workflow_type == "think.ChatTurn"
+    # One workflow per turn and nothing else: the conversation's order lives in Postgres.
+    listed = {w.id async for w in temporal.list_workflows(f"ThinkConversationId='{cid}'")}
+    assert turn_workflow_id("helper", cid, turn_id) in listed
+    assert all(w.startswith(f"turn-helper-{cid}-turn_") for w in listed), listed
 
 
 async def test_health_and_agents(api: httpx.AsyncClient, stack: Stack) -> None:

@@ -21,7 +21,7 @@ from temporalio.worker import Replayer
 from tests.conftest import helper_path
 from think.testing import FakeOpenAIServer, text, tool_call
 from think.workflows import WORKFLOWS
-from think.workflows._names import conversation_workflow_id, turn_workflow_id
+from think.workflows._names import turn_workflow_id
 from workers.worker import workflow_runner
 
 HISTORIES = Path(__file__).parent / "histories"
@@ -59,8 +59,6 @@ async def test_fresh_histories_replay(
         handle = temporal.get_workflow_handle(turn_workflow_id("helper", cid, turn["turn_id"]))
         await handle.result()  # the turn is stored before its workflow has quite finished
         histories[name] = await handle.fetch_history()
-    conversation = temporal.get_workflow_handle(conversation_workflow_id("default", "helper", cid))
-    histories["conversation"] = await conversation.fetch_history()
     for history in histories.values():
         result = await replayer().replay_workflow(history, raise_on_replay_failure=True)
         assert result.replay_failure is None

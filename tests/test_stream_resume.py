@@ -73,7 +73,10 @@ async def test_stream_of_a_pending_turn_waits_for_it(
 async def test_many_streams_share_one_listen_connection(
     api: httpx.AsyncClient, fake_model: FakeOpenAIServer, engine: AsyncEngine, cid: str
 ) -> None:
-    listening = sql("SELECT count(*) FROM pg_stat_activity WHERE query ILIKE 'LISTEN%'")
+    # Stream listeners only: each worker also listens for cancels, on its own channel.
+    listening = sql(
+        "SELECT count(*) FROM pg_stat_activity WHERE query ILIKE 'LISTEN think_chunks%'"
+    )
     async with engine.connect() as conn:
         # The gateway's, and the test process's own ThinkService's when a test opened it.
         before = await conn.scalar(listening)

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from tests._sse import chunks, deltas, read_stream, read_until, until_terminal
 from tests._stack import Stack
 from tests.conftest import helper_path
-from think._dispatch import dispatch
+from think._dispatch import hand_off
 from think._messages import UIMessage
 from think._settings import Settings
 from think.storage import MessageNotFound, NotRegenerable, Store, open_database
@@ -438,7 +438,7 @@ async def test_store_tree_methods(
     request = admission.turn.request
     assert request.regenerates == "p2" and request.messages == [] and request.parent_id == "p1"
     fake_model.script(cid, text("Pong again."))
-    await dispatch(temporal, settings.task_queue, admission.turn)
+    await hand_off(store, temporal, settings.task_queue, admission.turn.conversation_uid)
     turn_url = f"{helper_path(cid)}/turns/{admission.turn.id}"
     assert (await until_terminal(api, turn_url))["status"] == "completed"
     assert sent(fake_model, cid, 0) == [SYSTEM, {"role": "user", "content": "Ping"}]

@@ -1,10 +1,11 @@
 """Turn admission, waiting, following and cancelling: one implementation for the gateway
 (`api/`) and the Python turn API (`think.ThinkService`), so both behave the same.
 
-Admission is two steps: a Postgres insert (which decides idempotency and "drop", and outlives
-Temporal's retention), then an update-with-start on the conversation's entity workflow. The
-update id is the turn id, so a repeated update is dropped by Temporal as well as by the
-workflow.
+Admission is two steps: one Postgres transaction under the conversation's row lock (which
+decides idempotency, the queue's order and what the submission's `message_concurrency` does to
+the turns already there, and outlives Temporal's retention), then, if the turn is the one to
+run now, a plain start of its workflow (`think._dispatch.hand_off`). A turn that waits is
+started by whoever ends the turn ahead of it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from think._agent import Think
-from think._dispatch import dispatch
+from think._dispatch import hand_off
 from think.exceptions import UserError
 from think.storage import (
     PAUSED_STATUSES,
@@ -33,7 +34,7 @@ from think.storage import (
     TurnRecord,
     TurnRequest,
 )
-from think.streaming import TERMINAL_CHUNKS, ChunkListener, append, read
+from think.streaming import CANCEL_CHANNEL, TERMINAL_CHUNKS, ChunkListener, append, read
 from think.workflows._names import turn_workflow_id
 
 log = logging.getLogger("think.admission")
@@ -77,13 +78,14 @@ async def admit(
     idempotency_key: str | None = None,
     submission_id: str | None = None,
 ) -> Admission:
-    """Record the submission, then hand it to its conversation's workflow.
+    """Record the submission, then start it if it is the conversation's turn to run.
 
     A repeat of a known key or submission id answers the existing record; it is re-sent to
     Temporal only when it is still `pending` a while after it was accepted (the one gap in
     admission: a sender that died between the Postgres commit and the Temporal call). Raises
     `DispatchFailed` when Temporal cannot be reached: the turn is recorded, and a retry with
-    the same key sends it again.
+    the same key sends it again. An "interrupt" or "rollback" submission cancels the running
+    turn once it is recorded.
     """
     admission = await store.admit_turn(
         tenant=tenant,
@@ -95,9 +97,14 @@ async def admit(
         submission_id=submission_id,
     )
     turn = admission.turn
+    if admission.interrupt is not None:
+        running = await store.get_turn(admission.interrupt)
+        if running is not None:
+            what = "rolled back" if turn.request.concurrency == "rollback" else "interrupted"
+            await cancel_turn(store, temporal, task_queue, running, f"{what} by turn {turn.id}")
     age = datetime.now(UTC) - turn.created_at
     if admission.accepted or (turn.status == "pending" and age > RESEND_AFTER):
-        await dispatch(temporal, task_queue, turn)
+        await hand_off(store, temporal, task_queue, turn.conversation_uid)
     return admission
 
 
@@ -165,26 +172,37 @@ async def follow(
                 await asyncio.wait_for(event.wait(), timeout=RECHECK_EVERY)
 
 
-async def cancel_turn(store: Store, temporal: Client, turn: TurnRecord, reason: str) -> bool:
+async def cancel_turn(
+    store: Store, temporal: Client, task_queue: str, turn: TurnRecord, reason: str
+) -> bool:
     """Cancel a turn; False when it had already ended (nothing changes then).
 
-    A turn still queued is aborted right here, before it ever calls the model or appends its
-    user message. A running one is cancelled through Temporal: the cancel reaches its activity
-    at the next heartbeat, which stores the partial answer and ends the stream with `abort`.
+    A turn that has not started is aborted right here, before it ever calls the model or
+    appends its user message, and the turn behind it (if this one was running) is started. A
+    running one is told through Postgres (`NOTIFY think_cancel`), which reaches the model
+    step streaming it at once; the step stores the partial answer and ends the stream with
+    `abort`. Its workflow is cancelled too, for a turn paused between steps.
     """
     if turn.status in TERMINAL_STATUSES:
         return False
     async with store.db.transaction() as conn:
-        if await store.abort_if_pending(conn, turn.id, reason):
+        aborted = await store.abort_if_pending(conn, turn, reason)
+        if aborted:
             await append(conn, turn.id, [{"type": "abort", "reason": reason}])
-            return True
-        await store.note_cancel(conn, turn.id, reason)
+        else:
+            await store.note_cancel(conn, turn.id, reason)
+            await conn.execute(
+                "SELECT pg_notify(%(channel)s, %(turn)s)",
+                {"channel": CANCEL_CHANNEL, "turn": turn.id},
+            )
+    if aborted:
+        await hand_off(store, temporal, task_queue, turn.conversation_uid)
     handle = temporal.get_workflow_handle(
         turn_workflow_id(turn.agent, turn.conversation_id, turn.id)
     )
     try:
         await handle.cancel()
     except RPCError as exc:
-        # Already finished between our read and the cancel: it ended on its own.
-        log.info("cancel of turn %s: %s", turn.id, exc)
+        # Never started (it was waiting), or finished between our read and the cancel.
+        log.debug("cancel of turn %s: %s", turn.id, exc)
     return True

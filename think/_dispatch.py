@@ -1,31 +1,44 @@
-"""Handing an accepted turn to its conversation's entity workflow.
+"""Starting a conversation's running turn on Temporal: the one way a turn workflow starts.
 
-Shared by the gateway (right after admission) and the workers' sweeper (for turns whose
-gateway died between the Postgres commit and this call), so both speak to Temporal the same way.
+A conversation's queue lives in Postgres (`turns.seq`, under the conversation's row lock); its
+running turn is the first active one. Whoever changes who that is — admission, the activity
+that ends a turn, a cancel of a queued turn, the workers' sweeper — calls `hand_off` after its
+commit, which starts the running turn's workflow if it has not started. Starting is idempotent
+(the workflow id is the turn's, and a duplicate is refused), so any of them may do it twice.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from typing import Any
+from datetime import timedelta
 
-from temporalio.client import Client, WithStartWorkflowOperation
-from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDConflictPolicy
+from temporalio.client import Client
+from temporalio.common import (
+    SearchAttributePair,
+    TypedSearchAttributes,
+    WorkflowIDConflictPolicy,
+    WorkflowIDReusePolicy,
+)
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from think.exceptions import ThinkError
-from think.storage import TurnRecord
-from think.workflows._inputs import ConversationInput, ConversationRef, SubmitTurn
+from think.storage import Store, TurnRecord, queue_head
+from think.workflows._inputs import ConversationRef, TurnInput
 from think.workflows._names import (
     AGENT_KEY,
     CONVERSATION_KEY,
-    CONVERSATION_WORKFLOW,
-    SUBMIT_UPDATE,
-    conversation_workflow_id,
+    TURN_STATUS_KEY,
+    TURN_WORKFLOW,
+    turn_workflow_id,
 )
 
 log = logging.getLogger("think.dispatch")
+
+TASK_TIMEOUT = timedelta(seconds=5)
+"""A turn's workflow-task timeout. Model steps run as local activities inside a workflow task,
+so this is how soon a step whose worker died is retried elsewhere (the SDK keeps a live task
+open by completing it every 80% of this)."""
 
 
 class DispatchFailed(ThinkError):
@@ -36,62 +49,54 @@ class DispatchFailed(ThinkError):
         self.turn_id = turn_id
 
 
-def submit_request(turn: TurnRecord) -> SubmitTurn:
-    """The `submit` Update for a recorded turn: its id, and how it treats overlapping turns."""
+def turn_input(turn: TurnRecord) -> TurnInput:
     request = turn.request
-    return SubmitTurn(
+    debounce = request.debounce_seconds or 0.0
+    return TurnInput(
+        conversation=ConversationRef(
+            tenant=turn.tenant,
+            agent=turn.agent,
+            conversation_id=turn.conversation_id,
+            conversation_uid=turn.conversation_uid,
+        ),
         turn_id=turn.id,
-        # Regenerates are never subject to message_concurrency, whatever the record says.
-        concurrency=None if request.regenerates else request.concurrency,
-        debounce_seconds=request.debounce_seconds or 0.0,
-        continuation=request.continuation,
+        debounce_seconds=debounce if request.concurrency == "debounce" else 0.0,
     )
 
 
-async def dispatch(client: Client, task_queue: str, turn: TurnRecord) -> None:
-    """Submit the turn to its conversation's workflow, starting that workflow if needed.
-
-    The update id is the turn id and the workflow keeps the ids it has seen, so sending the
-    same turn twice queues it once.
-    """
-    ref = ConversationRef(
-        tenant=turn.tenant,
-        agent=turn.agent,
-        conversation_id=turn.conversation_id,
-        conversation_uid=turn.conversation_uid,
-    )
-    workflow_id = conversation_workflow_id(turn.tenant, turn.agent, turn.conversation_id)
-    last: Exception | None = None
-    for attempt in range(3):
-        start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
-            CONVERSATION_WORKFLOW,
-            ConversationInput(conversation=ref),
-            id=workflow_id,
-            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+async def start_turn_workflow(client: Client, task_queue: str, turn: TurnRecord) -> None:
+    """Start the turn's workflow; a turn whose workflow exists (running or closed) is left as
+    it is. Raises `DispatchFailed` when Temporal cannot be reached."""
+    try:
+        await client.start_workflow(
+            TURN_WORKFLOW,
+            turn_input(turn),
+            id=turn_workflow_id(turn.agent, turn.conversation_id, turn.id),
             task_queue=task_queue,
+            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            task_timeout=TASK_TIMEOUT,
             search_attributes=TypedSearchAttributes(
                 [
                     SearchAttributePair(AGENT_KEY, turn.agent),
                     SearchAttributePair(CONVERSATION_KEY, turn.conversation_id),
+                    # Set at start rather than upserted by the turn: one event less per turn.
+                    SearchAttributePair(TURN_STATUS_KEY, "running"),
                 ]
             ),
-            static_summary=f"conversation {turn.conversation_id} with {turn.agent}",
+            static_summary=f"{turn.agent} turn in conversation {turn.conversation_id}",
         )
-        try:
-            await client.execute_update_with_start_workflow(
-                SUBMIT_UPDATE,
-                submit_request(turn),
-                start_workflow_operation=start,
-                id=turn.id,
-            )
-            return
-        except RPCError as exc:
-            # The entity may have closed (idle) between our update and its acceptance;
-            # update-with-start then starts a fresh run on the next try.
-            log.warning("dispatching turn %s failed (attempt %d): %s", turn.id, attempt + 1, exc)
-            last = exc
-            await asyncio.sleep(0.1 * (attempt + 1))
-        except Exception as exc:
-            last = exc
-            break
-    raise DispatchFailed(f"turn {turn.id!r} could not be handed to Temporal: {last}", turn.id)
+    except WorkflowAlreadyStartedError:
+        return
+    except RPCError as exc:
+        raise DispatchFailed(
+            f"turn {turn.id!r} could not be handed to Temporal: {exc}", turn.id
+        ) from exc
+
+
+async def hand_off(store: Store, client: Client, task_queue: str, conversation_uid: str) -> None:
+    """Start the conversation's running turn, if it is waiting for its workflow."""
+    async with store.db.connection() as conn:
+        head = await queue_head(conn, conversation_uid)
+    if head is not None and head.status == "pending":
+        await start_turn_workflow(client, task_queue, head)

@@ -415,7 +415,10 @@ class ConversationHandle:
         turn = await self._turn(turn_id)
         if turn is None:
             return False
-        return await _admission.cancel_turn(self.service.store, self.service.temporal, turn, reason)
+        service = self.service
+        return await _admission.cancel_turn(
+            service.store, service.temporal, service.settings.task_queue, turn, reason
+        )
 
     async def result(
         self, turn_id: str, *, wait_timeout: float | None = None, accepted: bool = True

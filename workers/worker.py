@@ -8,18 +8,21 @@ import logging
 from datetime import timedelta
 
 from temporalio.client import Client
+from temporalio.service import RPCError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from think._binding import BindTurns
-from think._dispatch import dispatch
+from think._dispatch import DispatchFailed, start_turn_workflow
 from think._registry import AgentRegistry
 from think._service import ThinkService
 from think._settings import Settings
 from think._temporal import connect
 from think.activities import SubmissionActivities, TurnActivities
-from think.storage import Store, open_database
+from think.storage import Store, open_database, unapplied_answers
+from think.streaming import CANCEL_CHANNEL, ChunkListener
 from think.workflows import WORKFLOWS
+from think.workflows._names import APPROVE, SUBMIT_TOOL_RESULT, turn_workflow_id
 
 log = logging.getLogger("think.worker")
 
@@ -30,7 +33,7 @@ PASSTHROUGH = ("sqlalchemy", "psycopg", "httpx", "openai", "pydantic_core", "ale
 # state), so `think` cannot be passed through as a whole: importing a workflow module runs
 # `think/__init__.py`, which would otherwise re-execute the whole framework in every run
 # (measured: the first workflow task of a turn took 85 ms instead of a few).
-SANDBOXED = ("think.workflows._conversation", "think.workflows._turn")
+SANDBOXED = ("think.workflows._turn",)
 
 
 def think_passthrough() -> list[str]:
@@ -91,6 +94,10 @@ def build_worker(
         max_heartbeat_throttle_interval=timedelta(seconds=0.5),
         default_heartbeat_throttle_interval=timedelta(seconds=0.5),
         max_concurrent_activities=200,
+        max_concurrent_local_activities=200,
+        # A turn paused for a person whose worker died is picked up by another at once,
+        # instead of waiting 10 s for the dead worker's sticky queue.
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
         # On SIGTERM (a deploy), let running activities finish rather than cutting a model
         # stream mid-answer; what does not finish in time is retried on another worker.
         graceful_shutdown_timeout=timedelta(seconds=10),
@@ -108,19 +115,39 @@ async def _prune_forever(store: Store, retention: float) -> None:
         await asyncio.sleep(PRUNE_EVERY)
 
 
-async def _sweep_forever(client: Client, store: Store, settings: Settings) -> None:
-    """Re-send turns left `pending` by a gateway that died before reaching Temporal.
+async def sweep_once(client: Client, store: Store, settings: Settings, older_than: float) -> int:
+    """Start the running turns still `pending` a while after they were accepted: their
+    workflow may never have started (a gateway or worker died between its commit and the
+    start). Starting one that exists changes nothing. Returns how many were sent."""
+    sent = 0
+    for turn in await store.waiting_heads(older_than):
+        try:
+            await start_turn_workflow(client, settings.task_queue, turn)
+            sent += 1
+        except DispatchFailed:
+            log.warning("re-sending turn %s failed", turn.id, exc_info=True)
+    async with store.db.connection() as conn:
+        answers = await unapplied_answers(conn, older_than)
+    for row in answers:
+        # The workflow ignores an answer it has already; a lost Signal is sent again.
+        signal = APPROVE if row["kind"] == "approval" else SUBMIT_TOOL_RESULT
+        handle = client.get_workflow_handle(
+            turn_workflow_id(row["agent"], row["conversation_id"], row["turn_id"])
+        )
+        try:
+            await handle.signal(signal, row["answer"])
+            sent += 1
+        except RPCError:
+            log.warning("re-signalling an answer to turn %s failed", row["turn_id"], exc_info=True)
+    return sent
 
-    Sending a turn twice is harmless (the conversation workflow queues each id once), so a turn
-    that is merely queued behind a long one costs only a cheap duplicate update.
-    """
+
+async def _sweep_forever(client: Client, store: Store, settings: Settings) -> None:
     every = settings.pending_sweep_seconds
     while True:
         await asyncio.sleep(every)
         try:
-            for turn in await store.stale_pending(every):
-                log.info("re-sending pending turn %s to Temporal", turn.id)
-                await dispatch(client, settings.task_queue, turn)
+            await sweep_once(client, store, settings, every)
         except Exception:
             log.warning("sweeping pending turns failed", exc_info=True)
 
@@ -132,7 +159,11 @@ async def run_worker(settings: Settings) -> None:
     store = Store(db)
     client = await connect(settings)
     service = ThinkService(store=store, temporal=client, settings=settings, registry=registry)
-    worker = build_worker(client, settings, TurnActivities(store, registry, settings), service)
+    activities = TurnActivities(store, registry, settings)
+    activities.temporal = client
+    activities.cancels = ChunkListener(settings.libpq_url, CANCEL_CHANNEL)
+    await activities.cancels.start()
+    worker = build_worker(client, settings, activities, service)
     housekeeping = [
         asyncio.create_task(_prune_forever(store, settings.chunk_retention_seconds)),
         asyncio.create_task(_sweep_forever(client, store, settings)),
@@ -145,5 +176,6 @@ async def run_worker(settings: Settings) -> None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        await activities.cancels.stop()
         await service.close()
         await db.close()

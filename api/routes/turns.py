@@ -211,6 +211,7 @@ ApprovalId = Annotated[str, Path(min_length=1, max_length=200, description="The 
     f"{TURN}/approvals/{{approval_id}}",
     response_model=TurnOut,
     responses={
+        202: {"description": "Recorded; the turn applies it when a worker picks it up"},
         404: {"description": "The turn has no such approval request"},
         409: {"description": "The request is already decided, or the turn has ended"},
     },
@@ -222,20 +223,27 @@ async def decide_approval(
     turn_id: TurnId,
     approval_id: ApprovalId,
     body: ApprovalBody,
-) -> TurnOut:
-    """Approve or deny a tool call the turn paused for; the turn continues at once."""
+) -> Any:
+    """Approve or deny a tool call the turn paused for. The decision is recorded at once,
+    worker or not; 200 when the turn already shows it, 202 when it will once a worker runs."""
     turn = await _turn(res, conv, turn_id)
     decision = ToolDecision(
         approval_id=approval_id, approved=body.approved, reason=body.reason, by="http"
     )
-    current = await _decisions.decide(res, turn, decision)
-    return _turns.turn_out(current, accepted=True, base=_base(request), with_message=False)
+    current, applied = await _decisions.decide(res, turn, decision)
+    return _answered(request, current, applied)
+
+
+def _answered(request: Request, turn: TurnRecord, applied: bool) -> JSONResponse:
+    out = _turns.turn_out(turn, accepted=True, base=_base(request), with_message=False)
+    return JSONResponse(out.model_dump(mode="json"), status_code=200 if applied else 202)
 
 
 @router.post(
     f"{TURN}/tool-results/{{tool_call_id}}",
     response_model=TurnOut,
     responses={
+        202: {"description": "Recorded; the turn applies it when a worker picks it up"},
         404: {"description": "The turn waits for no such client tool call"},
         409: {"description": "The call already has a result, or the turn has ended"},
     },
@@ -247,7 +255,7 @@ async def submit_tool_result(
     turn_id: TurnId,
     tool_call_id: ToolCallId,
     body: ToolResultBody,
-) -> TurnOut:
+) -> Any:
     """Answer a client tool call; the turn continues once every call of its step has one."""
     given = {"output", "error"} & body.model_fields_set
     if len(given) != 1:
@@ -259,5 +267,5 @@ async def submit_tool_result(
         )
     turn = await _turn(res, conv, turn_id)
     result = ToolResultSubmission(tool_call_id=tool_call_id, output=body.output, error=body.error)
-    current = await _decisions.submit_tool_result(res, turn, result)
-    return _turns.turn_out(current, accepted=True, base=_base(request), with_message=False)
+    current, applied = await _decisions.submit_tool_result(res, turn, result)
+    return _answered(request, current, applied)

@@ -38,6 +38,11 @@ async def heartbeating(interval: float = 1.0) -> AsyncIterator[None]:
     catches a dead worker, and a first beat after one interval is well inside it.
     """
 
+    if activity.info().is_local:
+        # A local activity has no heartbeat: its workflow task's timeout watches its worker.
+        yield
+        return
+
     async def beat() -> None:
         while True:
             await asyncio.sleep(interval)

@@ -1,9 +1,7 @@
-"""The activities behind `message_concurrency`: what the conversation workflow writes when a
-submission skips, absorbs or rolls back others.
-
-Short database transactions, run as local activities in the conversation's workflow task;
-each is idempotent (conditional on a turn still being `pending`), so a retry changes nothing
-twice. No user code runs here.
+"""The one queue activity a turn workflow may run before its first step: how long a
+"debounce" head still waits for quiet. Everything else `message_concurrency` does is decided
+in Postgres, at admission (skip, refuse, cancel) or as the turn starts (merge, roll back,
+continue), in the transactions that take the conversation's queue lock.
 """
 
 from __future__ import annotations
@@ -12,14 +10,9 @@ from typing import Any
 
 from temporalio import activity
 
-from think.storage import Store, prepare_turn, supersede_turns
-from think.workflows._inputs import (
-    PrepareTurnInput,
-    PrepareTurnResult,
-    SupersedeInput,
-    SupersedeResult,
-)
-from think.workflows._names import PREPARE_ACTIVITY, SUPERSEDE_ACTIVITY
+from think.storage import Store, quiet_left
+from think.workflows._inputs import QuietInput, QuietResult
+from think.workflows._names import QUIET_ACTIVITY
 
 
 class SubmissionActivities:
@@ -27,24 +20,13 @@ class SubmissionActivities:
         self.store = store
 
     def activities(self) -> list[Any]:
-        return [self.supersede_turns, self.prepare_turn]
+        return [self.quiet_left]
 
-    @activity.defn(name=SUPERSEDE_ACTIVITY)
-    async def supersede_turns(self, inp: SupersedeInput) -> SupersedeResult:
-        """Skip the queued submissions a newer one replaces; note why the running one is
-        about to be cancelled."""
-        skipped, running = await supersede_turns(
-            self.store, inp.skip, by=inp.by, mode=inp.mode, interrupt=inp.interrupt
-        )
-        return SupersedeResult(skipped=skipped, interrupting=running)
-
-    @activity.defn(name=PREPARE_ACTIVITY)
-    async def prepare_turn(self, inp: PrepareTurnInput) -> PrepareTurnResult:
-        run, absorbed = await prepare_turn(
-            self.store,
-            inp.head,
-            absorb=inp.absorb,
-            continuation=inp.continuation,
-            rollback_of=inp.rollback_of,
-        )
-        return PrepareTurnResult(run=run, absorbed=absorbed)
+    @activity.defn(name=QUIET_ACTIVITY)
+    async def quiet_left(self, inp: QuietInput) -> QuietResult:
+        """Seconds until the turn's conversation has been quiet for `inp.seconds`."""
+        turn = await self.store.get_turn(inp.turn_id)
+        if turn is None or turn.status != "pending":
+            return QuietResult(seconds=0.0)
+        async with self.store.db.connection() as conn:
+            return QuietResult(seconds=await quiet_left(conn, turn, inp.seconds))

@@ -28,10 +28,15 @@ from think.activities._assembly import turn_tools
 from think.activities._heartbeat import heartbeating
 from think.activities._tool_plan import client_tool_names, paused_status
 from think.exceptions import NON_RETRYABLE_USER_ERROR, ToolError, UserError
-from think.storage import Store, TurnRecord
+from think.storage import Store, TurnRecord, first_answer
 from think.streaming import append
 from think.streaming._builder import MessageBuilder
-from think.workflows._inputs import ToolCallInput, ToolCallResult, ToolDecision
+from think.workflows._inputs import (
+    ToolCallInput,
+    ToolCallResult,
+    ToolDecision,
+    ToolResultSubmission,
+)
 from think.workflows._names import TOOL_CALL_ACTIVITY
 
 log = logging.getLogger("think.activities")
@@ -72,7 +77,7 @@ class ToolCalls:
             return ToolCallResult(ok=part.get("state") == "output-available")
         agent = self._bound_agent(turn)
         if inp.client_result is not None:
-            result = inp.client_result
+            result = await self._standing_result(turn.id, inp.client_result)
             chunk: dict[str, Any] = (
                 {
                     "type": "tool-output-error",
@@ -88,7 +93,7 @@ class ToolCalls:
             )
             return await self._record(agent, turn.id, inp.tool_call_id, [chunk])
         if inp.decision is not None:
-            decision = inp.decision
+            decision = await self._standing_decision(turn.id, inp.decision)
             await self._decide(agent, turn.id, inp.tool_call_id, decision)
             await observe.approval_decided(
                 turn,
@@ -123,6 +128,23 @@ class ToolCalls:
             turn, inp.tool_name, inp.tool_call_id, outcome, ran.duration_ms, ran.error
         )
         return recorded
+
+    async def _standing_decision(self, turn_id: str, decision: ToolDecision) -> ToolDecision:
+        """The decision recorded first for the request (`think.storage._answers`)."""
+        async with self.store.db.transaction() as conn:
+            answer = await first_answer(
+                conn, turn_id, "approval", decision.approval_id, decision.model_dump(mode="json")
+            )
+        return ToolDecision.model_validate(answer)
+
+    async def _standing_result(
+        self, turn_id: str, result: ToolResultSubmission
+    ) -> ToolResultSubmission:
+        async with self.store.db.transaction() as conn:
+            answer = await first_answer(
+                conn, turn_id, "tool-result", result.tool_call_id, result.model_dump(mode="json")
+            )
+        return ToolResultSubmission.model_validate(answer)
 
     async def _decide(
         self, agent: Think, turn_id: str, tool_call_id: str, decision: ToolDecision

@@ -46,6 +46,7 @@ def tool_run(policy: ToolPolicy | None) -> ToolRun:
         timeout_seconds=total + SLACK_SECONDS,
         heartbeat_seconds=policy.heartbeat_seconds or HEARTBEAT_SECONDS,
         approval_timeout_seconds=policy.approval_timeout_seconds,
+        local=policy.heartbeat_seconds is None,
     )
 
 

@@ -16,9 +16,11 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 from temporalio import activity
+from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
 from think._agent import Think
+from think._dispatch import DispatchFailed, hand_off
 from think._overflow import ChatErrorClass
 from think._recovery import ChatRecoveryContext, ChatRecoveryOptions
 from think._turn_hooks import ChatErrorStage, ChatResponseResult, StepFinishContext
@@ -31,6 +33,7 @@ from think.activities._assembly import (
     previous_steps,
     turn_tools,
 )
+from think.activities._cancels import cancel_noted, cancellable
 from think.activities._compaction import Compactions
 from think.activities._context import step_prompt
 from think.activities._errors import chat_error_text
@@ -65,6 +68,7 @@ from think.models import (
 )
 from think.storage import TurnRecord
 from think.streaming import (
+    ChunkListener,
     ChunkWriter,
     Fence,
     StaleAttempt,
@@ -94,7 +98,28 @@ ANSWER_TOOL = "final_answer"
 
 
 class TurnActivities(Compactions):
-    """The activities of a turn, sharing one store, agent registry and settings per worker."""
+    """The activities of a turn, sharing one store, agent registry and settings per worker.
+
+    `temporal` starts the conversation's next turn when one ends; `cancels` (a listener on
+    `think_cancel`) lets a cancel reach a streaming step at once. The worker sets both."""
+
+    temporal: Client | None = None
+    cancels: ChunkListener | None = None
+
+    async def hand_off(self, turn_id: str) -> None:
+        """Start the workflow of the turn that waits behind this one, if any (the sweeper
+        does it later if this fails)."""
+        if self.temporal is None:
+            return
+        turn = await self.store.get_turn(turn_id)
+        if turn is None:
+            return
+        try:
+            await hand_off(
+                self.store, self.temporal, self.settings.task_queue, turn.conversation_uid
+            )
+        except DispatchFailed:
+            log.warning("turn %s ended, but its successor could not be started", turn_id)
 
     def activities(self) -> list[Any]:
         return [
@@ -111,7 +136,14 @@ class TurnActivities(Compactions):
     async def model_step(self, inp: ModelStepInput) -> ModelStepResult:
         """One model call, streamed. The first step also starts the turn; a step that answers
         without tools also ends it, in the transaction that records the step."""
-        fence = Fence(key=f"step-{inp.step}", attempt=activity.info().attempt)
+        result = await self._model_step(inp)
+        if result.ended:
+            # The conversation's next turn, if one waits, runs now (its workflow starts).
+            await self.hand_off(inp.turn_id)
+        return result
+
+    async def _model_step(self, inp: ModelStepInput) -> ModelStepResult:
+        fence = Fence(key=f"step-{inp.step}", attempt=0)
         async with self.store.db.transaction() as conn:
             turn = await self.store.lock_turn(conn, inp.turn_id)
             agent = self._bound_agent(turn)
@@ -122,6 +154,8 @@ class TurnActivities(Compactions):
                 # Temporal: answer from what it recorded instead of calling the model again.
                 return _recorded_step(turn, inp.step, agent)
             turn = await start_turn(self.store, conn, turn)
+            if turn.terminal:
+                return ModelStepResult(ended=True, status=turn.status)  # skipped as it started
             spent = _budget_spent(agent, turn) if inp.step > 0 else None
             if spent is not None:
                 which, used, limit = spent
@@ -138,7 +172,7 @@ class TurnActivities(Compactions):
                     finish_reason="length",
                 )
             else:
-                await claim(conn, turn.id, fence)
+                fence = await claim(conn, turn.id, fence.key)
                 # A retry after a crash or a stall: the abandoned attempt may have streamed
                 # part of this step, which clients must drop before this attempt streams it.
                 interrupted = fence.attempt > 1 and await step_is_open(conn, turn.id)
@@ -215,6 +249,9 @@ class TurnActivities(Compactions):
             # and asyncio no longer logs "aclose(): asynchronous generator is already running".
             async with (
                 heartbeating(),
+                cancellable(
+                    self.store, self.cancels, turn.id, noted=turn.error is not None
+                ) as cancel,
                 # The time budget also cuts a step short, not only the next one.
                 asyncio.timeout(_time_left(turn, setup.time_budget)) as budget,
                 contextlib.aclosing(
@@ -239,9 +276,19 @@ class TurnActivities(Compactions):
             rest = await writer.drain()
         except asyncio.CancelledError:
             details = activity.cancellation_details()
-            if details is not None and details.cancel_requested:
-                # The turn was cancelled (it reaches us through a heartbeat): keep what the
-                # model said so far, end the stream with `abort`, let the workflow see it.
+            if cancel.requested:
+                # The turn was cancelled (`POST …/cancel`, through Postgres): keep what the
+                # model said so far, end the stream with `abort`, and tell the workflow.
+                await asyncio.shield(self._store_cancelled(turn.id, builder, step, writer))
+                return ModelStepResult(ended=True, status="aborted")
+            if (
+                details is not None
+                and details.cancel_requested
+                and await asyncio.shield(cancel_noted(self.store, turn.id))
+            ):
+                # Cancelled by the workflow (its cancel reached it through Temporal): the same.
+                # Only a cancel someone asked for counts: a local activity is also cancelled
+                # when its workflow task was lost (its worker froze past the task's timeout).
                 await asyncio.shield(self._store_cancelled(turn.id, builder, step, writer))
             else:
                 # Not a cancel: this attempt timed out (a heartbeat arrived late under load),
@@ -555,6 +602,11 @@ class TurnActivities(Compactions):
     @activity.defn(name=COMMIT_ACTIVITY)
     async def commit_turn(self, inp: CommitInput) -> CommitResult:
         """End a turn that no model step ended: a failure, or the step budget spent."""
+        result = await self._commit_turn(inp)
+        await self.hand_off(inp.turn_id)
+        return result
+
+    async def _commit_turn(self, inp: CommitInput) -> CommitResult:
         turn = await self.store.get_turn(inp.turn_id)
         if turn is None:
             raise ApplicationError(f"turn {inp.turn_id!r} does not exist", non_retryable=True)

@@ -11,15 +11,22 @@ from __future__ import annotations
 from typing import Any
 
 from think._messages import UIMessage
-from think.storage import NOW, Conn, Store, TurnRecord, answer_parent
+from think.storage import NOW, Conn, Store, TurnRecord, answer_parent, lock_queue, prepare_start
 from think.streaming import Fence, append
 
 
 async def start_turn(store: Store, conn: Conn, turn: TurnRecord) -> TurnRecord:
-    """Append the user's messages under the active leaf (as it is now, when the turn runs,
-    not when it was accepted), mark the turn running and open its stream with `start`."""
+    """Apply what the turn's `message_concurrency` does as it starts (merge the submissions
+    waiting behind it, roll back, or skip a continuation with nothing to continue), append the
+    user's messages under the active leaf (as it is now, when the turn runs, not when it was
+    accepted), mark the turn running and open its stream with `start`. A skipped turn is
+    returned ended (`skipped`)."""
     if turn.status != "pending":
         return turn
+    await lock_queue(conn, turn.conversation_uid)
+    runs, turn = await prepare_start(conn, turn)
+    if not runs:
+        return turn.model_copy(update={"status": "skipped"})
     conversation = await store.conversation_by_uid(conn, turn.conversation_uid)
     parent = turn.request.parent_id or conversation.active_leaf_id
     leaf = await store.insert_messages(
@@ -51,7 +58,10 @@ async def end_turn(
     **columns: Any,
 ) -> None:
     """Store the assistant message, the final status and the stream's last chunks together,
-    so a client never sees `finish` for a message that is not stored."""
+    so a client never sees `finish` for a message that is not stored. Takes the
+    conversation's queue lock (before anything else of the conversation), so the turn waiting
+    behind this one is seen by whoever hands the queue on after the commit."""
+    await lock_queue(conn, turn.conversation_uid)
     if status in ("completed", "interrupted") or message["parts"]:
         await store.insert_messages(
             conn,

@@ -8,6 +8,13 @@ from pathlib import Path
 from sqlalchemy import create_engine
 
 from think._settings import Settings
+from think.storage._answers import (
+    AnswerKind,
+    answers_of,
+    first_answer,
+    record_answer,
+    unapplied_answers,
+)
 from think.storage._context import (
     PromptState,
     clear_system_prompt,
@@ -47,9 +54,11 @@ from think.storage._submissions import (
     answer_parent,
     delete_turn,
     delete_turns,
-    prepare_turn,
+    lock_queue,
+    prepare_start,
+    queue_head,
+    quiet_left,
     skipped_chunks,
-    supersede_turns,
     upsert_messages,
 )
 from think.storage._tree import Appended, Siblings, TreeNode
@@ -63,6 +72,7 @@ __all__ = [
     "PAUSED_STATUSES",
     "TERMINAL_STATUSES",
     "Admission",
+    "AnswerKind",
     "Appended",
     "Conn",
     "Conversation",
@@ -86,21 +96,27 @@ __all__ = [
     "TurnStatus",
     "TurnStillActive",
     "answer_parent",
+    "answers_of",
     "clear_system_prompt",
     "conversation_config",
     "delete_turn",
     "delete_turns",
+    "first_answer",
     "freeze_prompt",
+    "lock_queue",
     "migrate",
     "migrate_now",
     "open_database",
-    "prepare_turn",
+    "prepare_start",
     "prompt_state",
+    "queue_head",
+    "quiet_left",
     "read_memory",
+    "record_answer",
     "search_messages",
     "set_conversation_config",
     "skipped_chunks",
-    "supersede_turns",
+    "unapplied_answers",
     "upsert_messages",
     "write_memory",
 ]

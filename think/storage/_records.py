@@ -63,6 +63,9 @@ class TurnRequest(BaseModel):
     continuation: bool = False
     """No new message: the turn continues the last assistant message (`continue_last_turn`);
     skipped when the last message is not the assistant's."""
+    rollback_of: str | None = None
+    """Set at admission on a "rollback" submission: the running turn it cancelled, whose start
+    it branches from when it starts (only if that cancel stopped it)."""
 
 
 class TurnRecord(BaseModel):
@@ -91,6 +94,9 @@ class TurnRecord(BaseModel):
     answered_by: str | None = None
     """For a submission merged into another (`merge`, `debounce`): the turn that appended its
     messages and answered them. It ends `skipped` itself."""
+    seq: int = 0
+    """Acceptance order: the conversation's running turn is its active turn with the
+    smallest `seq`."""
 
     @property
     def terminal(self) -> bool:
@@ -102,3 +108,6 @@ class Admission(BaseModel):
 
     turn: TurnRecord
     accepted: bool
+    interrupt: str | None = None
+    """The running turn this submission cancels ("interrupt", "rollback"): the caller
+    cancels it once the admission has committed."""

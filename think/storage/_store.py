@@ -401,24 +401,35 @@ class Store:
             params,
         )
 
-    async def stale_pending(self, older_than_seconds: float, limit: int = 200) -> list[TurnRecord]:
-        """Turns accepted a while ago and still not started, oldest first."""
+    async def waiting_heads(self, older_than_seconds: float, limit: int = 200) -> list[TurnRecord]:
+        """Running turns (each conversation's first active turn) that are still `pending` a
+        while after they were accepted: their workflow may never have been started (a sender
+        died between its commit and Temporal), oldest first."""
         async with self.db.connection() as conn:
             rows = await fetch_all(
                 conn,
-                _TURN_SELECT + " WHERE t.status = 'pending' AND t.created_at < now() - "
-                "make_interval(secs => %(s)s) ORDER BY t.created_at LIMIT %(limit)s",
+                "WITH heads AS (SELECT DISTINCT ON (conversation_uid) id, status, created_at "
+                "FROM turns WHERE completed_at IS NULL ORDER BY conversation_uid, seq) "
+                "SELECT id FROM heads WHERE status = 'pending' AND created_at < now() - "
+                "make_interval(secs => %(s)s) ORDER BY created_at LIMIT %(limit)s",
                 {"s": older_than_seconds, "limit": limit},
             )
-        return [_turn_record(r) for r in rows]
+            found = []
+            for row in rows:
+                turn = await fetch_one(conn, _TURN_BY_ID, {"id": row["id"]})
+                if turn is not None:
+                    found.append(_turn_record(turn))
+        return found
 
-    async def abort_if_pending(self, conn: Conn, turn_id: str, reason: str) -> bool:
-        """Abort a turn that has not started; False when it has (or has already ended)."""
+    async def abort_if_pending(self, conn: Conn, turn: TurnRecord, reason: str) -> bool:
+        """Abort a turn that has not started; False when it has (or has already ended).
+        Takes the conversation's queue lock first, as admission does."""
+        await _submissions.lock_queue(conn, turn.conversation_uid)
         row = await fetch_one(
             conn,
             "UPDATE turns SET status = 'aborted', completed_at = now(), error = %(reason)s "
             "WHERE id = %(id)s AND status = 'pending' RETURNING id",
-            {"id": turn_id, "reason": reason},
+            {"id": turn.id, "reason": reason},
         )
         return row is not None
 

@@ -93,10 +93,25 @@ _INSERT = """
     RETURNING id
 """
 
-_ACTIVE_TURN = """
-    SELECT id FROM turns WHERE conversation_uid = %(c)s AND completed_at IS NULL
-    ORDER BY created_at LIMIT 1
+_ACTIVE_TURNS = """
+    SELECT t.id, t.seq, t.status, t.request FROM turns t
+    WHERE t.conversation_uid = %(c)s AND t.completed_at IS NULL
+    ORDER BY t.seq
 """
+"""The conversation's queue: its running turn (the first) and the turns waiting behind it."""
+
+_HEAD = (
+    TURN_SELECT
+    + """
+    WHERE t.conversation_uid = %(c)s AND t.completed_at IS NULL ORDER BY t.seq LIMIT 1
+"""
+)
+
+_LOCK_CONVERSATION = "SELECT 1 FROM conversations WHERE uid = %(c)s FOR UPDATE"
+
+SUPERSEDING = frozenset({"latest", "interrupt", "rollback"})
+CANCELLING = frozenset({"interrupt", "rollback"})
+MERGING = frozenset({"merge", "debounce"})
 
 _SKIP = """
     UPDATE turns SET status = 'skipped', completed_at = now(), error = %(reason)s,
@@ -198,15 +213,17 @@ async def record(
         known = await _known(conn, uid, request_hash, idempotency_key, submission_id)
         if known is not None:
             return known
-        if request.concurrency == "drop":
-            await conn.execute(
-                "SELECT 1 FROM conversations WHERE uid = %(c)s FOR UPDATE", {"c": uid}
-            )
-            busy = await fetch_one(conn, _ACTIVE_TURN, {"c": uid})
-            if busy is not None:
-                raise ConversationBusy(conversation_id, busy["id"])
+        # Every admission of the conversation, and every transaction that ends one of its
+        # turns, takes this lock: the queue's order is the order they took it in.
+        await conn.execute(_LOCK_CONVERSATION, {"c": uid})
+        queue = await fetch_all(conn, _ACTIVE_TURNS, {"c": uid})
+        if request.concurrency == "drop" and queue:
+            raise ConversationBusy(conversation_id, queue[0]["id"])
         await store._check_request(conn, uid, request)
         turn_id = submission_id or new_id("turn")
+        interrupt: str | None = None
+        if request.concurrency in SUPERSEDING and queue:
+            request, interrupt = await _supersede(conn, queue, request, by=turn_id)
         inserted = await fetch_one(
             conn,
             _INSERT,
@@ -223,13 +240,52 @@ async def record(
         if inserted is not None:
             turn = await _by_id(conn, turn_id)
             assert turn is not None
-            return Admission(turn=turn, accepted=True)
+            return Admission(turn=turn, accepted=True, interrupt=interrupt)
     # Lost a race with a concurrent request for the same key or id: its row is committed now.
     async with store.db.connection() as conn:
         known = await _known(conn, uid, request_hash, idempotency_key, submission_id)
     if known is None:
         raise SubmissionConflict(f"submission_id {turn_id!r} is taken", turn_id)
     return known
+
+
+async def _supersede(
+    conn: Conn, queue: list[Any], request: TurnRequest, *, by: str
+) -> tuple[TurnRequest, str | None]:
+    """What a "latest", "interrupt" or "rollback" submission does to the queue it joins: the
+    waiting submissions that have a mode are skipped; the running one (the queue's head) is to
+    be cancelled by "interrupt" and "rollback", unless it is exempt. Returns the request (a
+    "rollback" remembers which turn it branches from) and the turn to cancel."""
+    mode = request.concurrency
+    head, waiting = queue[0], queue[1:]
+    inherited: str | None = None
+    for row in waiting:
+        queued = TurnRequest.model_validate(row["request"])
+        if queued.concurrency is None or queued.regenerates is not None:
+            continue  # exempt: never skipped
+        reason = f"superseded by turn {by} (message_concurrency {mode!r})"
+        if await _skip(conn, row["id"], reason):
+            inherited = queued.rollback_of or inherited
+    running = TurnRequest.model_validate(head["request"])
+    interrupt = None
+    if mode in CANCELLING and running.concurrency is not None and running.regenerates is None:
+        interrupt = str(head["id"])
+    if mode == "rollback":
+        request = request.model_copy(update={"rollback_of": interrupt or inherited})
+    return request, interrupt
+
+
+async def queue_head(conn: Conn, conversation_uid: str) -> TurnRecord | None:
+    """The conversation's running turn: its active turn accepted first (None: idle)."""
+    row = await fetch_one(conn, _HEAD, {"c": conversation_uid})
+    return _record(row) if row else None
+
+
+async def lock_queue(conn: Conn, conversation_uid: str) -> None:
+    """Take the conversation's row lock, which admission takes: whoever ends a turn holds it,
+    so a submission admitted meanwhile either sees the turn ended (and starts itself) or is
+    seen by the one who ended it (and is started by them)."""
+    await conn.execute(_LOCK_CONVERSATION, {"c": conversation_uid})
 
 
 # -- what message_concurrency does to queued submissions ------------------------------------
@@ -259,119 +315,84 @@ async def _skip(conn: Conn, turn_id: str, reason: str, answered_by: str | None =
     return True
 
 
-async def supersede_turns(
-    store: Store,
-    turn_ids: Sequence[str],
-    *,
-    by: str,
-    mode: str,
-    interrupt: str | None = None,
-) -> tuple[list[str], bool]:
-    """Skip queued submissions that a newer one (`by`) replaces, and note why the running one
-    (`interrupt`) is about to be cancelled. Returns the ids actually skipped (one that started
-    or was cancelled meanwhile keeps that outcome), and whether the running one has yet to
-    end (one that just ended is not cancelled)."""
-    skipped = []
-    running = False
-    async with store.db.transaction() as conn:
-        for turn_id in turn_ids:
-            reason = f"superseded by turn {by} (message_concurrency {mode!r})"
-            if await _skip(conn, turn_id, reason):
-                skipped.append(turn_id)
-        if interrupt is not None:
-            what = "rolled back" if mode == "rollback" else "interrupted"
-            noted = await fetch_one(
-                conn,
-                "UPDATE turns SET error = %(reason)s WHERE id = %(id)s "
-                "AND completed_at IS NULL RETURNING id",
-                {"id": interrupt, "reason": f"{what} by turn {by}"},
-            )
-            running = noted is not None
-    return skipped, running
-
-
-async def prepare_turn(
-    store: Store,
-    head: str,
-    *,
-    absorb: Sequence[str] = (),
-    continuation: bool = False,
-    rollback_of: str | None = None,
-) -> tuple[bool, list[str]]:
-    """Get the next turn ready to run: whether it runs, and which submissions it absorbed.
+async def prepare_start(conn: Conn, head: TurnRecord) -> tuple[bool, TurnRecord]:
+    """What the running turn's mode does as it starts, in the transaction that starts it (the
+    caller holds its row lock and the conversation's): whether it runs, and its record as it
+    then stands.
 
     - `rollback_of`: move the active leaf back to where that turn started, so the new turn
       branches from there and the abandoned exchange leaves the active path; only if the
       cancel stopped it (`aborted`): one that completed first stays on the path.
     - `continuation`: skipped when the last message is not the assistant's.
-    - `absorb` ("merge", "debounce"): the queued submissions that follow, in order, whose
-      messages the head appends after its own; each ends `skipped` with `answered_by`. The run
-      stops at the first that cannot join (started, cancelled, another parent, a
-      continuation). A retry finds the ones it absorbed already and reports them again.
+    - "merge", "debounce": the submissions of the same mode waiting right behind it are
+      absorbed: their messages are appended after its own, and each ends `skipped` with
+      `answered_by`. The run stops at the first that cannot join (another mode, another
+      parent, a continuation).
     """
-    async with store.db.transaction() as conn:
-        turn = await fetch_one(conn, _LOCK, {"id": head})
-        if turn is None:
-            return False, []
-        first = _record(turn)
-        if first.status != "pending":
-            return False, []  # cancelled while queued: the child does nothing
-        uid = first.conversation_uid
-        if rollback_of is not None:
-            # Only a turn the cancel actually stopped: one that completed first keeps its
-            # place on the path, and this turn simply follows it.
-            start = await fetch_one(
-                conn,
-                "SELECT m.parent_id FROM messages m JOIN turns t ON t.id = m.turn_id "
-                "WHERE m.conversation_uid = %(c)s AND m.turn_id = %(t)s "
-                "AND t.status = 'aborted' ORDER BY m.position LIMIT 1",
-                {"c": uid, "t": rollback_of},
-            )
-            if start is not None:
-                await conn.execute(
-                    "UPDATE conversations SET active_leaf_id = %(leaf)s WHERE uid = %(c)s",
-                    {"leaf": start["parent_id"], "c": uid},
-                )
-        if continuation:
-            last = await fetch_one(
-                conn,
-                "SELECT m.role FROM conversations c JOIN messages m "
-                "ON m.conversation_uid = c.uid AND m.id = c.active_leaf_id WHERE c.uid = %(c)s",
-                {"c": uid},
-            )
-            if last is None or last["role"] != "assistant":
-                reason = "the last message is not the assistant's: nothing to continue"
-                await _skip(conn, head, reason)
-                return False, []
-        absorbed: list[str] = []
-        messages = list(first.request.messages)
-        for turn_id in absorb:
-            row = await fetch_one(conn, _LOCK, {"id": turn_id})
-            if row is None:
-                break
-            other = _record(row)
-            if other.answered_by == head:
-                absorbed.append(turn_id)  # a retry: absorbed (and appended) already
-                continue
-            if not _joins(first, other):
-                break
-            taken = {m.id for m in messages}
-            more = [
-                m if m.id not in taken else m.model_copy(update={"id": new_id("msg")})
-                for m in other.request.messages
-            ]
-            messages += more
-            reason = f"answered together with turn {head} (message_concurrency {_mode(other)!r})"
-            await _skip(conn, turn_id, reason, answered_by=head)
-            absorbed.append(turn_id)
-        if len(messages) > len(first.request.messages):
-            # The head's request is what its turn appends when it starts.
-            request = first.request.model_copy(update={"messages": messages})
+    request = head.request
+    uid = head.conversation_uid
+    if request.rollback_of is not None:
+        start = await fetch_one(
+            conn,
+            "SELECT m.parent_id FROM messages m JOIN turns t ON t.id = m.turn_id "
+            "WHERE m.conversation_uid = %(c)s AND m.turn_id = %(t)s "
+            "AND t.status = 'aborted' ORDER BY m.position LIMIT 1",
+            {"c": uid, "t": request.rollback_of},
+        )
+        if start is not None:
             await conn.execute(
-                "UPDATE turns SET request = %(r)s WHERE id = %(id)s",
-                {"r": Jsonb(request.model_dump(mode="json", exclude_none=True)), "id": head},
+                "UPDATE conversations SET active_leaf_id = %(leaf)s WHERE uid = %(c)s",
+                {"leaf": start["parent_id"], "c": uid},
             )
-    return True, absorbed
+    if request.continuation:
+        last = await fetch_one(
+            conn,
+            "SELECT m.role FROM conversations c JOIN messages m "
+            "ON m.conversation_uid = c.uid AND m.id = c.active_leaf_id WHERE c.uid = %(c)s",
+            {"c": uid},
+        )
+        if last is None or last["role"] != "assistant":
+            reason = "the last message is not the assistant's: nothing to continue"
+            await _skip(conn, head.id, reason)
+            return False, head
+    if request.concurrency not in MERGING or request.regenerates is not None:
+        return True, head
+    messages = list(request.messages)
+    queue = await fetch_all(conn, _ACTIVE_TURNS, {"c": uid})
+    for row in queue:
+        if row["id"] == head.id:
+            continue
+        other = await _by_id(conn, row["id"])
+        if other is None or _mode(other) != request.concurrency or not _joins(head, other):
+            break
+        taken = {m.id for m in messages}
+        messages += [
+            m if m.id not in taken else m.model_copy(update={"id": new_id("msg")})
+            for m in other.request.messages
+        ]
+        reason = f"answered together with turn {head.id} (message_concurrency {_mode(other)!r})"
+        await _skip(conn, other.id, reason, answered_by=head.id)
+    if len(messages) == len(request.messages):
+        return True, head
+    # The head's request is what its turn appends as it starts.
+    merged = request.model_copy(update={"messages": messages})
+    await conn.execute(
+        "UPDATE turns SET request = %(r)s WHERE id = %(id)s",
+        {"r": Jsonb(merged.model_dump(mode="json", exclude_none=True)), "id": head.id},
+    )
+    return True, head.model_copy(update={"request": merged})
+
+
+async def quiet_left(conn: Conn, head: TurnRecord, seconds: float) -> float:
+    """Seconds until the conversation has had no new submission for `seconds` (a "debounce"
+    head waits for that before it starts); 0 when it is quiet already."""
+    row = await fetch_one(
+        conn,
+        "SELECT GREATEST(0, EXTRACT(EPOCH FROM (max(created_at) - now())) + %(s)s) AS left "
+        "FROM turns WHERE conversation_uid = %(c)s",
+        {"c": head.conversation_uid, "s": seconds},
+    )
+    return float(row["left"]) if row and row["left"] is not None else 0.0
 
 
 def _mode(turn: TurnRecord) -> str:

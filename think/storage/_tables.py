@@ -109,6 +109,9 @@ class TurnRow(Base):
     """The validated structured output, for turns that asked for one."""
     answered_by: Mapped[str | None] = mapped_column(String)
     """A merged submission's answering turn (migration 0004)."""
+    seq: Mapped[int] = mapped_column(BigInteger, Identity(always=False))
+    """Acceptance order (migration 0007): the conversation's running turn is its active turn
+    with the smallest `seq`."""
 
     __table_args__ = (
         UniqueConstraint("conversation_uid", "idempotency_key", name="turns_idempotency_key"),
@@ -122,6 +125,12 @@ class TurnRow(Base):
         Index(
             "turns_active_idx",
             "conversation_uid",
+            postgresql_where=text("completed_at IS NULL"),
+        ),
+        Index(
+            "turns_queue_idx",
+            "conversation_uid",
+            "seq",
             postgresql_where=text("completed_at IS NULL"),
         ),
     )
@@ -176,3 +185,16 @@ class ContextBlockRow(Base):
     content: Mapped[str | None] = mapped_column(Text)
     frozen: Mapped[str | None] = mapped_column(String)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class TurnAnswerRow(Base):
+    """An approval decision or a client tool's result, recorded as it arrives (0007)."""
+
+    __tablename__ = "turn_answers"
+    turn_id: Mapped[str] = mapped_column(
+        ForeignKey("turns.id", ondelete="CASCADE"), primary_key=True
+    )
+    kind: Mapped[str] = mapped_column(String, primary_key=True)
+    key: Mapped[str] = mapped_column(String, primary_key=True)
+    answer: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

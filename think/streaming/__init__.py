@@ -2,6 +2,7 @@
 
 from think.streaming._listener import ChunkListener
 from think.streaming._log import (
+    CANCEL_CHANNEL,
     CHANNEL,
     TERMINAL_CHUNKS,
     Fence,
@@ -15,6 +16,7 @@ from think.streaming._log import (
 from think.streaming._writer import ChunkWriter
 
 __all__ = [
+    "CANCEL_CHANNEL",
     "CHANNEL",
     "TERMINAL_CHUNKS",
     "ChunkListener",

@@ -22,14 +22,17 @@ log = logging.getLogger("think.streaming.listener")
 
 
 class ChunkListener:
-    def __init__(self, dsn: str) -> None:
+    """Listens on `channel`: the stream log's by default; workers listen for cancels."""
+
+    def __init__(self, dsn: str, channel: str = CHANNEL) -> None:
         self._dsn = dsn
+        self._channel = channel
         self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="think-chunk-listener")
+        self._task = asyncio.create_task(self._run(), name=f"think-listener-{self._channel}")
         await asyncio.wait_for(self._ready.wait(), timeout=10)
 
     async def stop(self) -> None:
@@ -71,7 +74,7 @@ class ChunkListener:
                 async with await psycopg.AsyncConnection.connect(
                     self._dsn, autocommit=True
                 ) as conn:
-                    await conn.execute(f"LISTEN {CHANNEL}")
+                    await conn.execute(f"LISTEN {self._channel}")
                     self._ready.set()
                     backoff = 0.2
                     # Anything announced while we were away: let every stream re-read.

@@ -18,11 +18,13 @@ from think.exceptions import ThinkError
 from think.storage._db import Conn, fetch_all, fetch_one
 
 CHANNEL = "think_chunks"
+CANCEL_CHANNEL = "think_cancel"
+"""A turn's cancel was asked for (payload: the turn id): what a worker streaming it listens to."""
 TERMINAL_CHUNKS = frozenset({"finish", "error", "abort"})
 
 
 class Fence(BaseModel):
-    """Who is writing: one activity (`key`) at one attempt."""
+    """Who is writing: one activity (`key`) at one attempt (counted by `claim`)."""
 
     key: str
     attempt: int
@@ -35,9 +37,9 @@ class StaleAttempt(ThinkError):
 _CLAIM = """
     UPDATE turns
     SET fences = jsonb_set(fences, ARRAY[%(key)s],
-        to_jsonb(GREATEST(COALESCE((fences ->> %(key)s)::int, 0), %(attempt)s)))
+        to_jsonb(COALESCE((fences ->> %(key)s)::int, 0) + 1))
     WHERE id = %(turn)s
-    RETURNING (fences ->> %(key)s)::int AS current, next_seq
+    RETURNING (fences ->> %(key)s)::int AS current
 """
 
 _RESERVE = """
@@ -60,19 +62,17 @@ _READ = """
 """
 
 
-async def claim(conn: Conn, turn_id: str, fence: Fence) -> int:
-    """Register `fence.attempt` as the newest attempt; returns the turn's next sequence number.
+async def claim(conn: Conn, turn_id: str, key: str) -> Fence:
+    """Take the fence `key` for a new attempt: every earlier attempt's writes are refused
+    from now on. Attempts are counted here, not by Temporal: a step run again after its
+    workflow task timed out (its worker died) is attempt 1 to Temporal every time.
 
-    Raises `StaleAttempt` when a newer attempt already claimed the fence.
+    Raises `StaleAttempt` when the turn does not exist.
     """
-    row = await fetch_one(
-        conn, _CLAIM, {"key": fence.key, "attempt": fence.attempt, "turn": turn_id}
-    )
+    row = await fetch_one(conn, _CLAIM, {"key": key, "turn": turn_id})
     if row is None:
         raise StaleAttempt(f"turn {turn_id!r} does not exist")
-    if row["current"] != fence.attempt:
-        raise StaleAttempt(f"attempt {fence.attempt} of {fence.key!r} was superseded")
-    return int(row["next_seq"])
+    return Fence(key=key, attempt=int(row["current"]))
 
 
 async def append(

@@ -1,8 +1,7 @@
 """Temporal workflows: deterministic, no I/O, no user code."""
 
-from think.workflows._conversation import ConversationWorkflow
 from think.workflows._turn import AfterTurnWorkflow, TurnWorkflow
 
-WORKFLOWS = [ConversationWorkflow, TurnWorkflow, AfterTurnWorkflow]
+WORKFLOWS = [TurnWorkflow, AfterTurnWorkflow]
 
-__all__ = ["WORKFLOWS", "AfterTurnWorkflow", "ConversationWorkflow", "TurnWorkflow"]
+__all__ = ["WORKFLOWS", "AfterTurnWorkflow", "TurnWorkflow"]

@@ -22,62 +22,21 @@ class ConversationRef(BaseModel):
     conversation_uid: str
 
 
-class SubmitTurn(BaseModel):
+class QuietInput(BaseModel):
     turn_id: str
-    concurrency: str | None = None
-    """The submission's `message_concurrency`, resolved at admission. None: exempt (a
-    regenerate, or a turn admitted before the setting existed): queued like "queue", and never
-    skipped, merged or cancelled by another submission."""
-    debounce_seconds: float = 0.0
-    continuation: bool = False
-    rollback_of: str | None = None
-    """Set by the conversation on a "rollback" submission: the turn it cancelled, whose start
-    it branches from."""
+    seconds: float
 
 
-class ConversationInput(BaseModel):
-    conversation: ConversationRef
-    queue: list[str] = Field(default_factory=list)
-    """Turn ids accepted but not yet run, carried across continue-as-new."""
-    seen: list[str] = Field(default_factory=list)
-    """Recently accepted turn ids, so a repeated submission is not queued twice."""
-    turns_run: int = 0
-    submissions: list[SubmitTurn] = Field(default_factory=list)
-    """How the queued turns were submitted (those with a `message_concurrency`)."""
-
-
-class SupersedeInput(BaseModel):
-    """Skip queued submissions that a newer one replaces; note the cancel of a running one."""
-
-    skip: list[str] = Field(default_factory=list)
-    by: str
-    mode: str
-    interrupt: str | None = None
-
-
-class SupersedeResult(BaseModel):
-    skipped: list[str] = Field(default_factory=list)
-    interrupting: bool = False
-    """The running turn has not ended yet: cancel it."""
-
-
-class PrepareTurnInput(BaseModel):
-    """Get a queued turn ready to run: roll back, check a continuation, absorb followers."""
-
-    head: str
-    absorb: list[str] = Field(default_factory=list)
-    continuation: bool = False
-    rollback_of: str | None = None
-
-
-class PrepareTurnResult(BaseModel):
-    run: bool
-    absorbed: list[str] = Field(default_factory=list)
+class QuietResult(BaseModel):
+    seconds: float
 
 
 class TurnInput(BaseModel):
     conversation: ConversationRef
     turn_id: str
+    debounce_seconds: float = 0.0
+    """A "debounce" submission: wait until the conversation has had no new submission for
+    this long before the first step (what arrives meanwhile is merged into this turn)."""
 
 
 class AfterTurnInput(TurnInput):
@@ -101,6 +60,10 @@ class ToolRun(BaseModel):
     """Start-to-close of the activity: every attempt and backoff of the tool fits in it."""
     heartbeat_seconds: float = 30.0
     approval_timeout_seconds: float | None = None
+    local: bool = True
+    """Run as a local activity, in the turn's workflow task (no heartbeat timeout of its own:
+    a dead worker is noticed by the workflow task's timeout). A tool that declares a
+    `heartbeat_timeout` runs as an activity of its own instead."""
 
 
 class ToolCallRef(BaseModel):

@@ -7,14 +7,11 @@ from __future__ import annotations
 
 from temporalio.common import SearchAttributeKey
 
-CONVERSATION_WORKFLOW = "think.Conversation"
-TURN_WORKFLOW = "think.Turn"
-SUBMIT_UPDATE = "submit"
+TURN_WORKFLOW = "think.ChatTurn"
 MODEL_STEP_ACTIVITY = "think.model_step"
 TOOL_CALL_ACTIVITY = "think.tool_call"
 COMMIT_ACTIVITY = "think.commit_turn"
-SUPERSEDE_ACTIVITY = "think.supersede_turns"
-PREPARE_ACTIVITY = "think.prepare_turn"
+QUIET_ACTIVITY = "think.quiet_left"
 AFTER_TURN_WORKFLOW = "think.AfterTurn"
 CHAT_RESPONSE_ACTIVITY = "think.chat_response"
 COMPACT_ACTIVITY = "think.compact_context"
@@ -39,11 +36,6 @@ SEARCH_ATTRIBUTES = (SA_AGENT, SA_CONVERSATION, SA_TURN_STATUS)
 AGENT_KEY = SearchAttributeKey.for_keyword(SA_AGENT)
 CONVERSATION_KEY = SearchAttributeKey.for_keyword(SA_CONVERSATION)
 TURN_STATUS_KEY = SearchAttributeKey.for_keyword(SA_TURN_STATUS)
-
-
-def conversation_workflow_id(tenant: str, agent: str, conversation_id: str) -> str:
-    prefix = "conv" if tenant == "default" else f"conv-{tenant}"
-    return f"{prefix}-{agent}-{conversation_id}"
 
 
 def turn_workflow_id(agent: str, conversation_id: str, turn_id: str) -> str:

@@ -4,10 +4,20 @@ Workflow code only sequences activities; all I/O and all user code (model, tools
 inside activities. Results passed between them are ids and small values: the transcript and
 the growing assistant message live in Postgres.
 
-A plain turn is one activity: the first model step also starts the turn (appends the user's
-message) and the step that answers without tools also ends it (stores the message), each in
-the transaction that records the step. Every separate activity would cost a workflow-task
-round trip, and this is the hot path of every turn.
+The turn is started directly, once it is its conversation's turn to run (the queue is in
+Postgres: `think._dispatch`), and runs its steps as **local activities**: each is a marker in
+the history, not a task round trip through the server, so a plain turn is one workflow task
+and 7 history events, a tool turn 9. What that costs, and how it is paid for:
+- a step's worker dies: the workflow task times out (`TASK_TIMEOUT`, 5 s) and another worker
+  replays the turn; every activity is idempotent on Postgres, so the steps that finished
+  answer from their record and a finished tool never runs again;
+- a cancel: it reaches a streaming step through Postgres (`NOTIFY think_cancel`) at once,
+  and the workflow through Temporal's cancel;
+- a long step keeps its workflow task open by completing it every 4 s (three events each).
+
+The first model step also starts the turn (appends the user's message) and the step that
+answers without tools also ends it (stores the message), each in the transaction that records
+the step.
 """
 
 from __future__ import annotations
@@ -29,6 +39,8 @@ with workflow.unsafe.imports_passed_through():
         ModelStepInput,
         ModelStepResult,
         PendingCall,
+        QuietInput,
+        QuietResult,
         ToolCallInput,
         ToolCallRef,
         ToolCallResult,
@@ -46,6 +58,7 @@ with workflow.unsafe.imports_passed_through():
         COMMIT_ACTIVITY,
         COMPACT_ACTIVITY,
         MODEL_STEP_ACTIVITY,
+        QUIET_ACTIVITY,
         STATUS_QUERY,
         SUBMIT_TOOL_RESULT,
         TOOL_CALL_ACTIVITY,
@@ -67,7 +80,8 @@ MODEL_RETRY = RetryPolicy(
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=10),
 )
-MODEL_HEARTBEAT = timedelta(seconds=5)
+STEP_TIMEOUT = timedelta(minutes=10)
+LOCAL_TIMEOUT = timedelta(seconds=30)
 COMPACT_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     maximum_interval=timedelta(seconds=30),
@@ -90,19 +104,20 @@ class TurnWorkflow:
 
     @workflow.run
     async def run(self, inp: TurnInput) -> CommitResult:
-        turn_id = inp.turn_id  # started with ThinkTurnStatus=running by the conversation
+        turn_id = inp.turn_id  # started with ThinkTurnStatus=running (think._dispatch)
         outcome = CommitInput(turn_id=turn_id, status="completed", finish_reason="tool-calls")
         step = 0
         try:
+            if inp.debounce_seconds > 0:
+                await self._quiet(inp)
             while True:
                 self._step, self._planning = step, True
                 workflow.set_current_details(f"step {step + 1}: waiting for the model")
-                result: ModelStepResult = await workflow.execute_activity(
+                result: ModelStepResult = await workflow.execute_local_activity(
                     MODEL_STEP_ACTIVITY,
                     ModelStepInput(turn_id=turn_id, step=step),
                     result_type=ModelStepResult,
-                    start_to_close_timeout=timedelta(minutes=10),
-                    heartbeat_timeout=MODEL_HEARTBEAT,
+                    start_to_close_timeout=STEP_TIMEOUT,
                     retry_policy=MODEL_RETRY,
                     # On cancel, wait for the step to store its partial answer and `abort`.
                     cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
@@ -137,13 +152,30 @@ class TurnWorkflow:
             COMMIT_ACTIVITY,
             outcome,
             result_type=CommitResult,
-            start_to_close_timeout=timedelta(seconds=30),
+            start_to_close_timeout=LOCAL_TIMEOUT,
             retry_policy=DB_RETRY,
             summary=f"store the assistant message ({outcome.status})",
         )
         return await self._ended(
             inp, committed.status, respond=committed.respond, compact=committed.compact
         )
+
+    async def _quiet(self, inp: TurnInput) -> None:
+        """A "debounce" head: wait, on durable timers, until its conversation has had no new
+        submission for `debounce_seconds` (what arrives meanwhile is merged when it starts)."""
+        while True:
+            left: QuietResult = await workflow.execute_local_activity(
+                QUIET_ACTIVITY,
+                QuietInput(turn_id=inp.turn_id, seconds=inp.debounce_seconds),
+                result_type=QuietResult,
+                start_to_close_timeout=LOCAL_TIMEOUT,
+                retry_policy=DB_RETRY,
+                summary="debounce: how long until quiet",
+            )
+            if left.seconds <= 0:
+                return
+            workflow.set_current_details(f"debounce: waiting {left.seconds:.2f} s")
+            await workflow.sleep(timedelta(seconds=left.seconds), summary="debounce")
 
     # -- one tool call ---------------------------------------------------------------------
 
@@ -157,22 +189,35 @@ class TurnWorkflow:
             await workflow.wait_condition(lambda: call.tool_call_id in self._client_results)
             client_result = self._client_results[call.tool_call_id]
         run = call.run
-        await workflow.execute_activity(
-            TOOL_CALL_ACTIVITY,
-            ToolCallInput(
-                turn_id=turn_id,
-                step=step,
-                tool_call_id=call.tool_call_id,
-                tool_name=call.tool_name,
-                decision=decision,
-                client_result=client_result,
-            ),
-            result_type=ToolCallResult,
-            start_to_close_timeout=timedelta(seconds=run.timeout_seconds),
-            heartbeat_timeout=timedelta(seconds=run.heartbeat_seconds),
-            retry_policy=DB_RETRY,
-            summary=f"tool {call.tool_name}",
+        tool_input = ToolCallInput(
+            turn_id=turn_id,
+            step=step,
+            tool_call_id=call.tool_call_id,
+            tool_name=call.tool_name,
+            decision=decision,
+            client_result=client_result,
         )
+        if run.local or call.kind == "client":
+            # In this workflow task: a marker in the history, no round trip through the server.
+            await workflow.execute_local_activity(
+                TOOL_CALL_ACTIVITY,
+                tool_input,
+                result_type=ToolCallResult,
+                start_to_close_timeout=timedelta(seconds=run.timeout_seconds),
+                retry_policy=DB_RETRY,
+                summary=f"tool {call.tool_name}",
+            )
+        else:
+            # A tool that asked for a heartbeat timeout: its own activity, watched by it.
+            await workflow.execute_activity(
+                TOOL_CALL_ACTIVITY,
+                tool_input,
+                result_type=ToolCallResult,
+                start_to_close_timeout=timedelta(seconds=run.timeout_seconds),
+                heartbeat_timeout=timedelta(seconds=run.heartbeat_seconds),
+                retry_policy=DB_RETRY,
+                summary=f"tool {call.tool_name}",
+            )
         self._show_progress(step, "")
 
     async def _decision(self, call: ToolCallRef, approval_id: str) -> ToolDecision:
@@ -237,7 +282,8 @@ class TurnWorkflow:
         if decision.approval_id not in self._approvals or decision.approval_id in self._decisions:
             workflow.logger.warning("ignored approve signal for %r", decision.approval_id)
             return
-        self._accept_decision(decision.model_copy(update={"by": "signal"}))
+        by = "signal" if decision.by == "update" else decision.by  # the gateway says "http"
+        self._accept_decision(decision.model_copy(update={"by": by}))
 
     def _accept_decision(self, decision: ToolDecision) -> None:
         if decision.approval_id in self._decisions:
