@@ -78,13 +78,20 @@ async def _validation(request: Request, exc: Exception) -> JSONResponse:
     for err in exc.errors():
         if err.get("type") == "json_invalid":
             why = err.get("ctx", {}).get("error") or err.get("msg", "")
-            return problem_response(
-                400, f"the body is not valid JSON: {why} (at {_field(err['loc'])})"
-            )
+            where = _field(err["loc"])
+            at = f"character {where}" if where.isdigit() else where
+            return problem_response(400, f"the body is not valid JSON: {why} (at {at})")
         if tuple(err.get("loc", ())) == ("body",) and isinstance(err.get("input"), bytes):
             # FastAPI hands over the raw bytes when the Content-Type is not JSON; "body: Input
-            # should be a valid dictionary" would blame the `body` field instead.
-            return problem_response(415, "the body must be JSON (Content-Type: application/json)")
+            # should be a valid dictionary" would blame the `body` field instead. A body that
+            # is not JSON is a 400 (API.md), whatever it is instead.
+            declared = request.headers.get("content-type")
+            given = f"Content-Type {declared!r}" if declared else "no Content-Type"
+            return problem_response(
+                400,
+                f"the body is not JSON ({given}): send a JSON object with "
+                "Content-Type: application/json",
+            )
         errors.append({"field": _field(err.get("loc", ())), "message": err.get("msg", "")})
     detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors) or "invalid request"
     return problem_response(422, detail, errors=errors)

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 BENCHMARKS = [
+    ["bench.targets"],
     ["bench.turn_latency"],
     ["bench.turn_latency", "--offline", "--turns", "50"],
     ["bench.throughput"],

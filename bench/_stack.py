@@ -39,7 +39,7 @@ def local_stack(
                 home=home,
             )
             full_env.update(env or {})
-            stack = Stack(env=full_env, logs=home)
+            stack = Stack(env=full_env, logs=home, services=services)
             try:
                 for _ in range(workers):
                     stack.start_worker()

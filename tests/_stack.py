@@ -15,8 +15,12 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
+
+if TYPE_CHECKING:
+    from think._embedded import Services
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,6 +36,10 @@ class Process:
     name: str
     popen: subprocess.Popen[bytes]
     log: Path
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
 
     def kill(self) -> None:
         """SIGKILL, as a crash would."""
@@ -60,6 +68,22 @@ class Stack:
     logs: Path
     api_url: str = ""
     processes: list[Process] = field(default_factory=list)
+    services: Services | None = None
+    """The embedded Postgres and Temporal it runs against, when its creator started them."""
+
+    @property
+    def pids(self) -> dict[str, list[int]]:
+        """Process ids by role, for benchmarks that read CPU time from /proc: `worker` and
+        `api` (the live ones), and `postgres` (the postmaster; its backends are its children)
+        and `temporal` when `services` is set."""
+        pids: dict[str, list[int]] = {}
+        for proc in self.processes:
+            if proc.popen.poll() is None:
+                pids.setdefault(proc.name, []).append(proc.pid)
+        if self.services is not None:
+            pids["postgres"] = [self.services.postgres.pid]
+            pids["temporal"] = [self.services.temporal.pid]
+        return pids
 
     def spawn(self, name: str, *args: str) -> Process:
         log = self.logs / f"{name}-{len(self.processes)}.log"

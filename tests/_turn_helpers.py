@@ -4,6 +4,8 @@ turn visibly streams, and a transcript as (role, text) pairs."""
 from __future__ import annotations
 
 import asyncio
+import json
+from typing import Any
 
 import httpx
 
@@ -30,3 +32,26 @@ async def streaming(api: httpx.AsyncClient, agent: str, cid: str, turn_id: str) 
     """Until the turn's answer is visibly streaming."""
     url = f"/v1/agents/{agent}/conversations/{cid}/turns/{turn_id}/stream"
     await asyncio.wait_for(read_until(api, url, deltas(2)), timeout=30)
+
+
+def activity_attempts(events: Any, activity_type: str | None = None) -> list[int]:
+    """The attempt at which each of a workflow's activities completed (or last started),
+    in order, from its history: local activities (a turn's steps and most tools) record it in
+    their marker, regular ones in their started event."""
+    types = {
+        e.event_id: e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    }
+    found = []
+    for event in events:
+        if event.HasField("activity_task_started_event_attributes"):
+            started = event.activity_task_started_event_attributes
+            if activity_type in (None, types.get(started.scheduled_event_id)):
+                found.append(started.attempt)
+        elif event.HasField("marker_recorded_event_attributes"):
+            data = event.marker_recorded_event_attributes.details["data"].payloads[0].data
+            marker = json.loads(data)
+            if activity_type in (None, marker["activity_type"]):
+                found.append(int(marker["attempt"]))
+    return found

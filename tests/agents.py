@@ -7,9 +7,10 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
+from temporalio import activity
 
 from think import (
     ChatErrorContext,
@@ -32,6 +33,7 @@ from think import (
     ToolContext,
     TurnConfig,
     TurnContext,
+    UserError,
     create_compact_function,
     default_context_overflow_classifier,
     events,
@@ -97,6 +99,28 @@ class Staller(Helper):
     name = "staller"
     chat_stream_stall_timeout = 1.0
     chat_recovery = ChatRecovery(max_attempts=2, terminal_message="Interrupted, sorry.")
+
+
+class Patient(Helper):
+    """No stall watchdog (0), as for a reasoning model that thinks long before its first
+    token; the recovery budget of one attempt would make any stall end the turn."""
+
+    name = "patient"
+    chat_stream_stall_timeout = 0
+    chat_recovery = ChatRecovery(max_attempts=1, terminal_message="Stalled, sorry.")
+
+
+class Watchful(Staller):
+    """The staller's one-second watchdog, which `body.stall` replaces for one turn
+    (`TurnConfig.chat_stream_stall_timeout`; 0 turns it off)."""
+
+    name = "watchful"
+    chat_recovery = ChatRecovery(max_attempts=1, terminal_message="Stalled, sorry.")
+
+    def before_turn(self, ctx: TurnContext) -> TurnConfig | None:
+        if ctx.body and "stall" in ctx.body:
+            return TurnConfig(chat_stream_stall_timeout=ctx.body["stall"])
+        return None
 
 
 class Persister(Staller):
@@ -506,3 +530,58 @@ class Lookout(Recoverer):
 
     name = "lookout"
     context_overflow = ContextOverflow(proactive=Proactive(max_input_tokens=1_000))
+
+
+# -- overrides that raise (tests/test_broken_overrides.py) ------------------------------------
+
+OVERRIDE_SECRET = "s3cret-override-detail"
+"""In every message the broken overrides raise: it must reach the worker's log, never a client."""
+
+
+class Fragile(Helper):
+    """Overrides that raise when the conversation's configuration names them
+    (`{"break": "get_tools"}`; `"as": "UserError"` raises one of those instead of a
+    RuntimeError; `"in": "think.tool_call"` only in that activity); `get_model` returns the
+    configuration's `"model"` as it is, so a test can hand it what cannot be resolved."""
+
+    name = "fragile"
+
+    def _breaks(self, override: str) -> None:
+        config = self.get_config()
+        if config.get("break") != override:
+            return
+        if "in" in config and (
+            not activity.in_activity() or activity.info().activity_type != config["in"]
+        ):
+            return
+        kind = UserError if config.get("as") == "UserError" else RuntimeError
+        raise kind(f"{override} broke: {OVERRIDE_SECRET}")
+
+    def get_model(self) -> Any:
+        self._breaks("get_model")
+        return self.get_config().get("model", "scripted-model")
+
+    def get_system_prompt(self) -> str:
+        self._breaks("get_system_prompt")
+        return "You are a fragile test agent."
+
+    def get_tools(self) -> list[Tool]:
+        self._breaks("get_tools")
+        return super().get_tools()
+
+    def repair_interrupted_tool_part(self, part: dict[str, Any]) -> dict[str, Any]:
+        self._breaks("repair_interrupted_tool_part")
+        return super().repair_interrupted_tool_part(part)
+
+
+class Wrecked(Helper):
+    """`get_model` and `get_tools` always raise, outside conversations too (the gateway
+    calls them when it lists agents and checks client tool names)."""
+
+    name = "wrecked"
+
+    def get_model(self) -> str:
+        raise RuntimeError(f"get_model broke: {OVERRIDE_SECRET}")
+
+    def get_tools(self) -> list[Tool]:
+        raise RuntimeError(f"get_tools broke: {OVERRIDE_SECRET}")

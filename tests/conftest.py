@@ -65,6 +65,8 @@ def stack(
             "tests.agents:Lookout,"
             "tests.agents:Latest,tests.agents:Debouncer,tests.agents:Delegator,"
             "tests.agents:Remembering,tests.agents:Configured,tests.agents:Forgetful,"
+            "tests.agents:Fragile,tests.agents:Wrecked,"
+            "tests.agents:Patient,tests.agents:Watchful,"
             "examples.assistant:Assistant"
         ),
         model_url=fake_model.base_url,
@@ -72,7 +74,9 @@ def stack(
     )
     # A second endpoint on the same fake server, without native structured output.
     plain = {"base_url": fake_model.base_url, "api_key": "test-key", "native_output": False}
-    env["THINK_MODEL_ENDPOINTS"] = json.dumps({"plain": plain})
+    # And one whose key variable is not set: a model on it cannot be resolved.
+    keyless = {"base_url": fake_model.base_url, "api_key_env": "THINK_TEST_UNSET_KEY"}
+    env["THINK_MODEL_ENDPOINTS"] = json.dumps({"plain": plain, "keyless": keyless})
     running = Stack(env=env, logs=logs)
     try:
         running.start_worker()

@@ -17,14 +17,13 @@ from tests.conftest import helper_path
 
 PROBLEM = "application/problem+json"
 JSON = {"content-type": "application/json"}
-LIMIT = 1024 * 1024  # Settings.max_body_bytes by default
+LIMIT = 16 * 1024 * 1024  # Settings.max_body_bytes by default (API.md: 16 MiB)
 TITLES = {
     400: "Bad Request",
     404: "Not Found",
     405: "Method Not Allowed",
     409: "Conflict",
     413: "Content Too Large",
-    415: "Unsupported Media Type",
     422: "Unprocessable Content",
 }
 MESSAGE = {"role": "user", "parts": [{"type": "text", "text": "hi"}]}
@@ -113,15 +112,18 @@ def nested(depth: int) -> Any:
 
 
 BAD_SUBMISSIONS = [
-    # Not JSON at all, or not JSON as declared.
+    # Not JSON at all, or not JSON as declared: 400, whatever it is instead (API.md).
     pytest.param(raw(b'{"input": "hi"'), 400, None, id="truncated-json"),
     pytest.param(raw(b'{"input": "hi"} trailing'), 400, None, id="trailing-garbage"),
     pytest.param(raw(b"{'input': 'hi'}"), 400, None, id="single-quotes"),
     pytest.param(raw(b'{"input": "\xff\xfe"}'), 400, None, id="not-utf8"),
-    pytest.param(raw(b'{"input": "hi"}', "text/plain"), 415, None, id="text-plain"),
-    pytest.param(raw(b'{"input": "hi"}', "application/xml"), 415, None, id="xml"),
-    pytest.param(raw(b"input=hi", "application/x-www-form-urlencoded"), 415, None, id="form"),
-    pytest.param(raw(b'{"input": "hi"}', None), 415, None, id="no-content-type"),
+    pytest.param(raw(b'{"input": "hi"}', "text/plain"), 400, None, id="text-plain"),
+    pytest.param(raw(b'{"input": "hi"}', "application/xml"), 400, None, id="xml"),
+    pytest.param(raw(b"input=hi", "application/x-www-form-urlencoded"), 400, None, id="form"),
+    pytest.param(raw(b'{"input": "hi"}', None), 400, None, id="no-content-type"),
+    pytest.param(raw(b"hello", "text/plain"), 400, None, id="plain-text"),
+    pytest.param(raw(b"\x89PNG\r\n\x1a\n", "image/png"), 400, None, id="png"),
+    pytest.param(raw(b"hello"), 400, None, id="text-declared-json"),
     pytest.param(raw(b""), 422, None, id="empty-body"),
     pytest.param(raw(b"null"), 422, None, id="json-null"),
     pytest.param(body([{"input": "hi"}]), 422, None, id="json-array"),
@@ -268,7 +270,34 @@ async def test_wrong_content_type_names_json(api: httpx.AsyncClient, cid: str) -
         content=b'{"input": "hi"}',
         headers={"content-type": "text/plain"},
     )
-    assert "application/json" in assert_problem(response, 415)["detail"]
+    detail = assert_problem(response, 400)["detail"]
+    assert "not JSON" in detail and "'text/plain'" in detail and "application/json" in detail
+    response = await api.post(f"{helper_path(cid)}/turns", **raw(b'{"input": "hi"}', None))
+    assert "no Content-Type" in assert_problem(response, 400)["detail"]
+
+
+async def test_truncated_json_says_so(api: httpx.AsyncClient, cid: str) -> None:
+    response = await api.post(f"{helper_path(cid)}/turns", **raw(b'{"input": "x"'))
+    detail = assert_problem(response, 400)["detail"]
+    assert "not valid JSON" in detail and "at character 13" in detail  # where it ends
+
+
+@pytest.mark.parametrize(
+    ("path", "content"),
+    [
+        pytest.param("/turns/turn_0000000000000000/cancel", b"{", id="cancel"),
+        pytest.param("/turns/turn_0000000000000000/approvals/approval_x", b"{", id="approval"),
+        pytest.param("/messages", b'{"messages": [', id="messages"),
+    ],
+)
+async def test_other_bodies_that_are_not_json(
+    api: httpx.AsyncClient, done: dict[str, Any], path: str, content: bytes
+) -> None:
+    """Every route with a body: malformed JSON and a body that is not JSON both answer 400."""
+    url = helper_path(done["conversation_id"]) + path
+    assert "not valid JSON" in assert_problem(await api.post(url, **raw(content)), 400)["detail"]
+    response = await api.post(url, **raw(b"yes", "text/plain"))
+    assert "not JSON" in assert_problem(response, 400)["detail"]
 
 
 async def test_malformed_json_says_where(api: httpx.AsyncClient, cid: str) -> None:
@@ -521,7 +550,7 @@ async def test_create_conversation_bad_id(
         pytest.param(body([]), 422, None, id="json-array"),
         pytest.param(body("c1"), 422, None, id="json-string"),
         pytest.param(raw(b'{"metadata": '), 400, None, id="malformed-json"),
-        pytest.param(raw(b'{"metadata": {}}', "text/plain"), 415, None, id="text-plain"),
+        pytest.param(raw(b'{"metadata": {}}', "text/plain"), 400, None, id="text-plain"),
     ],
 )
 async def test_create_conversation_bad_body(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ import pytest
 
 from tests._sse import Event, chunks, parse, read_stream
 from tests._stack import Stack, free_port, stack_env
+from tests._turn_helpers import activity_attempts
 from think._embedded import (
     EmbeddedPostgres,
     TemporalDevServer,
@@ -372,24 +372,11 @@ async def assert_completed_once(
     async with asyncio.timeout(30):
         await handle.result()
     infra.note("turn workflow completed in Temporal")
-    attempts = _attempts((await handle.fetch_history()).events)
+    attempts = activity_attempts((await handle.fetch_history()).events)
     infra.note(f"attempts of the turn's activities: {attempts}")
     await until_ready(api)
     infra.note("/readyz 200")
     return events, attempts
-
-
-def _attempts(events: Any) -> list[int]:
-    """The attempt each of a turn's activities completed at: local activities (the model
-    steps) record it in their marker, regular ones in their started event."""
-    found = []
-    for event in events:
-        if event.HasField("activity_task_started_event_attributes"):
-            found.append(event.activity_task_started_event_attributes.attempt)
-        elif event.HasField("marker_recorded_event_attributes"):
-            data = event.marker_recorded_event_attributes.details["data"].payloads[0].data
-            found.append(int(json.loads(data)["attempt"]))
-    return found
 
 
 async def assert_conversation_goes_on(infra: Infra, api: httpx.AsyncClient, cid: str) -> None:

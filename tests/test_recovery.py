@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
+
 import httpx
+import pytest
 
 from tests._sse import chunks, read_stream
 from tests.test_ai_sdk_conformance import NODE_DIR, reconstruct
+from think import Think, TurnConfig, UserError
+from think.activities._heartbeat import StreamStalled, within_stall_timeout
 from think.testing import FakeOpenAIServer, error, stall, text
 
 BASE = "/v1/agents/staller/conversations"
@@ -137,3 +143,58 @@ async def test_a_spent_time_budget_stops_the_next_step(
     assert turn["status"] == "interrupted", turn
     assert turn["error"].startswith("time budget spent")
     assert fake_model.calls(cid) == 1
+
+
+# -- the stall watchdog is off unless set (a reasoning model may think for minutes) ----------
+
+
+async def test_with_the_watchdog_off_a_slow_first_token_is_waited_for(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """`chat_stream_stall_timeout = 0`: off, never "stalled at once"."""
+    fake_model.script(cid, stall(1.5) + text("thought it over"))
+    url = f"/v1/agents/patient/conversations/{cid}/turns"
+    turn = (await api.post(url, json={"input": "q", "mode": "wait"})).json()
+    assert turn["status"] == "completed", turn
+    assert turn["message"]["parts"][-1]["text"] == "thought it over"
+    _, events = await read_stream(api, turn["stream_url"])
+    assert not [c for c in chunks(events) if c["type"] in ("data-recovering", "reset-step")]
+    assert fake_model.calls(cid) == 1
+
+
+async def test_before_turn_turns_the_watchdog_off_for_one_turn(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    url = f"/v1/agents/watchful/conversations/{cid}/turns"
+    fake_model.script(cid, stall(1.5) + text("worth the wait"), stall(1.5) + text("too late"))
+    turn = (await api.post(url, json={"input": "q", "mode": "wait", "body": {"stall": 0}})).json()
+    assert turn["status"] == "completed", turn
+    assert turn["message"]["parts"][-1]["text"] == "worth the wait"
+    # The agent's own one second still holds for the next turn.
+    turn = (await api.post(url, json={"input": "q", "mode": "wait"})).json()
+    assert turn["status"] == "interrupted", turn
+    assert "sent nothing for 1 s" in turn["error"]
+
+
+async def _slow(delay: float) -> AsyncIterator[str]:
+    await asyncio.sleep(delay)
+    yield "late"
+
+
+@pytest.mark.parametrize("seconds", [None, 0, 0.0])
+async def test_none_or_zero_is_no_watchdog(seconds: float | None) -> None:
+    assert [e async for e in within_stall_timeout(_slow(0.3), seconds)] == ["late"]
+
+
+async def test_a_watchdog_that_is_set_still_fires() -> None:
+    with pytest.raises(StreamStalled):
+        [e async for e in within_stall_timeout(_slow(5), 0.1)]
+
+
+def test_the_watchdog_is_off_by_default_and_checked() -> None:
+    assert Think.chat_stream_stall_timeout is None
+    assert TurnConfig(chat_stream_stall_timeout=0).stored() == {"chat_stream_stall_timeout": 0}
+    with pytest.raises(UserError, match="chat_stream_stall_timeout"):
+
+        class Negative(Think):
+            chat_stream_stall_timeout = -1

@@ -121,7 +121,7 @@ async def test_stall_timeout_and_budget_per_turn(
     started = time.monotonic()
     turn = await wait_turn(api, cid, {"body": {"stall": 0.5}})
     assert turn["status"] == "completed", turn
-    assert time.monotonic() - started < 10  # the class default would be 60 s
+    assert time.monotonic() - started < 10  # with no watchdog (the default) it takes 30 s
     assert fake_model.calls(cid) == 2
 
     other = f"{cid}-b"

@@ -48,9 +48,11 @@ class Think(ConversationMethods):
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     max_steps: ClassVar[int] = 10
-    chat_stream_stall_timeout: ClassVar[float] = 60.0
+    chat_stream_stall_timeout: ClassVar[float | None] = None
     """Seconds a model stream may go without a chunk (the first one included) before the step
-    is abandoned and retried."""
+    is abandoned and retried (through `chat_recovery`). None or 0 (the default: off) never
+    abandons it, since a reasoning model may think for minutes before its first token; set it
+    above the slowest first token you expect (`before_turn` may set it per turn)."""
     turn_budget_seconds: ClassVar[float | None] = None
     """Wall-clock budget of one turn, from its start: no new model step begins after it."""
     turn_budget_tokens: ClassVar[int | None] = None
@@ -86,6 +88,14 @@ class Think(ConversationMethods):
         if not cls.__dict__.get("name"):
             cls.name = _snake(cls.__name__)
         check_step(cls.truncation_step)
+        stall = cls.chat_stream_stall_timeout
+        if stall is not None and (
+            isinstance(stall, bool) or not isinstance(stall, int | float) or not stall >= 0
+        ):
+            raise UserError(
+                f"{cls.__name__}.chat_stream_stall_timeout={stall!r} must be a number of "
+                "seconds, or None or 0 for no stall watchdog"
+            )
         budget = cls.hydration_byte_budget
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
             raise UserError(

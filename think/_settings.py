@@ -53,7 +53,8 @@ class Settings(BaseModel):
     """Bearer key -> tenant. Empty: one tenant (`default`), no authentication."""
     home: Path = Path(".think")
     """Where `think dev` keeps embedded data and the endpoints file."""
-    max_body_bytes: int = 1024 * 1024
+    max_body_bytes: int = 16 * 1024 * 1024
+    """`THINK_MAX_BODY_BYTES`: bodies over it answer 413; a pasted document or an image must fit."""
     chunk_retention_seconds: float = 24 * 3600
     chunk_flush_interval: float = 0.05
     pending_sweep_seconds: float = 30.0

@@ -58,7 +58,8 @@ class TurnConfig(BaseModel):
     send_reasoning: bool | None = None
     output: type[BaseModel] | dict[str, Any] | None = None
     max_steps: int | None = Field(default=None, ge=1)
-    chat_stream_stall_timeout: float | None = Field(default=None, gt=0)
+    chat_stream_stall_timeout: float | None = Field(default=None, ge=0)
+    """0 turns the agent's stall watchdog off for this turn; None keeps the agent's."""
     turn_budget_seconds: float | None = Field(default=None, gt=0)
     turn_budget_tokens: int | None = Field(default=None, ge=1)
 
@@ -170,7 +171,9 @@ class ChatErrorContext(BaseModel):
     stage: ChatErrorStage
     """`before_turn`/`before_step`: a hook raised; `context`: `configure_context` or a
     context block's provider raised; `model`: the model refused the request; `output`: the
-    answer did not validate; `turn`: the turn failed outside any step."""
+    answer did not validate; `turn`: an override of the agent's (`get_model`, `get_tools`,
+    `get_system_prompt`, `repair_interrupted_tool_part`, `configure_session`) raised, its
+    model could not be resolved, or the turn failed outside any step."""
     user_message_persisted: bool
     partial_message_persisted: bool
     classification: str | None = None

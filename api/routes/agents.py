@@ -1,30 +1,38 @@
 from __future__ import annotations
 
+import logging
+
 from fastapi import APIRouter
 
 from api.deps import Res
 from api.schemas import AgentOut, AgentsOut, AgentTool
+from think._agent import Think
+
+log = logging.getLogger("think.api.agents")
 
 router = APIRouter(tags=["agents"])
 
 
 @router.get("/v1/agents", response_model=AgentsOut)
 async def list_agents(res: Res) -> AgentsOut:
-    agents = []
-    for cls in res.registry:
+    return AgentsOut(agents=[_describe(cls) for cls in res.registry])
+
+
+def _describe(cls: type[Think]) -> AgentOut:
+    """One agent as listed. Its `get_model` and `get_tools` run here, outside any
+    conversation: one that raises leaves its model empty or its tools out (and says so in
+    the log) rather than failing the whole listing."""
+    description = cls.description or (cls.__doc__ or "").strip().split("\n")[0]
+    model = ""
+    tools: list[AgentTool] = []
+    try:
         agent = cls()
-        model = agent.get_model()
-        agents.append(
-            AgentOut(
-                name=cls.name,
-                description=cls.description or (cls.__doc__ or "").strip().split("\n")[0],
-                model=model if isinstance(model, str) else model.name,
-                tools=[
-                    AgentTool(
-                        name=t.name, description=t.description, needs_approval=t.may_need_approval
-                    )
-                    for t in agent.get_tools()
-                ],
-            )
-        )
-    return AgentsOut(agents=agents)
+        found = agent.get_model()
+        model = found if isinstance(found, str) else found.name
+        tools = [
+            AgentTool(name=t.name, description=t.description, needs_approval=t.may_need_approval)
+            for t in agent.get_tools()
+        ]
+    except Exception:
+        log.warning("agent %s could not describe its model or tools", cls.name, exc_info=True)
+    return AgentOut(name=cls.name, description=description, model=model, tools=tools)

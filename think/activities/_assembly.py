@@ -7,12 +7,15 @@ names and import paths, not objects) and read back by every later step, on whate
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
+from temporalio.exceptions import ApplicationError
 
 from think._agent import Think
 from think._messages import UIMessage
@@ -30,7 +33,12 @@ from think._turn_hooks import (
     TurnContext,
     output_type,
 )
-from think.exceptions import UserError
+from think.exceptions import (
+    HOOK_FAILED,
+    ModelError,
+    OutputValidationError,
+    UserError,
+)
 from think.models import ModelClient, ToolSpec, resolve_model
 from think.storage import TurnRecord
 
@@ -38,13 +46,53 @@ if TYPE_CHECKING:
     from think.activities._context import PromptSetup
 
 
-class HookFailed(Exception):
-    """A turn hook raised: the turn ends with an error (through `on_chat_error`)."""
+class HookFailed(ApplicationError):
+    """A turn hook or an override of the agent's raised: the turn ends with an error (through
+    `on_chat_error`). The model step catches it and ends the turn; one that escapes another
+    activity (a tool call's `get_tools`) is a non-retryable failure, which ends the turn too,
+    rather than a retry that would fail the same way forever."""
 
     def __init__(self, stage: ChatErrorStage, cause: BaseException) -> None:
-        super().__init__(f"{stage} failed: {type(cause).__name__}: {cause}")
+        super().__init__(
+            f"{stage} failed: {type(cause).__name__}: {cause}", type=HOOK_FAILED, non_retryable=True
+        )
         self.stage: ChatErrorStage = stage
-        self.cause = cause
+        self._hook_cause = cause
+        self.__cause__ = cause
+
+    @property
+    def cause(self) -> BaseException:
+        """What the hook raised."""
+        return self._hook_cause
+
+
+class AgentCodeFailed(Exception):
+    """An override of the agent's raised one of the exceptions whose text a client is shown
+    (`UserError`, `ModelError`, ...): wrapped, so that it counts as internal like any other
+    (the original is its `__cause__`, and its text goes to the worker's log only)."""
+
+
+_SHOWN = (ModelError, UserError, OutputValidationError)
+"""What `safe_error` shows a client as it is."""
+
+
+@contextlib.contextmanager
+def agent_code(what: str, stage: ChatErrorStage = "turn") -> Iterator[None]:
+    """Run an override of the agent's (`get_tools`, `get_model`, `get_system_prompt`,
+    `repair_interrupted_tool_part`) or what depends on it (resolving its model): an exception
+    ends the turn in `error` (`HookFailed`) with the generic message, whatever it was, instead
+    of failing the activity, which Temporal would retry forever while every turn queued behind
+    this one waits."""
+    try:
+        yield
+    except HookFailed:
+        raise
+    except Exception as exc:
+        cause: Exception = exc
+        if isinstance(exc, _SHOWN):
+            cause = AgentCodeFailed(f"{what}: {type(exc).__name__}: {exc}")
+            cause.__cause__ = exc
+        raise HookFailed(stage, cause) from cause
 
 
 @dataclass
@@ -59,7 +107,8 @@ class StepSetup:
     send_reasoning: bool
     output: type[BaseModel] | dict[str, Any] | None
     max_steps: int
-    stall_timeout: float
+    stall_timeout: float | None
+    """`chat_stream_stall_timeout`: None or 0, no stall watchdog."""
     time_budget: float | None = None
     """`turn_budget_seconds`: the whole turn's wall-clock budget."""
     config: dict[str, Any] | None = None
@@ -88,12 +137,26 @@ def import_tool(path: str) -> Tool:
 
 
 def turn_tools(agent: Think, turn: TurnRecord) -> dict[str, Tool]:
-    """Every server tool the turn may call: the agent's, and those `before_turn` added."""
-    tools = agent.tools_by_name()
-    for path in (turn.config or {}).get("tools", []):
-        extra = import_tool(path)
-        tools[extra.name] = extra
+    """Every server tool the turn may call: the agent's, and those `before_turn` added.
+    Raises `HookFailed` when `get_tools` (or `configure_context`) raises or returns what is
+    not a tool."""
+    with agent_code("get_tools"):
+        tools = agent.tools_by_name()
+        for name, value in tools.items():
+            if not isinstance(value, Tool):
+                raise TypeError(f"get_tools returned {value!r} (named {name!r}), not a @tool")
+        for path in (turn.config or {}).get("tools", []):
+            extra = import_tool(path)
+            tools[extra.name] = extra
     return tools
+
+
+def step_model(spec: str | ModelClient, settings: Settings) -> ModelClient:
+    """The step's model client; raises `HookFailed` when the model cannot be resolved (say
+    a named endpoint whose key is not set, or a `get_model` that returned neither a model id
+    nor a client)."""
+    with agent_code("resolving the model"):
+        return resolve_model(spec, settings)
 
 
 def stored_config(config: TurnConfig) -> dict[str, Any]:
@@ -167,12 +230,20 @@ async def assemble(
     `prompt`: the frozen system prompt and its reminders, for an agent with context blocks."""
     # Context blocks (`think.activities._context`): the frozen prompt, and reminders after
     # the transcript; read-time truncation of older messages (`think._truncation`).
-    system = prompt.system if prompt is not None else agent.get_system_prompt()
+    if prompt is not None:
+        system = prompt.system
+    else:
+        with agent_code("get_system_prompt"):
+            system = agent.get_system_prompt()
     reminders = prompt.reminders if prompt is not None else []
     transcript = truncate(transcript, agent.truncation_step)
-    history = to_chat_messages("", transcript, agent.repair_interrupted_tool_part)
+    with agent_code("repair_interrupted_tool_part"):
+        history = to_chat_messages("", transcript, agent.repair_interrupted_tool_part)
     agent_tools = turn_tools(agent, turn)
-    model_id: str | ModelClient = agent.get_model()
+    with agent_code("get_model"):
+        model_id: str | ModelClient = agent.get_model()
+        if not isinstance(model_id, str | ModelClient):
+            raise TypeError(f"get_model returned {model_id!r}, neither a model id nor a client")
     config = turn.config
     new_config = False
     if config is None and step == 0 and overrides(agent, "before_turn"):
@@ -192,10 +263,11 @@ async def assemble(
         except Exception as exc:
             raise HookFailed("before_turn", exc) from exc
         if isinstance(answer, TurnConfig):
-            config, new_config = stored_config(answer), True
-            for path in config.get("tools", []):
-                extra = import_tool(path)
-                agent_tools[extra.name] = extra
+            with agent_code("TurnConfig", stage="before_turn"):
+                config, new_config = stored_config(answer), True
+                for path in config.get("tools", []):
+                    extra = import_tool(path)
+                    agent_tools[extra.name] = extra
     config = config or {}
     system = config.get("system", system)
     history = config.get("messages", history)
@@ -235,7 +307,7 @@ async def assemble(
         messages=([{"role": "system", "content": system}] if system else []) + messages,
         tools=tools,
         client_specs=clients,
-        model=resolve_model(model_id, settings),
+        model=step_model(model_id, settings),
         send_reasoning=config.get("send_reasoning", agent.send_reasoning),
         output=output,
         max_steps=config.get("max_steps", agent.max_steps),

@@ -58,23 +58,27 @@ async def heartbeating(interval: float = 1.0) -> AsyncIterator[None]:
 
 
 async def within_stall_timeout(
-    events: AsyncIterator[_T], seconds: float
+    events: AsyncIterator[_T], seconds: float | None
 ) -> AsyncGenerator[_T, None]:
     """Pass events through, failing (retryably) when the next one takes longer than `seconds`.
+    None or 0 (or less) is no watchdog: the events pass however long they take.
 
     A stalled model stream keeps its activity alive and heartbeating, so Temporal's heartbeat
     timeout never fires for it: the step has to notice the silence itself.
     """
+    limit = seconds if seconds is not None and seconds > 0 else None
     iterator = aiter(events)
     try:
         while True:
             try:
-                async with asyncio.timeout(seconds):
+                async with asyncio.timeout(limit) as timer:
                     event = await anext(iterator)
             except StopAsyncIteration:
                 return
             except TimeoutError:
-                raise StreamStalled(seconds) from None
+                if limit is None or not timer.expired():
+                    raise  # the stream's own, not the watchdog's
+                raise StreamStalled(limit) from None
             yield event
     finally:
         close = getattr(iterator, "aclose", None)

@@ -10,7 +10,7 @@ Structured output is asked for with an `OutputSpec` (`output_spec`) and checked 
 from __future__ import annotations
 
 from think._settings import Endpoint, Settings
-from think.exceptions import ConfigurationError
+from think.exceptions import ConfigurationError, UserError
 from think.models._base import (
     Finish,
     FinishReason,
@@ -71,6 +71,8 @@ def resolve_model(spec: str | ModelClient, settings: Settings) -> ModelClient:
     go to the default endpoint whole.
     """
     if not isinstance(spec, str):
+        if not isinstance(spec, ModelClient):
+            raise UserError(f"model {spec!r} is neither a model id nor a ModelClient")
         return spec
     model = spec.removeprefix("openai:")
     if model == "offline":

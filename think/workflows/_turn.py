@@ -32,6 +32,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 from temporalio.workflow import ActivityCancellationType, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
+    from think.exceptions import STALE_ATTEMPT
     from think.workflows._inputs import (
         AfterTurnInput,
         CommitInput,
@@ -142,7 +143,13 @@ class TurnWorkflow:
             if isinstance(exc.cause, CancelledError):
                 outcome = CommitInput(turn_id=turn_id, status="aborted", error="cancelled")
             else:
+                _raise_if_superseded(exc.cause)
                 outcome = CommitInput(turn_id=turn_id, status="error", error=_message(exc))
+        except ApplicationError as exc:
+            # A local activity's non-retryable failure reaches the workflow as the
+            # activity's own error, not wrapped in an ActivityError.
+            _raise_if_superseded(exc)
+            outcome = CommitInput(turn_id=turn_id, status="error", error=exc.message)
         except asyncio.CancelledError:
             # Cancelled (POST …/cancel): record `aborted` unless the step already did.
             outcome = CommitInput(turn_id=turn_id, status="aborted", error="cancelled")
@@ -424,6 +431,19 @@ class AfterTurnWorkflow:
                 )
             )
         await asyncio.gather(*jobs)
+
+
+class Superseded(RuntimeError):
+    """This workflow task is stale: a newer attempt of its step runs elsewhere. Not a
+    `FailureError`, so it fails the workflow task (whose completion the server refuses
+    anyway), never the turn, and nothing is recorded from here."""
+
+
+def _raise_if_superseded(cause: BaseException | None) -> None:
+    """A step refused as a superseded attempt (its worker froze past the task's timeout and
+    a newer attempt took its fence): this task must not go on to record anything."""
+    if isinstance(cause, ApplicationError) and cause.type == STALE_ATTEMPT:
+        raise Superseded(cause.message)
 
 
 def _message(exc: ActivityError) -> str:
