@@ -23,7 +23,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from think._agent import Think
-from think._dispatch import hand_off
+from think._dispatch import hand_off, start_turn_workflow
 from think.exceptions import UserError
 from think.storage import (
     PAUSED_STATUSES,
@@ -103,7 +103,9 @@ async def admit(
             what = "rolled back" if turn.request.concurrency == "rollback" else "interrupted"
             await cancel_turn(store, temporal, task_queue, running, f"{what} by turn {turn.id}")
     age = datetime.now(UTC) - turn.created_at
-    if admission.accepted or (turn.status == "pending" and age > RESEND_AFTER):
+    if admission.runs_now:
+        await start_turn_workflow(temporal, task_queue, turn)
+    elif not admission.accepted and turn.status == "pending" and age > RESEND_AFTER:
         await hand_off(store, temporal, task_queue, turn.conversation_uid)
     return admission
 

@@ -20,7 +20,7 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
 from think._agent import Think
-from think._dispatch import DispatchFailed, hand_off
+from think._dispatch import DispatchFailed, hand_on
 from think._overflow import ChatErrorClass
 from think._recovery import ChatRecoveryContext, ChatRecoveryOptions
 from think._turn_hooks import ChatErrorStage, ChatResponseResult, StepFinishContext
@@ -111,13 +111,8 @@ class TurnActivities(Compactions):
         does it later if this fails)."""
         if self.temporal is None:
             return
-        turn = await self.store.get_turn(turn_id)
-        if turn is None:
-            return
         try:
-            await hand_off(
-                self.store, self.temporal, self.settings.task_queue, turn.conversation_uid
-            )
+            await hand_on(self.store, self.temporal, self.settings.task_queue, turn_id)
         except DispatchFailed:
             log.warning("turn %s ended, but its successor could not be started", turn_id)
 

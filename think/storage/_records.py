@@ -111,3 +111,6 @@ class Admission(BaseModel):
     interrupt: str | None = None
     """The running turn this submission cancels ("interrupt", "rollback"): the caller
     cancels it once the admission has committed."""
+    runs_now: bool = False
+    """The conversation was idle: this turn is its running turn, and its workflow is to be
+    started now (otherwise the turn ahead of it starts it when it ends)."""

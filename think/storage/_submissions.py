@@ -107,6 +107,14 @@ _HEAD = (
 """
 )
 
+_HEAD_BEHIND = (
+    TURN_SELECT
+    + """
+    WHERE t.conversation_uid = (SELECT conversation_uid FROM turns WHERE id = %(id)s)
+      AND t.completed_at IS NULL ORDER BY t.seq LIMIT 1
+"""
+)
+
 _LOCK_CONVERSATION = "SELECT 1 FROM conversations WHERE uid = %(c)s FOR UPDATE"
 
 SUPERSEDING = frozenset({"latest", "interrupt", "rollback"})
@@ -240,7 +248,7 @@ async def record(
         if inserted is not None:
             turn = await _by_id(conn, turn_id)
             assert turn is not None
-            return Admission(turn=turn, accepted=True, interrupt=interrupt)
+            return Admission(turn=turn, accepted=True, interrupt=interrupt, runs_now=not queue)
     # Lost a race with a concurrent request for the same key or id: its row is committed now.
     async with store.db.connection() as conn:
         known = await _known(conn, uid, request_hash, idempotency_key, submission_id)
@@ -278,6 +286,13 @@ async def _supersede(
 async def queue_head(conn: Conn, conversation_uid: str) -> TurnRecord | None:
     """The conversation's running turn: its active turn accepted first (None: idle)."""
     row = await fetch_one(conn, _HEAD, {"c": conversation_uid})
+    return _record(row) if row else None
+
+
+async def head_after(conn: Conn, turn_id: str) -> TurnRecord | None:
+    """The running turn of `turn_id`'s conversation, as it stands now (after that turn ended:
+    the one that runs next, or None)."""
+    row = await fetch_one(conn, _HEAD_BEHIND, {"id": turn_id})
     return _record(row) if row else None
 
 

@@ -42,19 +42,20 @@ _CLAIM = """
     RETURNING (fences ->> %(key)s)::int AS current
 """
 
-_RESERVE = """
-    UPDATE turns SET next_seq = next_seq + %(n)s
-    WHERE id = %(turn)s AND (%(key)s::text IS NULL OR (fences ->> %(key)s)::int = %(attempt)s)
-    RETURNING next_seq - %(n)s AS start
+_APPEND = """
+    WITH reserved AS (
+        UPDATE turns SET next_seq = next_seq + %(n)s
+        WHERE id = %(turn)s
+          AND (%(key)s::text IS NULL OR (fences ->> %(key)s)::int = %(attempt)s)
+        RETURNING next_seq - %(n)s AS start
+    ), inserted AS (
+        INSERT INTO stream_chunks (turn_id, seq, attempt, chunk)
+        SELECT %(turn)s, reserved.start + x.ord - 1, %(attempt)s, x.value
+        FROM reserved, jsonb_array_elements(%(chunks)s::jsonb) WITH ORDINALITY AS x(value, ord)
+    )
+    SELECT reserved.start, pg_notify(%(channel)s, %(turn)s) FROM reserved
 """
-
-_INSERT = """
-    INSERT INTO stream_chunks (turn_id, seq, attempt, chunk)
-    SELECT %(turn)s, %(start)s + x.ord - 1, %(attempt)s, x.value
-    FROM jsonb_array_elements(%(chunks)s::jsonb) WITH ORDINALITY AS x(value, ord)
-"""
-
-_NOTIFY = "SELECT pg_notify(%(channel)s, %(turn)s)"
+"""Reserve sequence numbers (fenced), insert the chunks and announce them: one round trip."""
 
 _READ = """
     SELECT seq, chunk FROM stream_chunks WHERE turn_id = %(turn)s AND seq > %(after)s
@@ -91,23 +92,19 @@ async def append(
     attempt = fence.attempt if fence else 0
     row = await fetch_one(
         conn,
-        _RESERVE,
+        _APPEND,
         {
             "n": len(chunks),
             "turn": turn_id,
             "key": fence.key if fence else None,
             "attempt": attempt,
+            "chunks": json.dumps(list(chunks)),
+            "channel": CHANNEL,
         },
     )
     if row is None:
         raise StaleAttempt(f"attempt {attempt} of turn {turn_id!r} is stale")
-    start = int(row["start"])
-    await conn.execute(
-        _INSERT,
-        {"turn": turn_id, "start": start, "attempt": attempt, "chunks": json.dumps(list(chunks))},
-    )
-    await conn.execute(_NOTIFY, {"channel": CHANNEL, "turn": turn_id})
-    return start + len(chunks) - 1
+    return int(row["start"]) + len(chunks) - 1
 
 
 async def read(
