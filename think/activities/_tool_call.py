@@ -28,7 +28,7 @@ from think.activities._assembly import turn_tools
 from think.activities._heartbeat import heartbeating
 from think.activities._tool_plan import client_tool_names, paused_status
 from think.exceptions import NON_RETRYABLE_USER_ERROR, ToolError, UserError
-from think.storage import Store, TurnRecord, first_answer
+from think.storage import PathCache, Store, TurnRecord, first_answer
 from think.streaming import append
 from think.streaming._builder import MessageBuilder
 from think.workflows._inputs import (
@@ -49,6 +49,8 @@ class ToolCalls:
         self.store = store
         self.registry = registry
         self.settings = settings
+        self.paths = PathCache()
+        """The paths this worker's model steps read, kept for their next steps."""
 
     def _agent(self, name: str) -> Think:
         try:

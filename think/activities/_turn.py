@@ -171,10 +171,11 @@ class TurnActivities(Compactions):
                 # A retry after a crash or a stall: the abandoned attempt may have streamed
                 # part of this step, which clients must drop before this attempt streams it.
                 interrupted = fence.attempt > 1 and await step_is_open(conn, turn.id)
-                transcript = await self.store.path(
+                transcript = await self.paths.path(
+                    conn,
                     turn.conversation_uid,
                     turn.parent_id,
-                    conn,
+                    revision=turn.messages_revision,
                     byte_budget=agent.hydration_byte_budget,
                 )
         if inp.step > 0:

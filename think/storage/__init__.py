@@ -33,6 +33,7 @@ from think.storage._errors import (
     NotRegenerable,
     ParentNotFound,
 )
+from think.storage._path_cache import PathCache
 from think.storage._records import (
     ACTIVE_STATUSES,
     PAUSED_STATUSES,
@@ -85,6 +86,7 @@ __all__ = [
     "MessageNotFound",
     "NotRegenerable",
     "ParentNotFound",
+    "PathCache",
     "PromptState",
     "SearchHit",
     "Siblings",

@@ -94,6 +94,8 @@ class TurnRecord(BaseModel):
     answered_by: str | None = None
     """For a submission merged into another (`merge`, `debounce`): the turn that appended its
     messages and answered them. It ends `skipped` itself."""
+    messages_revision: int = 0
+    """The conversation's: bumped when a stored message changes in place."""
     seq: int = 0
     """Acceptance order: the conversation's running turn is its active turn with the
     smallest `seq`."""

@@ -75,7 +75,7 @@ class TurnStillActive(UserError):
 
 TURN_SELECT = """
     SELECT t.*, c.id AS conversation_id, c.tenant AS tenant,
-           COALESCE(c.config, '{}') AS conversation_config
+           COALESCE(c.config, '{}') AS conversation_config, c.messages_revision
     FROM turns t JOIN conversations c ON c.uid = t.conversation_uid
 """
 """A turn with what it needs of its conversation: the one query every turn read builds on."""
@@ -499,6 +499,13 @@ async def upsert_messages(
             {"c": conversation_uid, "ids": ids},
         )
         stored = {r["id"] for r in rows}
+        if stored:
+            # Cached paths (think.storage._path_cache) holding these messages are stale now.
+            await conn.execute(
+                "UPDATE conversations SET messages_revision = messages_revision + 1 "
+                "WHERE uid = %(c)s",
+                {"c": conversation_uid},
+            )
         for message in messages:
             if message.id not in stored:
                 continue

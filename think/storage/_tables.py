@@ -46,6 +46,8 @@ class ConversationRow(Base):
     system_prompt: Mapped[str | None] = mapped_column(Text)
     config: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
     turn_count: Mapped[int] = mapped_column(Integer, server_default="0")
+    messages_revision: Mapped[int] = mapped_column(Integer, server_default="0")
+    """Bumped when a stored message changes in place (migration 0008)."""
 
     __table_args__ = (UniqueConstraint("tenant", "agent", "id", name="conversations_name_key"),)
 
