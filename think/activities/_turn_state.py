@@ -61,8 +61,10 @@ async def end_turn(
     so a client never sees `finish` for a message that is not stored. Takes the
     conversation's queue lock (before anything else of the conversation), so the turn waiting
     behind this one is seen by whoever hands the queue on after the commit."""
-    await lock_queue(conn, turn.conversation_uid)
-    if status in ("completed", "interrupted") or message["parts"]:
+    stores_message = status in ("completed", "interrupted") or bool(message["parts"])
+    if not stores_message:
+        await lock_queue(conn, turn.conversation_uid)  # `answer_parent` takes it otherwise
+    if stores_message:
         await store.insert_messages(
             conn,
             turn.conversation_uid,

@@ -65,7 +65,9 @@ class ChunkWriter:
                         if self._closing.is_set():
                             return
                 batch, self._buffer = self._buffer, []
-                async with self._db.transaction() as conn:
+                # One statement (reserve, insert, NOTIFY): atomic on an autocommit
+                # connection, without a BEGIN and a COMMIT round trip around it.
+                async with self._db.connection() as conn:
                     await _log.append(conn, self._turn_id, batch, self._fence)
                 self._last_flush = time.monotonic()
                 self._content_sent = self._content_sent or any(c["type"] in _CONTENT for c in batch)
