@@ -344,3 +344,23 @@ async def _settled_in_temporal(stack: Stack, cid: str, turn_id: str) -> None:
 
 def _live_workers(stack: Stack) -> list[Any]:
     return [p for p in stack.processes if p.name == "worker" and p.popen.poll() is None]
+
+
+async def test_a_terminated_turn_never_blocks_its_conversation(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, temporal: Client, cid: str
+) -> None:
+    """An operator terminates a paused turn's workflow from the Temporal UI: the workers'
+    sweeper ends the turn `error` (keeping what it had), and the turn queued behind it runs."""
+    fake_model.script(cid, tool_call("delete_file", {"path": "t"}, id="call_t"), text("next"))
+    turn = await paused(api, cid)
+    queued = (await api.post(f"{path(cid)}/turns", json={"input": "and then?"})).json()
+    handle = temporal.get_workflow_handle(turn_workflow_id(AGENT, cid, turn["turn_id"]))
+    await handle.terminate(reason="stuck, says the operator")
+    final = await until_status(api, turn["status_url"], {"error"}, within=20)
+    assert "terminated" in final["error"]
+    assert tool_part(final, "call_t")["state"] == "approval-requested"  # what it had is kept
+    _, events = await read_stream(api, turn["stream_url"])
+    assert chunks(events)[-1]["type"] == "error" and events[-1].data == "[DONE]"
+    after = await until_status(api, queued["status_url"], {"completed", "error"}, within=20)
+    assert after["status"] == "completed", after
+    assert after["message"]["parts"][-1]["text"] == "next"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from temporalio.client import Client
 from temporalio.service import RPCError
@@ -13,12 +14,13 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from think._binding import BindTurns
-from think._dispatch import DispatchFailed, start_turn_workflow
+from think._dispatch import DispatchFailed, hand_on, start_turn_workflow
 from think._registry import AgentRegistry
 from think._service import ThinkService
 from think._settings import Settings
 from think._temporal import connect
 from think.activities import SubmissionActivities, TurnActivities
+from think.activities._turn_state import end_abandoned
 from think.storage import Store, open_database, unapplied_answers
 from think.streaming import CANCEL_CHANNEL, ChunkListener
 from think.workflows import WORKFLOWS
@@ -126,6 +128,7 @@ async def sweep_once(client: Client, store: Store, settings: Settings, older_tha
             sent += 1
         except DispatchFailed:
             log.warning("re-sending turn %s failed", turn.id, exc_info=True)
+    sent += await _close_abandoned(client, store, settings, older_than)
     async with store.db.connection() as conn:
         answers = await unapplied_answers(conn, older_than)
     for row in answers:
@@ -140,6 +143,37 @@ async def sweep_once(client: Client, store: Store, settings: Settings, older_tha
         except RPCError:
             log.warning("re-signalling an answer to turn %s failed", row["turn_id"], exc_info=True)
     return sent
+
+
+ABANDONED_QUERY = (
+    "ExecutionStatus != 'Running' AND ThinkTurnStatus IN "
+    "('running', 'awaiting_approval', 'awaiting_client_tool') AND CloseTime > '{since}'"
+)
+
+
+async def _close_abandoned(
+    client: Client, store: Store, settings: Settings, older_than: float
+) -> int:
+    """End the turns whose workflow closed without ending them (terminated from the Temporal
+    UI, or failed): their last `ThinkTurnStatus` still says they run. The turn behind each
+    then starts. One visibility query per sweep, over the workflows closed lately."""
+    since = datetime.now(UTC) - timedelta(seconds=max(600.0, 20 * older_than))
+    query = ABANDONED_QUERY.format(since=since.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    closed = 0
+    async for found in client.list_workflows(query, limit=200):
+        handle = client.get_workflow_handle(found.id, run_id=found.run_id)
+        try:
+            history = await handle.fetch_history()
+            started = history.events[0].workflow_execution_started_event_attributes
+            turn_id = json.loads(started.input.payloads[0].data)["turn_id"]
+        except (RPCError, IndexError, KeyError, ValueError):
+            log.warning("could not read the turn of workflow %s", found.id, exc_info=True)
+            continue
+        if await end_abandoned(store, turn_id):
+            log.warning("turn %s: its workflow %s closed without ending it", turn_id, found.id)
+            await hand_on(store, client, settings.task_queue, turn_id)
+            closed += 1
+    return closed
 
 
 async def _sweep_forever(client: Client, store: Store, settings: Settings) -> None:

@@ -87,3 +87,30 @@ async def end_turn(
         # the reason saying how. Errors and aborts end with their own chunk instead.
         chunks = [*chunks, {"type": "finish", "finishReason": finish_reason}]
     await append(conn, turn.id, chunks, fence)
+
+
+ABANDONED = (
+    "this turn's workflow ended without finishing it (terminated or failed in Temporal); "
+    "the turn was closed so that the conversation goes on"
+)
+
+
+async def end_abandoned(store: Store, turn_id: str) -> bool:
+    """End a turn whose workflow closed without ending it (an operator terminated it, or it
+    failed), as `error` with what it had: otherwise the conversation's queue would wait for it
+    forever. False when the turn had ended after all."""
+    async with store.db.transaction() as conn:
+        turn = await store.lock_turn(conn, turn_id)
+        if turn.terminal:
+            return False
+        message = turn.message or {"id": turn.message_id, "role": "assistant", "parts": []}
+        await end_turn(
+            store,
+            conn,
+            turn,
+            status="error",
+            message=message,
+            chunks=[{"type": "error", "errorText": ABANDONED}],
+            error=ABANDONED,
+        )
+    return True
