@@ -29,7 +29,7 @@ def local_stack(
         home = Path(tmp)
         with start_services(home) as services:
             migrate_now(services.settings(Settings()))
-            model = None if offline else FakeOpenAIServer().start()
+            model = None if offline else FakeOpenAIServer(keep=100).start()
             full_env = stack_env(
                 database_url=services.database_url,
                 temporal_address=services.temporal_address,

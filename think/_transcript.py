@@ -8,8 +8,9 @@ with text and tool calls. The model needs each step as its own assistant message
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from think._messages import UIMessage
 
@@ -33,13 +34,57 @@ def to_chat_messages(
     if system:
         out.append({"role": "system", "content": system})
     for message in messages:
-        if message.role == "assistant":
-            out.extend(_assistant(message.parts, repair))
-        else:
-            content = _user_content(message.parts)
-            if content:
-                out.append({"role": message.role, "content": content})
+        out.extend(dict(m) for m in _converted(message, repair))
     return out
+
+
+_V = TypeVar("_V")
+
+
+class ByIdentity(Generic[_V]):
+    """What was derived from a message, kept by the message's identity. A worker's cached
+    paths (`think.storage.PathCache`) hand the same message objects to every step of a
+    conversation, so a long transcript is converted once, not once per step. Each entry holds
+    its message, so an id is never confused with a later object's; the oldest go first."""
+
+    def __init__(self, size: int = 50_000) -> None:
+        self._entries: OrderedDict[int, tuple[UIMessage, _V]] = OrderedDict()
+        self._size = size
+
+    def get(self, message: UIMessage) -> _V | None:
+        found = self._entries.get(id(message))
+        return found[1] if found is not None and found[0] is message else None
+
+    def put(self, message: UIMessage, value: _V) -> None:
+        self._entries[id(message)] = (message, value)
+        if len(self._entries) > self._size:
+            self._entries.popitem(last=False)
+
+
+_conversions: ByIdentity[list[dict[str, Any]]] = ByIdentity()
+"""Messages whose conversion called `repair` (an unanswered tool call) are not kept: the
+repair is the agent's to decide, each time."""
+
+
+def _converted(message: UIMessage, repair: Repair) -> list[dict[str, Any]]:
+    found = _conversions.get(message)
+    if found is not None:
+        return found
+    repaired = False
+
+    def watching(part: dict[str, Any]) -> dict[str, Any]:
+        nonlocal repaired
+        repaired = True
+        return repair(part)
+
+    if message.role == "assistant":
+        converted = _assistant(message.parts, watching)
+    else:
+        content = _user_content(message.parts)
+        converted = [{"role": message.role, "content": content}] if content else []
+    if not repaired:
+        _conversions.put(message, converted)
+    return converted
 
 
 def _user_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:

@@ -18,6 +18,7 @@ import math
 from typing import Any
 
 from think._messages import UIMessage
+from think._transcript import ByIdentity
 from think.exceptions import UserError
 
 TOOL_OUTPUT_LIMIT = 500
@@ -58,7 +59,20 @@ def truncate(messages: list[UIMessage], step: int | float | None) -> list[UIMess
     return [_cut_message(m) for m in messages[:cut]] + messages[cut:]
 
 
+_cuts: ByIdentity[UIMessage] = ByIdentity()
+"""Each message's cut form, kept: the same copy for every step, which `to_chat_messages`
+then converts once."""
+
+
 def _cut_message(message: UIMessage) -> UIMessage:
+    found = _cuts.get(message)
+    if found is None:
+        found = _cut(message)
+        _cuts.put(message, found)
+    return found
+
+
+def _cut(message: UIMessage) -> UIMessage:
     parts = message.parts
     for i, part in enumerate(parts):
         cut = _cut_part(part)

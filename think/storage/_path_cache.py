@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 from psycopg.rows import DictRow
 
@@ -67,8 +67,9 @@ class _Message:
     id: str
     parent_id: str | None
     role: str
-    parts: list[dict[str, Any]]
-    metadata: Any
+    message: UIMessage
+    """Built once and handed to every step: the same object each time, so what is derived
+    from it (`to_chat_messages`' conversions) can be kept by identity. Never changed."""
     size: int
 
 
@@ -86,8 +87,12 @@ def _messages(rows: list[DictRow]) -> list[_Message]:
             id=r["id"],
             parent_id=r["parent_id"],
             role=r["role"],
-            parts=r["parts"],
-            metadata=r["metadata"],
+            message=UIMessage.model_construct(
+                id=r["id"],
+                role=cast(Literal["user", "assistant", "system"], r["role"]),
+                parts=r["parts"],
+                metadata=r["metadata"],
+            ),
             size=int(r["byte_size"] or 0),
         )
         for r in rows
@@ -180,13 +185,4 @@ def _within(messages: list[_Message], byte_budget: int | None) -> list[UIMessage
             rest = messages[start:]
             first_user = next((i for i, m in enumerate(rest) if m.role == "user"), len(rest) - 1)
             kept = [*([root] if root is not None else []), *rest[first_user:]]
-    return [
-        UIMessage.model_construct(
-            id=m.id,
-            role=cast(Literal["user", "assistant", "system"], m.role),
-            parts=m.parts,
-            metadata=m.metadata,
-        )
-        for m in kept
-        if m.parts
-    ]
+    return [m.message for m in kept if m.message.parts]

@@ -102,12 +102,17 @@ class FakeOpenAIServer:
             model = OpenAIModel("fake", base_url=server.base_url, api_key="test")
     """
 
-    def __init__(self, *, model: str = "fake-model", host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, *, model: str = "fake-model", host: str = "127.0.0.1", keep: int | None = None
+    ) -> None:
+        """`keep`: how many requests to keep for `requests()` (None: all). A benchmark that
+        sends thousands of ever longer transcripts bounds it, or the parsed requests it holds
+        (and the garbage collector's passes over them) would slow the process measuring."""
         self.model = model
         self.host = host
         self._lock = threading.Lock()
         self._queues: dict[str | None, _Queue] = {}
-        self._requests: list[tuple[str | None, RecordedRequest]] = []
+        self._requests: deque[tuple[str | None, RecordedRequest]] = deque(maxlen=keep)
         self._ids = itertools.count(1)
         self._port: int | None = None
         self._server: _Server | None = None
