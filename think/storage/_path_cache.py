@@ -27,39 +27,28 @@ from think.storage._db import Conn
 WALK_LIMIT = 64
 """How far up from the new leaf a walk looks for the cached path before reading it whole."""
 
-_ROWS = """
+
+def _walk(stop: str = "") -> str:
+    """Up the tree from `%(leaf)s` to the root (or until `stop` holds of the row last
+    reached), then the messages found, root first."""
+    return f"""
+    WITH RECURSIVE path AS (
+        SELECT id, parent_id, 0 AS depth
+        FROM messages WHERE conversation_uid = %(c)s AND id = %(leaf)s
+      UNION ALL
+        SELECT m.id, m.parent_id, p.depth + 1
+        FROM messages m JOIN path p ON m.conversation_uid = %(c)s AND m.id = p.parent_id
+        {f"WHERE NOT ({stop})" if stop else ""}
+    )
     SELECT m.id, m.parent_id, m.role, m.parts, m.metadata, m.byte_size
     FROM path p JOIN messages m ON m.conversation_uid = %(c)s AND m.id = p.id
     ORDER BY p.depth DESC
 """
 
-_WHOLE = (
-    """
-    WITH RECURSIVE path AS (
-        SELECT id, parent_id, 0 AS depth
-        FROM messages WHERE conversation_uid = %(c)s AND id = %(leaf)s
-      UNION ALL
-        SELECT m.id, m.parent_id, p.depth + 1
-        FROM messages m JOIN path p ON m.conversation_uid = %(c)s AND m.id = p.parent_id
-    )
-"""
-    + _ROWS
-)
 
+_WHOLE = _walk()
 # Up from the new leaf, stopping at (and including) the cached leaf, or after WALK_LIMIT.
-_NEWER = (
-    """
-    WITH RECURSIVE path AS (
-        SELECT id, parent_id, 0 AS depth
-        FROM messages WHERE conversation_uid = %(c)s AND id = %(leaf)s
-      UNION ALL
-        SELECT m.id, m.parent_id, p.depth + 1
-        FROM messages m JOIN path p ON m.conversation_uid = %(c)s AND m.id = p.parent_id
-        WHERE p.id <> %(known)s AND p.depth < %(limit)s
-    )
-"""
-    + _ROWS
-)
+_NEWER = _walk("p.id = %(known)s OR p.depth >= %(limit)s")
 
 
 @dataclass
