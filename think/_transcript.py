@@ -47,7 +47,7 @@ class ByIdentity(Generic[_V]):
     conversation, so a long transcript is converted once, not once per step. Each entry holds
     its message, so an id is never confused with a later object's; the oldest go first."""
 
-    def __init__(self, size: int = 50_000) -> None:
+    def __init__(self, size: int = 20_000) -> None:
         self._entries: OrderedDict[int, tuple[UIMessage, _V]] = OrderedDict()
         self._size = size
 

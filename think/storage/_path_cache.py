@@ -89,7 +89,9 @@ def _messages(rows: list[DictRow]) -> list[_Message]:
 
 
 class PathCache:
-    def __init__(self, max_bytes: int = 256 * 1024 * 1024) -> None:
+    def __init__(self, max_bytes: int = 64 * 1024 * 1024) -> None:
+        """`max_bytes` counts the messages' stored (JSON) sizes; decoded, they take several
+        times that in memory."""
         self._paths: OrderedDict[str, _Path] = OrderedDict()
         self._max_bytes = max_bytes
         self._bytes = 0
