@@ -69,7 +69,7 @@ async def submit(
 
 async def schedule(res: Resources, turn: TurnRecord) -> None:
     try:
-        await hand_off(res.store, res.temporal, res.settings.task_queue, turn.conversation_uid)
+        await hand_off(res.store, res.temporal, res.settings.task_queue, turn.id)
     except DispatchFailed as exc:
         raise _unavailable(exc) from exc
 

@@ -437,7 +437,7 @@ async def test_store_tree_methods(
     request = admission.turn.request
     assert request.regenerates == "p2" and request.messages == [] and request.parent_id == "p1"
     fake_model.script(cid, text("Pong again."))
-    await hand_off(store, temporal, settings.task_queue, admission.turn.conversation_uid)
+    await hand_off(store, temporal, settings.task_queue, admission.turn.id)
     turn_url = f"{helper_path(cid)}/turns/{admission.turn.id}"
     assert (await until_terminal(api, turn_url))["status"] == "completed"
     assert sent(fake_model, cid, 0) == [SYSTEM, {"role": "user", "content": "Ping"}]

@@ -106,7 +106,7 @@ async def admit(
     if admission.runs_now:
         await start_turn_workflow(temporal, task_queue, turn)
     elif not admission.accepted and turn.status == "pending" and age > RESEND_AFTER:
-        await hand_off(store, temporal, task_queue, turn.conversation_uid)
+        await hand_off(store, temporal, task_queue, turn.id)
     return admission
 
 
@@ -198,7 +198,7 @@ async def cancel_turn(
                 {"channel": CANCEL_CHANNEL, "turn": turn.id},
             )
     if aborted:
-        await hand_off(store, temporal, task_queue, turn.conversation_uid)
+        await hand_off(store, temporal, task_queue, turn.id)
     handle = temporal.get_workflow_handle(
         turn_workflow_id(turn.agent, turn.conversation_id, turn.id)
     )

@@ -23,7 +23,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from think.exceptions import ThinkError
-from think.storage import Store, TurnRecord, head_after, queue_head
+from think.storage import Store, TurnRecord, queue_head
 from think.workflows._inputs import ConversationRef, TurnInput
 from think.workflows._names import (
     AGENT_KEY,
@@ -94,17 +94,10 @@ async def start_turn_workflow(client: Client, task_queue: str, turn: TurnRecord)
         ) from exc
 
 
-async def hand_off(store: Store, client: Client, task_queue: str, conversation_uid: str) -> None:
-    """Start the conversation's running turn, if it is waiting for its workflow."""
+async def hand_off(store: Store, client: Client, task_queue: str, turn_id: str) -> None:
+    """Start the running turn of `turn_id`'s conversation (that turn itself, or, once it has
+    ended, the one behind it), if it is waiting for its workflow."""
     async with store.db.connection() as conn:
-        head = await queue_head(conn, conversation_uid)
-    if head is not None and head.status == "pending":
-        await start_turn_workflow(client, task_queue, head)
-
-
-async def hand_on(store: Store, client: Client, task_queue: str, ended_turn_id: str) -> None:
-    """After `ended_turn_id` ended: start its conversation's next turn, if one waits."""
-    async with store.db.connection() as conn:
-        head = await head_after(conn, ended_turn_id)
+        head = await queue_head(conn, turn_id)
     if head is not None and head.status == "pending":
         await start_turn_workflow(client, task_queue, head)

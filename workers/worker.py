@@ -14,7 +14,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from think._binding import BindTurns
-from think._dispatch import DispatchFailed, hand_on, start_turn_workflow
+from think._dispatch import DispatchFailed, hand_off, start_turn_workflow
 from think._registry import AgentRegistry
 from think._service import ThinkService
 from think._settings import Settings
@@ -171,7 +171,7 @@ async def _close_abandoned(
             continue
         if await end_abandoned(store, turn_id):
             log.warning("turn %s: its workflow %s closed without ending it", turn_id, found.id)
-            await hand_on(store, client, settings.task_queue, turn_id)
+            await hand_off(store, client, settings.task_queue, turn_id)
             closed += 1
     return closed
 

@@ -20,7 +20,7 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
 from think._agent import Think
-from think._dispatch import DispatchFailed, hand_on
+from think._dispatch import DispatchFailed, hand_off
 from think._overflow import ChatErrorClass
 from think._recovery import ChatRecoveryContext, ChatRecoveryOptions
 from think._turn_hooks import ChatErrorStage, ChatResponseResult, StepFinishContext
@@ -112,7 +112,7 @@ class TurnActivities(Compactions):
         if self.temporal is None:
             return
         try:
-            await hand_on(self.store, self.temporal, self.settings.task_queue, turn_id)
+            await hand_off(self.store, self.temporal, self.settings.task_queue, turn_id)
         except DispatchFailed:
             log.warning("turn %s ended, but its successor could not be started", turn_id)
 

@@ -61,10 +61,8 @@ async def end_turn(
     so a client never sees `finish` for a message that is not stored. Takes the
     conversation's queue lock (before anything else of the conversation), so the turn waiting
     behind this one is seen by whoever hands the queue on after the commit."""
-    stores_message = status in ("completed", "interrupted") or bool(message["parts"])
-    if not stores_message:
-        await lock_queue(conn, turn.conversation_uid)  # `answer_parent` takes it otherwise
-    if stores_message:
+    if status in ("completed", "interrupted") or message["parts"]:
+        # `answer_parent` takes the conversation's lock, before anything else of it.
         await store.insert_messages(
             conn,
             turn.conversation_uid,
@@ -73,6 +71,8 @@ async def end_turn(
             turn_id=turn.id,
         )
         await store.set_active_leaf(conn, turn.conversation_uid, message["id"])
+    else:
+        await lock_queue(conn, turn.conversation_uid)
     await store.update_turn(
         conn,
         turn.id,

@@ -51,15 +51,6 @@ async def first_answer(
     return dict(row["answer"])
 
 
-async def answers_of(conn: Conn, turn_id: str) -> list[dict[str, Any]]:
-    """Every answer recorded for the turn: (kind, key, answer) rows, oldest first."""
-    return await fetch_all(
-        conn,
-        "SELECT kind, key, answer FROM turn_answers WHERE turn_id = %(turn)s ORDER BY created_at",
-        {"turn": turn_id},
-    )
-
-
 async def unapplied_answers(conn: Conn, older_than_seconds: float) -> list[dict[str, Any]]:
     """Answers recorded a while ago to turns still paused: their Signal may have been lost
     (Temporal unreachable when they arrived). Rows of turn id, agent, conversation id, kind,

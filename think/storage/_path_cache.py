@@ -28,7 +28,7 @@ WALK_LIMIT = 64
 """How far up from the new leaf a walk looks for the cached path before reading it whole."""
 
 
-def _walk(stop: str = "") -> str:
+def walk(stop: str = "") -> str:
     """Up the tree from `%(leaf)s` to the root (or until `stop` holds of the row last
     reached), then the messages found, root first."""
     return f"""
@@ -46,9 +46,9 @@ def _walk(stop: str = "") -> str:
 """
 
 
-_WHOLE = _walk()
+_WHOLE = walk()
 # Up from the new leaf, stopping at (and including) the cached leaf, or after WALK_LIMIT.
-_NEWER = _walk("p.id = %(known)s OR p.depth >= %(limit)s")
+_NEWER = walk("p.id = %(known)s OR p.depth >= %(limit)s")
 
 
 @dataclass

@@ -23,6 +23,7 @@ from think.exceptions import UserError
 from think.storage import _submissions, _tree
 from think.storage._db import Conn, Database, fetch_all, fetch_one
 from think.storage._errors import MessageIdConflict, ParentNotFound
+from think.storage._path_cache import walk
 from think.storage._records import (
     Admission,
     Conversation,
@@ -49,18 +50,7 @@ _TURN_BY_ID = _TURN_SELECT + " WHERE t.id = %(id)s"
 _TURN_BY_ID_IN = _TURN_SELECT + " WHERE t.id = %(id)s AND t.conversation_uid = %(c)s"
 _LOCK_TURN = _TURN_BY_ID + " FOR UPDATE OF t"
 
-_PATH = """
-    WITH RECURSIVE path AS (
-        SELECT id, parent_id, 0 AS depth
-        FROM messages WHERE conversation_uid = %(c)s AND id = %(leaf)s
-      UNION ALL
-        SELECT m.id, m.parent_id, p.depth + 1
-        FROM messages m JOIN path p ON m.conversation_uid = %(c)s AND m.id = p.parent_id
-    )
-    SELECT m.id, m.role, m.parts, m.metadata
-    FROM path p JOIN messages m ON m.conversation_uid = %(c)s AND m.id = p.id
-    ORDER BY p.depth DESC
-"""
+_PATH = walk()
 
 # The path within a byte budget, newest first: the walk carries each row's stored size
 # (`byte_size`) as a running total, and only the rows within the budget are fetched. The leaf
@@ -410,16 +400,12 @@ class Store:
                 conn,
                 "WITH heads AS (SELECT DISTINCT ON (conversation_uid) id, status, created_at "
                 "FROM turns WHERE completed_at IS NULL ORDER BY conversation_uid, seq) "
-                "SELECT id FROM heads WHERE status = 'pending' AND created_at < now() - "
-                "make_interval(secs => %(s)s) ORDER BY created_at LIMIT %(limit)s",
+                + _TURN_SELECT
+                + " JOIN heads h ON h.id = t.id WHERE h.status = 'pending' AND h.created_at < "
+                "now() - make_interval(secs => %(s)s) ORDER BY h.created_at LIMIT %(limit)s",
                 {"s": older_than_seconds, "limit": limit},
             )
-            found = []
-            for row in rows:
-                turn = await fetch_one(conn, _TURN_BY_ID, {"id": row["id"]})
-                if turn is not None:
-                    found.append(_turn_record(turn))
-        return found
+        return [_turn_record(r) for r in rows]
 
     async def abort_if_pending(self, conn: Conn, turn: TurnRecord, reason: str) -> bool:
         """Abort a turn that has not started; False when it has (or has already ended).

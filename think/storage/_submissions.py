@@ -103,13 +103,6 @@ _ACTIVE_TURNS = """
 _HEAD = (
     TURN_SELECT
     + """
-    WHERE t.conversation_uid = %(c)s AND t.completed_at IS NULL ORDER BY t.seq LIMIT 1
-"""
-)
-
-_HEAD_BEHIND = (
-    TURN_SELECT
-    + """
     WHERE t.conversation_uid = (SELECT conversation_uid FROM turns WHERE id = %(id)s)
       AND t.completed_at IS NULL ORDER BY t.seq LIMIT 1
 """
@@ -283,16 +276,10 @@ async def _supersede(
     return request, interrupt
 
 
-async def queue_head(conn: Conn, conversation_uid: str) -> TurnRecord | None:
-    """The conversation's running turn: its active turn accepted first (None: idle)."""
-    row = await fetch_one(conn, _HEAD, {"c": conversation_uid})
-    return _record(row) if row else None
-
-
-async def head_after(conn: Conn, turn_id: str) -> TurnRecord | None:
-    """The running turn of `turn_id`'s conversation, as it stands now (after that turn ended:
-    the one that runs next, or None)."""
-    row = await fetch_one(conn, _HEAD_BEHIND, {"id": turn_id})
+async def queue_head(conn: Conn, turn_id: str) -> TurnRecord | None:
+    """The running turn of `turn_id`'s conversation: its active turn accepted first (that turn
+    itself while it runs; once it has ended, the one behind it; None: idle)."""
+    row = await fetch_one(conn, _HEAD, {"id": turn_id})
     return _record(row) if row else None
 
 
