@@ -126,7 +126,9 @@ async def wait_for_turn(
     stands after `wait_timeout` seconds (None: no limit)."""
     loop = asyncio.get_running_loop()
     deadline = None if wait_timeout is None else loop.time() + wait_timeout
-    with listener.subscribe(turn_id) as event:
+    # The default waits for a status (terminal or paused), announced on its own; any other
+    # condition may hang on the message, which changes with the turn's chunks.
+    with listener.subscribe(turn_id, status_only=until is settled) as event:
         while True:
             event.clear()
             current = await store.get_turn(turn_id)

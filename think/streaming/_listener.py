@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import psycopg
 
-from think.streaming._log import CHANNEL
+from think.streaming._log import CHANNEL, STATUS_SUFFIX
 
 log = logging.getLogger("think.streaming.listener")
 
@@ -28,6 +28,7 @@ class ChunkListener:
         self._dsn = dsn
         self._channel = channel
         self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
+        self._status_waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
 
@@ -46,23 +47,29 @@ class ChunkListener:
         return self._ready.is_set()
 
     @contextlib.contextmanager
-    def subscribe(self, turn_id: str) -> Iterator[asyncio.Event]:
-        """An event that is set whenever the turn may have new chunks."""
+    def subscribe(self, turn_id: str, *, status_only: bool = False) -> Iterator[asyncio.Event]:
+        """An event that is set whenever the turn may have new chunks or, with `status_only`,
+        only when its status may have changed (a trigger on `turns` announces that; a caller
+        waiting for a turn to settle then re-reads it a few times per turn, not per chunk)."""
+        table = self._status_waiters if status_only else self._waiters
         event = asyncio.Event()
-        self._waiters[turn_id].add(event)
+        table[turn_id].add(event)
         try:
             yield event
         finally:
-            waiters = self._waiters.get(turn_id)
+            waiters = table.get(turn_id)
             if waiters is not None:
                 waiters.discard(event)
                 if not waiters:
-                    del self._waiters[turn_id]
+                    del table[turn_id]
 
-    def _wake(self, turn_id: str | None = None) -> None:
-        targets = (
-            [self._waiters.get(turn_id, set())] if turn_id is not None else self._waiters.values()
-        )
+    def _wake(self, payload: str | None = None) -> None:
+        if payload is None:
+            targets = [*self._waiters.values(), *self._status_waiters.values()]
+        elif payload.endswith(STATUS_SUFFIX):
+            targets = [self._status_waiters.get(payload.removesuffix(STATUS_SUFFIX), set())]
+        else:
+            targets = [self._waiters.get(payload, set())]
         for events in targets:
             for event in events:
                 event.set()

@@ -19,6 +19,9 @@ from think.storage._db import Conn, fetch_all, fetch_one
 
 CHANNEL = "think_chunks"
 CANCEL_CHANNEL = "think_cancel"
+STATUS_SUFFIX = "/status"
+"""On `CHANNEL`, a payload of the turn id and this suffix says the turn's status changed (sent
+by a trigger, migration 0009); a bare turn id says it has new chunks."""
 """A turn's cancel was asked for (payload: the turn id): what a worker streaming it listens to."""
 TERMINAL_CHUNKS = frozenset({"finish", "error", "abort"})
 
