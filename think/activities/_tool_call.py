@@ -187,9 +187,8 @@ class ToolCalls:
                 chunks = chunks[1:]  # the decision is recorded already
             for chunk in chunks:
                 builder.apply(chunk)
-            await append(conn, turn_id, chunks)
             status = _status(turn, builder.message, agent)
-            await self.store.update_turn(conn, turn_id, message=builder.message, status=status)
+            await append(conn, turn_id, chunks, message=builder.message, status=status)
         settled = builder.tool_part(tool_call_id) or {}
         return ToolCallResult(ok=settled.get("state") == "output-available")
 

@@ -354,12 +354,13 @@ class TurnActivities(Compactions):
                     **config,
                 )
             else:
-                await append(conn, turn.id, rest, fence)
                 clients = client_tool_names(turn)
                 status = paused_status(builder.message, clients, setup.tools)
-                await self.store.update_turn(
+                await append(
                     conn,
                     turn.id,
+                    rest,
+                    fence,
                     message=builder.message,
                     steps_done=inp.step + 1,
                     usage=usage,
@@ -520,9 +521,13 @@ class TurnActivities(Compactions):
             kept = [*rest, *step.interrupt(), {"type": "finish-step"}, recovering]
             step.builder.apply({"type": "finish-step"})
             async with self.store.db.transaction() as conn:
-                await append(conn, turn.id, kept, fence)
-                await self.store.update_turn(
-                    conn, turn.id, message=step.builder.message, steps_done=step.step + 1
+                await append(
+                    conn,
+                    turn.id,
+                    kept,
+                    fence,
+                    message=step.builder.message,
+                    steps_done=step.step + 1,
                 )
             await observe.recovery(turn, step.step, failures, budget, cause, exhausted=False)
             return ModelStepResult(

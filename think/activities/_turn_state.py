@@ -23,12 +23,13 @@ async def start_turn(store: Store, conn: Conn, turn: TurnRecord) -> TurnRecord:
     returned ended (`skipped`)."""
     if turn.status != "pending":
         return turn
-    await lock_queue(conn, turn.conversation_uid)
+    active_leaf = await lock_queue(conn, turn.conversation_uid)
     runs, turn = await prepare_start(conn, turn)
     if not runs:
         return turn.model_copy(update={"status": "skipped"})
-    conversation = await store.conversation_by_uid(conn, turn.conversation_uid)
-    parent = turn.request.parent_id or conversation.active_leaf_id
+    if turn.request.rollback_of is not None:  # prepare_start may have moved the leaf back
+        active_leaf = (await store.conversation_by_uid(conn, turn.conversation_uid)).active_leaf_id
+    parent = turn.request.parent_id or active_leaf
     leaf = await store.insert_messages(
         conn, turn.conversation_uid, turn.request.messages, parent_id=parent, turn_id=turn.id
     )
@@ -37,10 +38,15 @@ async def start_turn(store: Store, conn: Conn, turn: TurnRecord) -> TurnRecord:
         # its answer is stored: the old answer stays on show while the new one streams.
         await store.set_active_leaf(conn, turn.conversation_uid, leaf)
     message = {"id": turn.message_id, "role": "assistant", "parts": []}
-    await store.update_turn(
-        conn, turn.id, status="running", started_at=NOW, parent_id=leaf, message=message
+    await append(
+        conn,
+        turn.id,
+        [{"type": "start", "messageId": turn.message_id}],
+        status="running",
+        started_at=NOW,
+        parent_id=leaf,
+        message=message,
     )
-    await append(conn, turn.id, [{"type": "start", "messageId": turn.message_id}])
     return turn.model_copy(update={"status": "running", "parent_id": leaf, "message": message})
 
 
@@ -73,20 +79,21 @@ async def end_turn(
         await store.set_active_leaf(conn, turn.conversation_uid, message["id"])
     else:
         await lock_queue(conn, turn.conversation_uid)
-    await store.update_turn(
+    if status in ("completed", "interrupted"):
+        # An interrupted turn still has an answer (the terminal message): it finishes, with
+        # the reason saying how. Errors and aborts end with their own chunk instead.
+        chunks = [*chunks, {"type": "finish", "finishReason": finish_reason}]
+    await append(
         conn,
         turn.id,
+        chunks,
+        fence,
         status=status,
         completed_at=NOW,
         error=error,
         message=message,
         **columns,
     )
-    if status in ("completed", "interrupted"):
-        # An interrupted turn still has an answer (the terminal message): it finishes, with
-        # the reason saying how. Errors and aborts end with their own chunk instead.
-        chunks = [*chunks, {"type": "finish", "finishReason": finish_reason}]
-    await append(conn, turn.id, chunks, fence)
 
 
 ABANDONED = (

@@ -45,7 +45,7 @@ from think.storage._records import (
     TurnStatus,
 )
 from think.storage._search import MAX_SEARCH_LIMIT, SearchHit, search_messages
-from think.storage._store import NOW, Store
+from think.storage._store import Store
 from think.storage._submissions import (
     ConversationBusy,
     SubmissionConflict,
@@ -62,6 +62,7 @@ from think.storage._submissions import (
     upsert_messages,
 )
 from think.storage._tree import Appended, Siblings, TreeNode
+from think.storage._turn_columns import NOW
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 

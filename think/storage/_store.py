@@ -30,6 +30,7 @@ from think.storage._records import (
     TurnRecord,
     TurnRequest,
 )
+from think.storage._turn_columns import assignments
 
 _CONVERSATION_COLUMNS = "uid, tenant, agent, id, created_at, active_leaf_id, metadata"
 
@@ -78,25 +79,6 @@ _INSERT_MESSAGE = """
     ON CONFLICT DO NOTHING
     RETURNING id
 """
-
-# Columns a caller may set through `update_turn`; anything else is a programming error.
-_TURN_COLUMNS = frozenset(
-    {
-        "status",
-        "started_at",
-        "completed_at",
-        "parent_id",
-        "message",
-        "error",
-        "steps_done",
-        "usage",
-        "config",
-        "output",
-    }
-)
-_JSON_COLUMNS = frozenset({"message", "usage", "config", "output"})
-NOW = object()
-"""Pass as a value to `update_turn` for the database's `now()`."""
 
 
 def _conversation(row: DictRow) -> Conversation:
@@ -375,20 +357,10 @@ class Store:
         return _turn_record(row)
 
     async def update_turn(self, conn: Conn, turn_id: str, **values: Any) -> None:
-        unknown = set(values) - _TURN_COLUMNS
-        if unknown:
-            raise TypeError(f"not turn columns: {sorted(unknown)}")
-        assignments = []
-        params: dict[str, Any] = {"id": turn_id}
-        for column, value in values.items():
-            if value is NOW:
-                assignments.append(f"{column} = now()")
-                continue
-            assignments.append(f"{column} = %({column})s")
-            params[column] = Jsonb(value) if column in _JSON_COLUMNS else value
+        fragments, params = assignments(values)
         await conn.execute(
-            f"UPDATE turns SET {', '.join(assignments)} WHERE id = %(id)s",  # columns checked
-            params,
+            f"UPDATE turns SET {', '.join(fragments)} WHERE id = %(id)s",  # columns checked
+            {**params, "id": turn_id},
         )
 
     async def waiting_heads(self, older_than_seconds: float, limit: int = 200) -> list[TurnRecord]:

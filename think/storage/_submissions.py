@@ -108,7 +108,7 @@ _HEAD = (
 """
 )
 
-_LOCK_CONVERSATION = "SELECT 1 FROM conversations WHERE uid = %(c)s FOR UPDATE"
+_LOCK_CONVERSATION = "SELECT active_leaf_id FROM conversations WHERE uid = %(c)s FOR UPDATE"
 
 SUPERSEDING = frozenset({"latest", "interrupt", "rollback"})
 CANCELLING = frozenset({"interrupt", "rollback"})
@@ -283,11 +283,13 @@ async def queue_head(conn: Conn, turn_id: str) -> TurnRecord | None:
     return _record(row) if row else None
 
 
-async def lock_queue(conn: Conn, conversation_uid: str) -> None:
+async def lock_queue(conn: Conn, conversation_uid: str) -> str | None:
     """Take the conversation's row lock, which admission takes: whoever ends a turn holds it,
     so a submission admitted meanwhile either sees the turn ended (and starts itself) or is
-    seen by the one who ended it (and is started by them)."""
-    await conn.execute(_LOCK_CONVERSATION, {"c": conversation_uid})
+    seen by the one who ended it (and is started by them). Returns the active leaf, as it is
+    under the lock (the same round trip)."""
+    row = await fetch_one(conn, _LOCK_CONVERSATION, {"c": conversation_uid})
+    return None if row is None else row["active_leaf_id"]
 
 
 # -- what message_concurrency does to queued submissions ------------------------------------

@@ -16,13 +16,14 @@ from pydantic import BaseModel
 
 from think.exceptions import ThinkError
 from think.storage._db import Conn, fetch_all, fetch_one
+from think.storage._turn_columns import assignments
 
 CHANNEL = "think_chunks"
 CANCEL_CHANNEL = "think_cancel"
+"""A turn's cancel was asked for (payload: the turn id): what a worker streaming it listens to."""
 STATUS_SUFFIX = "/status"
 """On `CHANNEL`, a payload of the turn id and this suffix says the turn's status changed (sent
 by a trigger, migration 0009); a bare turn id says it has new chunks."""
-"""A turn's cancel was asked for (payload: the turn id): what a worker streaming it listens to."""
 TERMINAL_CHUNKS = frozenset({"finish", "error", "abort"})
 
 
@@ -47,7 +48,7 @@ _CLAIM = """
 
 _APPEND = """
     WITH reserved AS (
-        UPDATE turns SET next_seq = next_seq + %(n)s
+        UPDATE turns SET next_seq = next_seq + %(n)s{columns}
         WHERE id = %(turn)s
           AND (%(key)s::text IS NULL OR (fences ->> %(key)s)::int = %(attempt)s)
         RETURNING next_seq - %(n)s AS start
@@ -56,9 +57,12 @@ _APPEND = """
         SELECT %(turn)s, reserved.start + x.ord - 1, %(attempt)s, x.value
         FROM reserved, jsonb_array_elements(%(chunks)s::jsonb) WITH ORDINALITY AS x(value, ord)
     )
-    SELECT reserved.start, pg_notify(%(channel)s, %(turn)s) FROM reserved
+    SELECT reserved.start,
+           CASE WHEN %(n)s > 0 THEN pg_notify(%(channel)s, %(turn)s) END FROM reserved
 """
-"""Reserve sequence numbers (fenced), insert the chunks and announce them: one round trip."""
+"""Reserve sequence numbers (fenced), set the turn's columns, insert the chunks and announce
+them: one round trip. `{columns}` is filled from `_turn_columns.assignments`."""
+_APPEND_PLAIN = _APPEND.format(columns="")
 
 _READ = """
     SELECT seq, chunk FROM stream_chunks WHERE turn_id = %(turn)s AND seq > %(after)s
@@ -84,19 +88,27 @@ async def append(
     turn_id: str,
     chunks: Sequence[dict[str, Any]],
     fence: Fence | None = None,
+    **columns: Any,
 ) -> int:
     """Append chunks in the caller's transaction and NOTIFY; returns the last sequence number.
+    `columns` are turn columns set in the same statement (`Store.update_turn`'s), only if the
+    fence holds.
 
     The `UPDATE` that reserves sequence numbers also takes the turn's row lock, so concurrent
     writers of one turn (parallel tool calls) get disjoint, gap-free ranges.
     """
-    if not chunks:
+    if not chunks and not columns:
         return -1
+    fragments, params = assignments(columns)
+    query = (
+        _APPEND.format(columns="".join(f", {f}" for f in fragments)) if columns else _APPEND_PLAIN
+    )
     attempt = fence.attempt if fence else 0
     row = await fetch_one(
         conn,
-        _APPEND,
+        query,
         {
+            **params,
             "n": len(chunks),
             "turn": turn_id,
             "key": fence.key if fence else None,
