@@ -196,6 +196,46 @@ async def test_approve_with_a_temporal_signal_and_update(
     assert tool_part(final, "call_b")["output"] == "deleted b"
 
 
+async def test_a_bad_approve_signal_is_one_log_line_naming_the_turn(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, temporal: Client, stack: Stack, cid: str
+) -> None:
+    """Issue 19: a misspelt key or an unknown id in `temporal workflow signal` said
+    "succeeded" while the worker logged a 25-line traceback (or nothing useful)."""
+    fake_model.script(cid, tool_call("delete_file", {"path": "a"}, id="call_a"), text("Done."))
+    turn = await paused(api, cid)
+    workflow_id = turn_workflow_id(AGENT, cid, turn["turn_id"])
+    handle = temporal.get_workflow_handle(workflow_id)
+    approval_id = turn["pending_approvals"][0]["approval_id"]
+    await handle.signal("approve", {"approvalid": approval_id, "approved": True})
+    await handle.signal("approve", {"approval_id": "approval_nope", "approved": True})
+
+    def dropped() -> list[str]:
+        lines = []
+        for proc in stack.processes:
+            if proc.name == "worker" and proc.log.exists():
+                lines += [
+                    line
+                    for line in proc.log.read_text(errors="replace").splitlines()
+                    if workflow_id in line or "Traceback" in line
+                ]
+        return lines
+
+    for _ in range(100):
+        if len([line for line in dropped() if "dropped approve signal" in line]) >= 2:
+            break
+        await asyncio.sleep(0.1)
+    lines = dropped()
+    bad_key, unknown = (line for line in lines if "dropped approve signal" in line)
+    assert f"for turn {workflow_id}:" in bad_key and "approval_id: Field required" in bad_key
+    assert "no approval request 'approval_nope'" in unknown and approval_id in unknown
+    assert not [line for line in lines if "Traceback" in line]
+    # Still waiting, and a good signal still decides it.
+    assert (await api.get(turn["status_url"])).json()["status"] == "awaiting_approval"
+    await handle.signal("approve", {"approval_id": approval_id, "approved": True})
+    final = await until_status(api, turn["status_url"], {"completed", "error"})
+    assert final["status"] == "completed"
+
+
 async def test_policy_function_decides_per_call(
     api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
 ) -> None:
