@@ -7,8 +7,13 @@ so it survives worker restarts (proved here with SIGKILL) and may wait for days.
 from __future__ import annotations
 
 import asyncio
+import re
+import shlex
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -234,6 +239,43 @@ async def test_a_bad_approve_signal_is_one_log_line_naming_the_turn(
     await handle.signal("approve", {"approval_id": approval_id, "approved": True})
     final = await until_status(api, turn["status_url"], {"completed", "error"})
     assert final["status"] == "completed"
+
+
+async def test_the_readme_cli_update_refuses_an_unknown_id_and_decides_a_known_one(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, settings: Settings, cid: str
+) -> None:
+    """The README's `temporal workflow update execute` command, as printed (ids filled in):
+    an error a person sees for an unknown approval id, the decision for a known one."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    found = re.search(r"(temporal workflow update execute .*?)\n```", readme, re.S)
+    assert found is not None
+    command = found.group(1).replace("\\\n", " ")
+    fake_model.script(cid, tool_call("delete_file", {"path": "a"}, id="call_a"), text("Done."))
+    turn = await paused(api, cid)
+    approval_id = turn["pending_approvals"][0]["approval_id"]
+    temporal_cli = shlex.quote(str(Path(sys.executable).parent / "temporal"))
+    command = command.replace(
+        "turn-assistant-ops-turn_9a…", turn_workflow_id(AGENT, cid, turn["turn_id"])
+    )
+    command = command.replace("temporal ", f"{temporal_cli} ", 1)
+    command += f" --address {settings.temporal_address} --namespace {settings.temporal_namespace}"
+
+    def run(approval: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "-c", command.replace("approval_5c…", approval)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+
+    unknown = await asyncio.to_thread(run, "approval_nope")
+    assert unknown.returncode != 0, unknown.stdout
+    assert "no approval request 'approval_nope'" in unknown.stderr + unknown.stdout
+    known = await asyncio.to_thread(run, approval_id)
+    assert known.returncode == 0, known.stderr
+    final = await until_status(api, turn["status_url"], {"completed", "error"})
+    assert final["status"] == "completed"
+    assert tool_part(final, "call_a")["output"] == "deleted a"
 
 
 async def test_policy_function_decides_per_call(
