@@ -28,7 +28,7 @@ class AgentRegistry:
         try:
             return self._by_name[name]
         except KeyError:
-            raise AgentNotFoundError(name) from None
+            raise AgentNotFoundError(name, sorted(self._by_name)) from None
 
     def __contains__(self, name: object) -> bool:
         return name in self._by_name
