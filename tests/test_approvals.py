@@ -278,6 +278,37 @@ async def test_the_readme_cli_update_refuses_an_unknown_id_and_decides_a_known_o
     assert tool_part(final, "call_a")["output"] == "deleted a"
 
 
+async def test_a_wait_behind_a_paused_turn_answers_at_once_naming_it(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """Issue 19: a wait-mode request queued behind a turn awaiting approval hung for up to
+    600 s with no hint. It answers at once, pending, with the turn it waits behind."""
+    fake_model.script(
+        cid, tool_call("delete_file", {"path": "a"}, id="call_a"), text("Gone."), text("Hi.")
+    )
+    first = await paused(api, cid)
+    started = time.monotonic()
+    response = await api.post(f"{path(cid)}/turns", json={"input": "hello?", "mode": "wait"})
+    assert time.monotonic() - started < 10
+    assert response.status_code == 200, response.text
+    second = response.json()
+    assert second["status"] == "pending", second
+    assert second["queued_behind"] == {
+        "turn_id": first["turn_id"],
+        "status": "awaiting_approval",
+        "status_url": first["status_url"],
+    }
+    # Not in submit mode, and not once nothing holds it.
+    approval_id = first["pending_approvals"][0]["approval_id"]
+    decided = await api.post(
+        f"{first['status_url']}/approvals/{approval_id}", json={"approved": True}
+    )
+    assert decided.status_code in (200, 202), decided.text
+    final = await until_status(api, second["status_url"], {"completed", "error"})
+    assert final["status"] == "completed", final
+    assert final["queued_behind"] is None
+
+
 async def test_policy_function_decides_per_call(
     api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
 ) -> None:
