@@ -287,7 +287,13 @@ class AgentTool(BaseModel):
 class AgentOut(BaseModel):
     name: str
     description: str
-    model: str
+    model: str = Field(description="The model the agent asks for (its get_model())")
+    served_by: str = Field(
+        default="",
+        description="Who really answers in this deployment: 'offline' (the built-in offline "
+        "model, when no OPENAI_BASE_URL or OPENAI_API_KEY is set), 'openai:<model>' (the "
+        "default endpoint) or '<endpoint>/<model>' (THINK_MODEL_ENDPOINTS)",
+    )
     tools: list[AgentTool]
 
 

@@ -51,6 +51,13 @@ async def test_offline_model_says_so(offline_stack: Stack, cid: str) -> None:
         assert stored["messages"][-1]["parts"][-1]["text"] == answer
 
 
+async def test_the_agent_listing_says_the_offline_model_serves(offline_stack: Stack) -> None:
+    """Issue 19: /v1/agents said `gpt-4o-mini` while the offline model answered."""
+    async with httpx.AsyncClient(base_url=offline_stack.api_url, timeout=30) as api:
+        (assistant,) = (await api.get("/v1/agents")).json()["agents"]
+    assert (assistant["model"], assistant["served_by"]) == ("gpt-4o-mini", "offline")
+
+
 async def test_the_readme_approval_round_trip_offline(
     offline_stack: Stack, temporal: Client, cid: str
 ) -> None:

@@ -84,6 +84,7 @@ async def test_health_and_agents(api: httpx.AsyncClient, stack: Stack) -> None:
     assert {"helper", "staller", "give_up", "gatekeeper", "hooks", "assistant"} <= set(agents)
     assistant = agents["assistant"]
     assert assistant["model"] == "gpt-4o-mini"
+    assert assistant["served_by"] == "openai:gpt-4o-mini"  # the stack's OPENAI_BASE_URL
     assert {t["name"]: t["needs_approval"] for t in assistant["tools"]} == {
         "get_weather": False,
         "delete_file": True,
