@@ -146,3 +146,13 @@ async def test_an_unknown_agent_names_the_hosted_ones(api: httpx.AsyncClient) ->
     assert "no agent named 'asistant'" in problem["detail"]
     assert "'assistant'" in problem["detail"] and "'helper'" in problem["detail"]
     assert {"assistant", "helper", "gatekeeper"} <= set(problem["agents"])
+
+
+async def test_the_operator_views_queries_run(temporal: Client) -> None:
+    """Every query of docs/operators.md's saved views is one Temporal accepts."""
+    doc = (Path(__file__).parent.parent / "docs" / "operators.md").read_text()
+    queries = re.findall(r"^\| [A-Z][^|]+\| `([^`]+)` \|$", doc, re.M)
+    assert len(queries) == 4, queries
+    assert "ThinkTurnStatus = 'awaiting_approval'" in queries
+    for query in queries:
+        [_ async for _ in temporal.list_workflows(query, limit=1)]
