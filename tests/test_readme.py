@@ -98,3 +98,13 @@ def test_the_submitting_turns_script_runs_as_pasted_from_below_the_clone(
     turn_id, status = lines[1].split()
     assert turn_id.startswith("turn_") and status in ("pending", "running", "completed")
     assert "start" in lines and "finish" in lines, done.stdout
+
+
+def test_every_relative_link_resolves_in_a_clone() -> None:
+    """Issue 19: the README linked the contract as `../shared/API.md`, outside the clone."""
+    root = Path(__file__).parent.parent
+    links = re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", README)
+    assert "docs/api.md" in links
+    for link in links:
+        assert (root / link).resolve().is_relative_to(root), link
+        assert (root / link).exists(), link
