@@ -9,7 +9,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 # Only what the package needs: no .venv, .think data or tests end up in the image.
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md think_launcher.py ./
 COPY think ./think
 COPY api ./api
 COPY workers ./workers

@@ -8,22 +8,38 @@ workflow when it is the conversation's turn to run.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
 from api.deps import Resources
 from api.errors import Problem
-from api.schemas import PendingApproval, PendingClientTool, SubmitTurnBody, TurnOut
+from api.schemas import (
+    PendingApproval,
+    PendingClientTool,
+    QueuedBehind,
+    SubmitTurnBody,
+    TurnOut,
+)
 from think import _admission
 from think._admission import RESEND_AFTER
 from think._dispatch import DispatchFailed, hand_off
-from think.storage import PAUSED_STATUSES, TERMINAL_STATUSES, Admission, TurnRecord, TurnRequest
+from think.storage import (
+    PAUSED_STATUSES,
+    TERMINAL_STATUSES,
+    Admission,
+    TurnRecord,
+    TurnRequest,
+    queue_head,
+)
 
 log = logging.getLogger("think.api.turns")
 
 __all__ = ["RESEND_AFTER", "cancel", "schedule", "submit", "turn_out", "wait_for_turn"]
 
 DEFAULT_WAIT = 600.0
+HEAD_CHECK_EVERY = 1.0
+"""Seconds between looks at the turn ahead while a wait-mode request's turn is pending."""
 
 
 def request_hash(body: SubmitTurnBody) -> str:
@@ -82,8 +98,19 @@ def _unavailable(exc: DispatchFailed) -> Problem:
     )
 
 
-def turn_out(turn: TurnRecord, *, accepted: bool, base: str, with_message: bool) -> TurnOut:
-    url = f"{base}/v1/agents/{turn.agent}/conversations/{turn.conversation_id}/turns/{turn.id}"
+def _turn_url(turn: TurnRecord, base: str) -> str:
+    return f"{base}/v1/agents/{turn.agent}/conversations/{turn.conversation_id}/turns/{turn.id}"
+
+
+def turn_out(
+    turn: TurnRecord,
+    *,
+    accepted: bool,
+    base: str,
+    with_message: bool,
+    queued_behind: TurnRecord | None = None,
+) -> TurnOut:
+    url = _turn_url(turn, base)
     show = with_message or turn.status in TERMINAL_STATUSES or turn.status in PAUSED_STATUSES
     parts: list[dict[str, Any]] = (turn.message or {}).get("parts", [])
     clients = {str(t["name"]) for t in turn.request.client_tools}
@@ -122,16 +149,42 @@ def turn_out(turn: TurnRecord, *, accepted: bool, base: str, with_message: bool)
             and p["type"][5:] in clients
             and not turn.terminal
         ],
+        queued_behind=None
+        if queued_behind is None
+        else QueuedBehind(
+            turn_id=queued_behind.id,
+            status=queued_behind.status,
+            status_url=_turn_url(queued_behind, base),
+        ),
         stream_url=f"{url}/stream",
         status_url=url,
     )
 
 
-async def wait_for_turn(res: Resources, turn: TurnRecord, wait_timeout: float | None) -> TurnRecord:
-    """Until the turn is terminal or paused for a person, or `wait_timeout` passes."""
-    return await _admission.wait_for_turn(
-        res.store, res.listener, turn.id, wait_timeout or DEFAULT_WAIT
-    )
+async def wait_for_turn(
+    res: Resources, turn: TurnRecord, wait_timeout: float | None
+) -> tuple[TurnRecord, TurnRecord | None]:
+    """Until the turn is terminal or paused for a person, or `wait_timeout` passes (API.md);
+    and the turn ahead of it, when it is the reason the wait ended.
+
+    A turn queued behind one that waits for a person cannot start before someone decides,
+    which may take days: such a wait answers at once, with the turn as it stands (pending)
+    and the paused turn that holds it, instead of hanging for the whole `wait_timeout`.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + (wait_timeout or DEFAULT_WAIT)
+    step = 0.0  # the first look is immediate
+    while True:
+        left = max(0.0, min(deadline - loop.time(), step))
+        current = await _admission.wait_for_turn(res.store, res.listener, turn.id, left)
+        if _admission.settled(current) or loop.time() >= deadline:
+            return current, None
+        if current.status == "pending":
+            async with res.store.db.connection() as conn:
+                head = await queue_head(conn, turn.id)
+            if head is not None and head.id != turn.id and head.status in PAUSED_STATUSES:
+                return current, head
+        step = HEAD_CHECK_EVERY
 
 
 async def cancel(res: Resources, turn: TurnRecord, reason: str) -> bool:

@@ -13,7 +13,7 @@ from fastapi import Depends, FastAPI
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api import errors
+from api import _docs, errors
 from api._listener import ChunkListener
 from api.deps import Resources, require_tenant
 from api.routes import agents, conversations, health, search, tree, turns
@@ -95,8 +95,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="1",
         summary="Durable chat agents: submit turns, stream replies, inspect conversations.",
         lifespan=lifespan,
+        docs_url=None,  # served from the package instead of a CDN: api/_docs.py
+        redoc_url=None,
     )
     errors.install(app)
+    _docs.install(app)
     # Every /v1 route needs the caller's tenant, which answers 401 first when keys are
     # configured; the operations routes stay open for load balancers and probes.
     for module in (agents, conversations, search, tree, turns):

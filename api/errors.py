@@ -112,7 +112,7 @@ async def _problem(request: Request, exc: Exception) -> JSONResponse:
 
 async def _user_error(request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc, AgentNotFoundError):
-        return problem_response(404, str(exc))
+        return problem_response(404, str(exc), agents=exc.hosted)
     if isinstance(exc, IdempotencyConflict | SubmissionConflict | ConversationBusy):
         return problem_response(409, str(exc), turn_id=exc.turn_id)
     if isinstance(exc, TurnStillActive):

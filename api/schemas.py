@@ -228,6 +228,14 @@ class PendingClientTool(BaseModel):
     input: Any
 
 
+class QueuedBehind(BaseModel):
+    """The turn a waiting request's turn cannot start before: one paused for a person."""
+
+    turn_id: str
+    status: str = Field(description="awaiting_approval or awaiting_client_tool")
+    status_url: str
+
+
 class TurnOut(BaseModel):
     turn_id: str
     conversation_id: str
@@ -252,6 +260,12 @@ class TurnOut(BaseModel):
     )
     pending_approvals: list[PendingApproval] = Field(default_factory=list)
     pending_client_tools: list[PendingClientTool] = Field(default_factory=list)
+    queued_behind: QueuedBehind | None = Field(
+        default=None,
+        description="Wait mode only: this turn is still pending because the turn ahead of it "
+        "waits for a person (its approval or client tool result). The wait answered at once "
+        "rather than for the whole wait_timeout; decide that turn, then follow stream_url.",
+    )
     stream_url: str
     status_url: str
 
@@ -273,7 +287,13 @@ class AgentTool(BaseModel):
 class AgentOut(BaseModel):
     name: str
     description: str
-    model: str
+    model: str = Field(description="The model the agent asks for (its get_model())")
+    served_by: str = Field(
+        default="",
+        description="Who really answers in this deployment: 'offline' (the built-in offline "
+        "model, when no OPENAI_BASE_URL or OPENAI_API_KEY is set), 'openai:<model>' (the "
+        "default endpoint) or '<endpoint>/<model>' (THINK_MODEL_ENDPOINTS)",
+    )
     tools: list[AgentTool]
 
 

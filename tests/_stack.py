@@ -163,3 +163,8 @@ def stack_env(
     if model_url:
         env.update(OPENAI_BASE_URL=model_url, OPENAI_API_KEY="test-key")
     return env
+
+
+def in_ci() -> bool:
+    """Whether this is a CI run (`.ci/run`, or any CI that sets CI=true or CI=1)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")

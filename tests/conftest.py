@@ -132,3 +132,17 @@ def helper_path(cid: str) -> str:
 @pytest.fixture
 def root() -> Path:
     return Path(__file__).resolve().parent.parent
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say plainly which checks did not run, and why, under the usual counts: a green run
+    without Node is not the same as a green run with it."""
+    reasons: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        if isinstance(report.longrepr, tuple):
+            reason = str(report.longrepr[2]).removeprefix("Skipped: ")
+            reasons[reason] = reasons.get(reason, 0) + 1
+    if reasons:
+        terminalreporter.section("checks that did not run")
+        for reason, count in sorted(reasons.items()):
+            terminalreporter.write_line(f"{count} test{'s' if count > 1 else ''}: {reason}")

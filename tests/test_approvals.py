@@ -7,8 +7,13 @@ so it survives worker restarts (proved here with SIGKILL) and may wait for days.
 from __future__ import annotations
 
 import asyncio
+import re
+import shlex
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -194,6 +199,118 @@ async def test_approve_with_a_temporal_signal_and_update(
     assert final["status"] == "completed"
     assert tool_part(final, "call_a")["output"] == "deleted a"
     assert tool_part(final, "call_b")["output"] == "deleted b"
+
+
+async def test_a_bad_approve_signal_is_one_log_line_naming_the_turn(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, temporal: Client, stack: Stack, cid: str
+) -> None:
+    """Issue 19: a misspelt key or an unknown id in `temporal workflow signal` said
+    "succeeded" while the worker logged a 25-line traceback (or nothing useful)."""
+    fake_model.script(cid, tool_call("delete_file", {"path": "a"}, id="call_a"), text("Done."))
+    turn = await paused(api, cid)
+    workflow_id = turn_workflow_id(AGENT, cid, turn["turn_id"])
+    handle = temporal.get_workflow_handle(workflow_id)
+    approval_id = turn["pending_approvals"][0]["approval_id"]
+    await handle.signal("approve", {"approvalid": approval_id, "approved": True})
+    await handle.signal("approve", {"approval_id": "approval_nope", "approved": True})
+
+    workers = [p for p in stack.processes if p.name == "worker" and p.log.exists()]
+
+    def dropped() -> list[tuple[str, str]]:
+        """(line, the line after it) for each of this turn's dropped-signal lines."""
+        found = []
+        for proc in workers:
+            lines = proc.log.read_text(errors="replace").splitlines()
+            for i, line in enumerate(lines):
+                if "dropped approve signal" in line and workflow_id in line:
+                    found.append((line, lines[i + 1] if i + 1 < len(lines) else ""))
+        return found
+
+    for _ in range(100):
+        if len(dropped()) >= 2:
+            break
+        await asyncio.sleep(0.1)
+    (bad_key, after_bad_key), (unknown, after_unknown) = dropped()
+    assert f"for turn {workflow_id}:" in bad_key and "approval_id: Field required" in bad_key
+    assert "no approval request 'approval_nope'" in unknown and approval_id in unknown
+    # One line each: no traceback after it, and not the SDK's own "Failed deserializing".
+    for after in (after_bad_key, after_unknown):
+        assert not after.startswith(("Traceback", " ")), after
+    logs = "\n".join(p.log.read_text(errors="replace") for p in workers)
+    assert "Failed deserializing signal input for approve" not in logs
+    # Still waiting, and a good signal still decides it.
+    assert (await api.get(turn["status_url"])).json()["status"] == "awaiting_approval"
+    await handle.signal("approve", {"approval_id": approval_id, "approved": True})
+    final = await until_status(api, turn["status_url"], {"completed", "error"})
+    assert final["status"] == "completed"
+
+
+async def test_the_readme_cli_update_refuses_an_unknown_id_and_decides_a_known_one(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, settings: Settings, cid: str
+) -> None:
+    """The README's `temporal workflow update execute` command, as printed (ids filled in):
+    an error a person sees for an unknown approval id, the decision for a known one."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    found = re.search(r"(temporal workflow update execute .*?)\n```", readme, re.S)
+    assert found is not None
+    command = found.group(1).replace("\\\n", " ")
+    fake_model.script(cid, tool_call("delete_file", {"path": "a"}, id="call_a"), text("Done."))
+    turn = await paused(api, cid)
+    approval_id = turn["pending_approvals"][0]["approval_id"]
+    temporal_cli = shlex.quote(str(Path(sys.executable).parent / "temporal"))
+    command = command.replace(
+        "turn-assistant-ops-turn_9a…", turn_workflow_id(AGENT, cid, turn["turn_id"])
+    )
+    command = command.replace("temporal ", f"{temporal_cli} ", 1)
+    command += f" --address {settings.temporal_address} --namespace {settings.temporal_namespace}"
+
+    def run(approval: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "-c", command.replace("approval_5c…", approval)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+
+    unknown = await asyncio.to_thread(run, "approval_nope")
+    assert unknown.returncode != 0, unknown.stdout
+    assert "no approval request 'approval_nope'" in unknown.stderr + unknown.stdout
+    known = await asyncio.to_thread(run, approval_id)
+    assert known.returncode == 0, known.stderr
+    final = await until_status(api, turn["status_url"], {"completed", "error"})
+    assert final["status"] == "completed"
+    assert tool_part(final, "call_a")["output"] == "deleted a"
+
+
+async def test_a_wait_behind_a_paused_turn_answers_at_once_naming_it(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """Issue 19: a wait-mode request queued behind a turn awaiting approval hung for up to
+    600 s with no hint. It answers at once, pending, with the turn it waits behind."""
+    fake_model.script(
+        cid, tool_call("delete_file", {"path": "a"}, id="call_a"), text("Gone."), text("Hi.")
+    )
+    first = await paused(api, cid)
+    started = time.monotonic()
+    response = await api.post(f"{path(cid)}/turns", json={"input": "hello?", "mode": "wait"})
+    assert time.monotonic() - started < 10
+    assert response.status_code == 200, response.text
+    second = response.json()
+    assert second["status"] == "pending", second
+    assert second["queued_behind"] == {
+        "turn_id": first["turn_id"],
+        "status": "awaiting_approval",
+        "status_url": first["status_url"],
+    }
+    # Not in submit mode, and not once nothing holds it.
+    approval_id = first["pending_approvals"][0]["approval_id"]
+    decided = await api.post(
+        f"{first['status_url']}/approvals/{approval_id}", json={"approved": True}
+    )
+    assert decided.status_code in (200, 202), decided.text
+    final = await until_status(api, second["status_url"], {"completed", "error"})
+    assert final["status"] == "completed", final
+    assert final["queued_behind"] is None
 
 
 async def test_policy_function_decides_per_call(

@@ -67,6 +67,15 @@ def test_quit_leaves_and_each_line_is_a_turn(
     assert fake_model.calls(cid) == 2
 
 
+def test_help_is_answered_locally(stack: Stack, fake_model: FakeOpenAIServer, cid: str) -> None:
+    """Issue 19: `/help` went to the model as a turn."""
+    done = chat(stack, "--agent", "helper", "--conversation", cid, lines="/help\nhi\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "echo: hi\n"
+    assert "/quit /exit  leave" in done.stderr and "Ctrl-C" in done.stderr
+    assert fake_model.calls(cid) == 1
+
+
 def test_a_new_conversation_unless_one_is_named(stack: Stack) -> None:
     done = chat(stack, "--agent", "helper", lines="")
     assert done.returncode == 0, done.stderr

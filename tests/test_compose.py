@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +133,13 @@ def test_dockerfile_runs_think() -> None:
     entry = re.findall(r"^(?:ENTRYPOINT|CMD) (.+)$", dockerfile, re.M)
     assert entry and json.loads(entry[0])[0] == "think", entry
     # What the image copies must exist, or `docker build` fails on a fresh clone.
+    copied = set()
     for line in re.findall(r"^COPY (.+) \S+$", dockerfile, re.M):
         for source in line.split():
             assert (ROOT / source).exists(), f"Dockerfile copies missing {source}"
+            copied.add(source)
+    # And it copies every top-level module the package installs: the `think` script's entry
+    # point (think_launcher) lives outside the `think` package.
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    for module in project["tool"]["setuptools"]["py-modules"]:
+        assert f"{module}.py" in copied, f"Dockerfile does not copy {module}.py"

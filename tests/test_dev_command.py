@@ -14,6 +14,7 @@ import os
 import re
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -100,9 +101,9 @@ class Dev:
         return "\n".join(self.lines[-last:])
 
     def wait_banner(self) -> list[str]:
-        """The banner's lines, once its last line (the stream curl) is out."""
+        """The banner's lines, once its last line (where scripts find the stack) is out."""
         deadline = time.monotonic() + BANNER_TIMEOUT
-        while not any(line.rstrip().endswith("/stream") for line in self.lines):
+        while not any(line.strip().startswith("export THINK_HOME=") for line in self.lines):
             if self.process.poll() is not None:
                 self._reader.join(5)
                 pytest.fail(f"think dev exited with {self.process.returncode}:\n{self.output()}")
@@ -264,6 +265,11 @@ def test_think_dev_serves_the_banner_commands_stops_cleanly_and_keeps_data(
         ui = _field(banner, "Temporal UI")
         assert ui == f"http://127.0.0.1:{ports['ui']}", text
         assert str(home) in _field(banner, "Data"), text
+        # The next steps (issue 19): the venv's tools on PATH, `think chat`, the approval.
+        assert f'export PATH="{Path(sys.executable).parent}:$PATH"' in text, text
+        assert f"think chat --agent assistant --url {api}" in text, text
+        assert "A turn that waits for a person" in text, text
+        assert f"export THINK_HOME={home}" in text, text
 
         submit = _after(banner, "Submit a turn")
         submit_and_stream = _after(banner, "Submit and stream")
@@ -331,5 +337,101 @@ def test_think_dev_serves_the_banner_commands_stops_cleanly_and_keeps_data(
         code = dev.ctrl_c()
         assert code == 0, dev.output()
         assert dev.leftovers() == [], dev.output()
+    finally:
+        dev.kill_everything()
+
+
+def _think(cwd: Path, home: Path, *args: str, **env: str) -> subprocess.Popen[str]:
+    """The `think` console script, as `make dev` runs it (not `python -m think`)."""
+    return subprocess.Popen(
+        [str(Path(sys.executable).parent / "think"), *args],
+        cwd=cwd,
+        env={**_clean_env(home), **env},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def test_a_misspelt_agent_class_is_named_before_anything_starts(tmp_path: Path) -> None:
+    """Issue 19: `my_agents:Forcaster` said "not a subclass of think.Think", twice, after
+    Postgres and Temporal had started."""
+    (tmp_path / "my_agents.py").write_text(
+        "from think import Think\n\n\nclass Forecaster(Think):\n    name = 'forecaster'\n"
+    )
+    home = tmp_path / ".think"
+    ports = _free_ports("api", "temporal", "ui")
+    flags = [f"--{n}" for n in ("port", "temporal-port", "ui-port")]
+    args = [a for flag, port in zip(flags, ports.values(), strict=True) for a in (flag, str(port))]
+    dev = _think(tmp_path, home, "dev", *args, THINK_AGENTS="my_agents:Forcaster")
+    out, _ = dev.communicate(timeout=60)
+    assert dev.returncode == 2, out
+    assert out.strip().splitlines() == [
+        "think dev: error: THINK_AGENTS entry 'my_agents:Forcaster': module 'my_agents' has no "
+        "attribute 'Forcaster'; did you mean my_agents:Forecaster? (its Think subclasses: "
+        "Forecaster)"
+    ], out
+    assert not home.exists()  # nothing started, nothing written
+
+
+def test_every_busy_port_is_named_with_its_flag_at_once(tmp_path: Path) -> None:
+    ports = _free_ports("api", "temporal", "ui")
+    held = []
+    try:
+        for port in ports.values():
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", port))
+            sock.listen()
+            held.append(sock)
+        dev = _think(
+            tmp_path,
+            tmp_path / ".think",
+            "dev",
+            *("--port", str(ports["api"]), "--temporal-port", str(ports["temporal"])),
+            *("--ui-port", str(ports["ui"])),
+        )
+        out, _ = dev.communicate(timeout=60)
+    finally:
+        for sock in held:
+            sock.close()
+    assert dev.returncode == 2, out
+    assert len(out.strip().splitlines()) == 1, out
+    for what, port, flag in (
+        ("the API", ports["api"], "--port"),
+        ("Temporal gRPC", ports["temporal"], "--temporal-port"),
+        ("the Temporal UI", ports["ui"], "--ui-port"),
+    ):
+        assert f"127.0.0.1:{port} ({what}; move it with {flag}" in out, out
+    assert not (tmp_path / ".think" / "pg").exists()
+
+
+@pytest.mark.parametrize("after", [0.2, 0.8, 1.6])
+def test_ctrl_c_while_starting_exits_cleanly(tmp_path: Path, after: float) -> None:
+    """Issue 19: a Ctrl-C in the first two seconds (while Python imports) printed a 50-78 line
+    traceback. Whenever it comes, the answer is a clean exit and nothing left running."""
+    ports = _free_ports("api", "temporal", "ui")
+    home = tmp_path / ".think"
+    dev = Dev.__new__(Dev)
+    dev.ports, dev.seen = ports, {}
+    dev.needles = [str(tmp_path), *(str(p) for p in ports.values())]
+    dev.process = _think(
+        tmp_path,
+        home,
+        "dev",
+        *("--port", str(ports["api"]), "--temporal-port", str(ports["temporal"])),
+        *("--ui-port", str(ports["ui"])),
+    )
+    try:
+        time.sleep(after)
+        with contextlib.suppress(psutil.Error):
+            dev.track()
+        os.killpg(dev.process.pid, signal.SIGINT)
+        out, _ = dev.process.communicate(timeout=STOP_TIMEOUT)
+        assert dev.process.returncode in (0, 130), out
+        assert "Traceback" not in out, out
+        assert len(out.splitlines()) <= 3, out
+        assert dev.leftovers() == [], out
     finally:
         dev.kill_everything()

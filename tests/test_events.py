@@ -205,7 +205,10 @@ async def test_every_event_is_one_structured_log_line(caplog: pytest.LogCaptureF
         for event in emitted:
             await bus.emit(event)
     lines = [r for r in caplog.records if r.name == "think.events"]
-    assert [r.getMessage() for r in lines] == [e.type for e in emitted]
+    # The text names the event and its turn (issue 19: it was the type alone).
+    assert [r.getMessage().split()[:4] for r in lines] == [
+        [e.type, "agent=helper", "conversation=c-1", "turn=turn_1"] for e in emitted
+    ]
     for record, event in zip(lines, emitted, strict=True):
         logged = record.event  # type: ignore[attr-defined]  # set through `extra`
         assert logged["type"] == event.type
@@ -214,7 +217,7 @@ async def test_every_event_is_one_structured_log_line(caplog: pytest.LogCaptureF
         assert logged["turn_id"] == "turn_1"
         # What the log line carries reads back as the same event.
         assert ThinkEventTypeAdapter.validate_python(logged) == event
-    levels = {r.getMessage(): r.levelno for r in lines}
+    levels = {r.getMessage().split()[0]: r.levelno for r in lines}
     assert levels["chat.request.failed"] == logging.WARNING
     assert levels["chat.recovery.exhausted"] == logging.WARNING
     assert levels["chat.stream.stalled"] == logging.WARNING

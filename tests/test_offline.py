@@ -11,6 +11,8 @@ from temporalio.client import Client
 
 from tests._stack import Stack, stack_env
 from think._embedded import Services
+from think.models import ModelRequest, OfflineModel
+from think.models._base import TextDelta
 from think.workflows._names import turn_workflow_id
 
 
@@ -51,6 +53,13 @@ async def test_offline_model_says_so(offline_stack: Stack, cid: str) -> None:
         assert stored["messages"][-1]["parts"][-1]["text"] == answer
 
 
+async def test_the_agent_listing_says_the_offline_model_serves(offline_stack: Stack) -> None:
+    """Issue 19: /v1/agents said `gpt-4o-mini` while the offline model answered."""
+    async with httpx.AsyncClient(base_url=offline_stack.api_url, timeout=30) as api:
+        (assistant,) = (await api.get("/v1/agents")).json()["agents"]
+    assert (assistant["model"], assistant["served_by"]) == ("gpt-4o-mini", "offline")
+
+
 async def test_the_readme_approval_round_trip_offline(
     offline_stack: Stack, temporal: Client, cid: str
 ) -> None:
@@ -75,3 +84,17 @@ async def test_the_readme_approval_round_trip_offline(
         unknown = {"input": "/call nope {}", "mode": "wait"}
         turn = (await api.post(f"{base}/turns", json=unknown)).json()
         assert "There is no tool named 'nope'" in turn["message"]["parts"][-1]["text"]
+
+
+async def test_a_denied_tool_is_reported_with_one_full_stop() -> None:
+    """Issue 19: the offline model said "The tool call was denied.." after a denial."""
+    call = {"id": "c1", "type": "function", "function": {"name": "delete_file", "arguments": "{}"}}
+    messages = [
+        {"role": "user", "content": "/call delete_file {}"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "The tool call was denied."},
+    ]
+    events = [e async for e in OfflineModel().stream(ModelRequest(model="m", messages=messages))]
+    said = "".join(e.delta for e in events if isinstance(e, TextDelta))
+    assert said.endswith("delete_file: The tool call was denied."), said
+    assert ".." not in said

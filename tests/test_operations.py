@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -83,6 +84,7 @@ async def test_health_and_agents(api: httpx.AsyncClient, stack: Stack) -> None:
     assert {"helper", "staller", "give_up", "gatekeeper", "hooks", "assistant"} <= set(agents)
     assistant = agents["assistant"]
     assert assistant["model"] == "gpt-4o-mini"
+    assert assistant["served_by"] == "openai:gpt-4o-mini"  # the stack's OPENAI_BASE_URL
     assert {t["name"]: t["needs_approval"] for t in assistant["tools"]} == {
         "get_weather": False,
         "delete_file": True,
@@ -110,3 +112,47 @@ async def test_conversation_create_and_get(api: httpx.AsyncClient, cid: str) -> 
     # The same id under another agent is another conversation.
     other = await api.post("/v1/agents/assistant/conversations", json={"id": cid})
     assert other.status_code == 201
+
+
+async def test_docs_pages_need_no_internet(api: httpx.AsyncClient) -> None:
+    """Issue 19: /docs was a blank page offline, its Swagger UI coming from a CDN. Every
+    script, style and icon of /docs and /redoc is served by the gateway itself."""
+    for page in ("/docs", "/redoc"):
+        html = (await api.get(page)).text
+        assets = re.findall(r"""(?:src|href)=["']([^"']+)["']""", html)
+        assert assets, html
+        assert [a for a in assets if "://" in a] == [], html
+        for asset in assets:
+            response = await api.get(asset)
+            assert response.status_code == 200, asset
+            assert len(response.content) > 1000, asset
+    assert "SwaggerUIBundle" in (await api.get("/docs-assets/swagger-ui-bundle.js")).text
+
+
+async def test_the_root_points_at_the_docs(api: httpx.AsyncClient) -> None:
+    root = await api.get("/", follow_redirects=False)
+    assert root.status_code in (302, 307), root.text
+    assert root.headers["location"] == "/docs"
+    unknown = await api.get("/nowhere")
+    assert unknown.status_code == 404
+    assert unknown.headers["content-type"] == "application/problem+json"
+
+
+async def test_an_unknown_agent_names_the_hosted_ones(api: httpx.AsyncClient) -> None:
+    response = await api.get("/v1/agents/asistant/conversations/c1")
+    assert response.status_code == 404
+    assert response.headers["content-type"] == "application/problem+json"
+    problem = response.json()
+    assert "no agent named 'asistant'" in problem["detail"]
+    assert "'assistant'" in problem["detail"] and "'helper'" in problem["detail"]
+    assert {"assistant", "helper", "gatekeeper"} <= set(problem["agents"])
+
+
+async def test_the_operator_views_queries_run(temporal: Client) -> None:
+    """Every query of docs/operators.md's saved views is one Temporal accepts."""
+    doc = (Path(__file__).parent.parent / "docs" / "operators.md").read_text()
+    queries = re.findall(r"^\| [A-Z][^|]+\| `([^`]+)` \|$", doc, re.M)
+    assert len(queries) == 4, queries
+    assert "ThinkTurnStatus = 'awaiting_approval'" in queries
+    for query in queries:
+        [_ async for _ in temporal.list_workflows(query, limit=1)]

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
 import sys
 import types
 from pathlib import Path
 
+from tests._stack import Stack
 from think import Think
+from think._settings import Settings
 
 README = (Path(__file__).parent.parent / "README.md").read_text()
 
@@ -55,3 +60,51 @@ def test_curl_session_uses_the_api_paths() -> None:
         template = re.sub(r"/turns/[^/]+", "/turns/{turn_id}", template)
         template = re.sub(r"/approvals/[^/]+", "/approvals/{approval_id}", template)
         assert template in paths, url
+
+
+def test_the_submitting_turns_script_runs_as_pasted_from_below_the_clone(
+    stack: Stack, settings: Settings, tmp_path: Path
+) -> None:
+    """Issue 19: the example defined `main()` and never called it, and found the dev stack
+    only from the directory `make dev` ran in. Here it runs as a file, two directories below
+    a `.think/` (as `make dev` leaves it), with no THINK_* variable but the task queue."""
+    block = next(b for b in python_blocks() if "ThinkService" in b and "asyncio.run" in b)
+    assert block.startswith("# submit_turns.py\n")
+    home = tmp_path / ".think"
+    home.mkdir()
+    (home / "endpoints.json").write_text(
+        json.dumps(
+            {"database_url": settings.database_url, "temporal_address": settings.temporal_address}
+        )
+    )
+    where = tmp_path / "app" / "jobs"
+    where.mkdir(parents=True)
+    (where / "submit_turns.py").write_text(block)
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("THINK_", "TEMPORAL_", "OPENAI_"))
+    }
+    env["THINK_TASK_QUEUE"] = settings.task_queue
+    done = subprocess.run(
+        [sys.executable, "submit_turns.py"],
+        cwd=where,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("completed "), done.stdout
+    turn_id, status = lines[1].split()
+    assert turn_id.startswith("turn_") and status in ("pending", "running", "completed")
+    assert "start" in lines and "finish" in lines, done.stdout
+
+
+def test_every_relative_link_resolves_in_a_clone() -> None:
+    """Issue 19: the README linked the contract as `../shared/API.md`, outside the clone."""
+    root = Path(__file__).parent.parent
+    links = re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", README)
+    assert "docs/api.md" in links
+    for link in links:
+        assert (root / link).resolve().is_relative_to(root), link
+        assert (root / link).exists(), link

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from collections.abc import Iterable, Iterator
 
@@ -27,7 +28,7 @@ class AgentRegistry:
         try:
             return self._by_name[name]
         except KeyError:
-            raise AgentNotFoundError(name) from None
+            raise AgentNotFoundError(name, sorted(self._by_name)) from None
 
     def __contains__(self, name: object) -> bool:
         return name in self._by_name
@@ -45,6 +46,26 @@ def load_agent(path: str) -> type[Think]:
     except ImportError as exc:
         raise ConfigurationError(f"cannot import agent module {module_name!r}: {exc}") from exc
     obj = getattr(module, attr, None)
-    if not (isinstance(obj, type) and issubclass(obj, Think)):
-        raise ConfigurationError(f"{path!r} is not a subclass of think.Think")
-    return obj
+    if isinstance(obj, type) and issubclass(obj, Think):
+        return obj
+    found = sorted(
+        name
+        for name, value in vars(module).items()
+        if isinstance(value, type) and issubclass(value, Think) and value is not Think
+    )
+    has = (
+        f"its Think subclasses: {', '.join(found)}"
+        if found
+        else "it has no Think subclass (is it the right module?)"
+    )
+    if obj is None:
+        close = difflib.get_close_matches(attr, found, n=1)
+        hint = f"; did you mean {module_name}:{close[0]}?" if close else ""
+        raise ConfigurationError(
+            f"THINK_AGENTS entry {path!r}: module {module_name!r} has no attribute "
+            f"{attr!r}{hint} ({has})"
+        )
+    raise ConfigurationError(
+        f"THINK_AGENTS entry {path!r}: {attr!r} is a {type(obj).__name__}, not a subclass "
+        f"of think.Think ({has})"
+    )

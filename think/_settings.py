@@ -72,7 +72,11 @@ class Settings(BaseModel):
     code still fails CI."""
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, *, find_dev_stack: bool = True
+    ) -> Settings:
+        """The settings the variables describe, with a running `think dev`'s services filled in
+        (see `with_dev_endpoints`) unless `find_dev_stack` is false (`think dev` itself)."""
         env = os.environ if env is None else env
         api_keys: dict[str, str] = {}
         for pair in filter(None, (p.strip() for p in env.get("THINK_API_KEYS", "").split(","))):
@@ -102,16 +106,26 @@ class Settings(BaseModel):
             settings.pending_sweep_seconds = float(env["THINK_PENDING_SWEEP_SECONDS"])
         if "THINK_CHUNK_RETENTION_SECONDS" in env:
             settings.chunk_retention_seconds = float(env["THINK_CHUNK_RETENTION_SECONDS"])
-        return settings.with_dev_endpoints()
+        if not find_dev_stack:
+            return settings
+        return settings.with_dev_endpoints(search_parents=not env.get("THINK_HOME"))
 
-    def with_dev_endpoints(self) -> Settings:
+    def with_dev_endpoints(self, *, search_parents: bool = False) -> Settings:
         """Fill unset Postgres/Temporal addresses from a running `think dev`, if there is one.
 
-        `think dev` writes `.think/endpoints.json`; `think api` or `think worker` started beside
-        it then find the embedded services without the user exporting anything.
+        `think dev` writes `.think/endpoints.json`; `think api`, `think worker` or a script using
+        `ThinkService` then find the embedded services without the user exporting anything:
+        in `home` (THINK_HOME), or, with `search_parents` (THINK_HOME unset), in the `.think`
+        of the nearest directory above the current one that has it, as git finds `.git`, so
+        a script in a subdirectory of the clone works as well as one at its root.
         """
+        if self.database_url and self.temporal_address:
+            return self
         path = self.home / ENDPOINTS_FILE
-        if (self.database_url and self.temporal_address) or not path.exists():
+        if not path.exists() and search_parents and not self.home.is_absolute():
+            above = (d / self.home / ENDPOINTS_FILE for d in Path.cwd().parents)
+            path = next((p for p in above if p.exists()), path)
+        if not path.exists():
             return self
         found = json.loads(path.read_text())
         return self.model_copy(
@@ -141,7 +155,8 @@ class Settings(BaseModel):
 
             raise ConfigurationError(
                 "no Postgres configured: set THINK_DATABASE_URL, or start `think dev` "
-                "(which runs an embedded Postgres) in this directory"
+                "(which runs an embedded Postgres) in this directory or one above it, or "
+                "point THINK_HOME at the data directory of a running `think dev`"
             )
         return self.database_url
 
@@ -151,7 +166,8 @@ class Settings(BaseModel):
 
             raise ConfigurationError(
                 "no Temporal configured: set TEMPORAL_ADDRESS, or start `think dev` "
-                "(which runs the Temporal dev server) in this directory"
+                "(which runs the Temporal dev server) in this directory or one above it, or "
+                "point THINK_HOME at the data directory of a running `think dev`"
             )
         return self.temporal_address
 

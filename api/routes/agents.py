@@ -7,6 +7,9 @@ from fastapi import APIRouter
 from api.deps import Res
 from api.schemas import AgentOut, AgentsOut, AgentTool
 from think._agent import Think
+from think._settings import Settings
+from think.exceptions import ConfigurationError
+from think.models import resolve_model
 
 log = logging.getLogger("think.api.agents")
 
@@ -15,24 +18,32 @@ router = APIRouter(tags=["agents"])
 
 @router.get("/v1/agents", response_model=AgentsOut)
 async def list_agents(res: Res) -> AgentsOut:
-    return AgentsOut(agents=[_describe(cls) for cls in res.registry])
+    return AgentsOut(agents=[_describe(cls, res.settings) for cls in res.registry])
 
 
-def _describe(cls: type[Think]) -> AgentOut:
+def _describe(cls: type[Think], settings: Settings) -> AgentOut:
     """One agent as listed. Its `get_model` and `get_tools` run here, outside any
     conversation: one that raises leaves its model empty or its tools out (and says so in
     the log) rather than failing the whole listing."""
     description = cls.description or (cls.__doc__ or "").strip().split("\n")[0]
-    model = ""
+    model = served_by = ""
     tools: list[AgentTool] = []
     try:
         agent = cls()
         found = agent.get_model()
         model = found if isinstance(found, str) else found.name
+        # "gpt-4o-mini" alone misleads when no endpoint is configured: the offline model
+        # answers then. Resolving builds no connection (clients are pooled, made on first use).
+        try:
+            served_by = resolve_model(found, settings).name
+        except ConfigurationError as error:
+            served_by = f"nobody: {error}"
         tools = [
             AgentTool(name=t.name, description=t.description, needs_approval=t.may_need_approval)
             for t in agent.get_tools()
         ]
     except Exception:
         log.warning("agent %s could not describe its model or tools", cls.name, exc_info=True)
-    return AgentOut(name=cls.name, description=description, model=model, tools=tools)
+    return AgentOut(
+        name=cls.name, description=description, model=model, served_by=served_by, tools=tools
+    )

@@ -81,11 +81,16 @@ async def submit_turn(
     if body.mode == "stream":
         return stream_response(res, turn.id, -1)
     status = 202 if admission.accepted else 200
+    queued_behind = None
     if body.mode == "wait":
-        turn = await _turns.wait_for_turn(res, turn, body.wait_timeout)
+        turn, queued_behind = await _turns.wait_for_turn(res, turn, body.wait_timeout)
         status = 200
     out = _turns.turn_out(
-        turn, accepted=admission.accepted, base=_base(request), with_message=body.mode == "wait"
+        turn,
+        accepted=admission.accepted,
+        base=_base(request),
+        with_message=body.mode == "wait",
+        queued_behind=queued_behind,
     )
     return JSONResponse(out.model_dump(mode="json"), status_code=status)
 

@@ -16,6 +16,15 @@ from think.client._models import StreamChunk, new_idempotency_key
 from think.client._sync import ThinkClient
 
 QUIT = frozenset({"/quit", "/exit"})
+HELP = frozenset({"/help", "/?"})
+HELP_TEXT = """\
+Each line you type is a turn; the reply streams as it is written.
+  /help        this text (answered here, not by the agent)
+  /quit /exit  leave (so does the end of the input, Ctrl-D)
+  Ctrl-C       during a reply: cancel that turn
+A tool that needs approval asks `approve name {input}? [y/N]` first.
+Any other line, even one starting with `/` (the offline model's `/call tool {json}`),
+goes to the agent."""
 
 
 def run_chat(
@@ -41,7 +50,7 @@ def run_chat(
             return 1
         print(
             f"think chat: conversation {conv.id} with agent {agent!r}; "
-            "/quit or end of input leaves",
+            "/help for help; /quit or end of input leaves",
             file=stderr,
             flush=True,
         )
@@ -83,6 +92,9 @@ class _Chat:
             text = line.strip()
             if text in QUIT:
                 break
+            if text in HELP:
+                print(HELP_TEXT, file=self.err, flush=True)
+                continue
             if text:
                 self.turn(text)
         return 0

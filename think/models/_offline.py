@@ -125,5 +125,7 @@ def _tool_results(messages: list[dict[str, Any]]) -> list[str]:
         if message.get("role") != "tool":
             break
         name = names.get(message.get("tool_call_id", ""), "tool")
-        results.insert(0, f"{name}: {message_text(message)}.")
+        text = message_text(message).rstrip()
+        # One full stop, not two: "The tool call was denied." is already a sentence.
+        results.insert(0, f"{name}: {text}" + ("" if text.endswith((".", "!", "?")) else "."))
     return results

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -32,6 +33,9 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 from temporalio.workflow import ActivityCancellationType, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
+    # pydantic validates a Signal's raw JSON here, so a bad payload is one log line (below).
+    from pydantic import ValidationError
+
     from think.exceptions import STALE_ATTEMPT
     from think.workflows._inputs import (
         AfterTurnInput,
@@ -282,12 +286,29 @@ class TurnWorkflow:
             )
 
     @workflow.signal(name=APPROVE)
-    async def approve_signal(self, decision: ToolDecision) -> None:
-        """The same as the Update, for `temporal workflow signal` and the UI's Signal button;
-        a signal cannot be refused, so an unknown or repeated decision is logged and ignored."""
+    async def approve_signal(self, payload: Any) -> None:
+        """The same as the Update, for the UI's "Send a Signal" button (the CLI should use the
+        Update, which answers with an error). A signal cannot be refused, so a malformed,
+        unknown or repeated decision is dropped with one log line naming the turn and why.
+
+        The payload is taken as plain JSON and validated here: a typed parameter would make the
+        SDK drop a misspelt key with a traceback in the worker's log and nothing else."""
+        try:
+            decision = ToolDecision.model_validate(payload)
+        except ValidationError as error:
+            _drop_signal(APPROVE, _input_problem(error, '{"approval_id": "…", "approved": true}'))
+            return
         await self._known(lambda: decision.approval_id in self._approvals)
-        if decision.approval_id not in self._approvals or decision.approval_id in self._decisions:
-            workflow.logger.warning("ignored approve signal for %r", decision.approval_id)
+        if decision.approval_id not in self._approvals:
+            waiting = ", ".join(repr(a) for a in self._approvals if a not in self._decisions)
+            _drop_signal(
+                APPROVE,
+                f"no approval request {decision.approval_id!r}"
+                + (f" (it waits for {waiting})" if waiting else " (it waits for none)"),
+            )
+            return
+        if decision.approval_id in self._decisions:
+            _drop_signal(APPROVE, f"approval {decision.approval_id!r} is already decided")
             return
         by = "signal" if decision.by == "update" else decision.by  # the gateway says "http"
         self._accept_decision(decision.model_copy(update={"by": by}))
@@ -318,11 +339,21 @@ class TurnWorkflow:
             )
 
     @workflow.signal(name=SUBMIT_TOOL_RESULT)
-    async def submit_tool_result_signal(self, result: ToolResultSubmission) -> None:
+    async def submit_tool_result_signal(self, payload: Any) -> None:
+        """As `approve_signal`: plain JSON validated here, a bad one dropped with one line."""
+        try:
+            result = ToolResultSubmission.model_validate(payload)
+        except ValidationError as error:
+            _drop_signal(SUBMIT_TOOL_RESULT, _input_problem(error, '{"tool_call_id": "…"}'))
+            return
         await self._known(lambda: result.tool_call_id in self._client_calls)
-        known = result.tool_call_id in self._client_calls
-        if not known or result.tool_call_id in self._client_results:
-            workflow.logger.warning("ignored tool result signal for %r", result.tool_call_id)
+        if result.tool_call_id not in self._client_calls:
+            _drop_signal(SUBMIT_TOOL_RESULT, f"no client tool call {result.tool_call_id!r}")
+            return
+        if result.tool_call_id in self._client_results:
+            _drop_signal(
+                SUBMIT_TOOL_RESULT, f"tool call {result.tool_call_id!r} already has a result"
+            )
             return
         self._accept_result(result)
 
@@ -451,3 +482,18 @@ def _message(exc: ActivityError) -> str:
     if isinstance(cause, ApplicationError):
         return cause.message
     return str(cause or exc)
+
+
+def _drop_signal(name: str, why: str) -> None:
+    """One warning line for a Signal the turn cannot use: the sender was told "succeeded"."""
+    workflow.logger.warning(
+        "dropped %s signal for turn %s: %s", name, workflow.info().workflow_id, why
+    )
+
+
+def _input_problem(error: ValidationError, expected: str) -> str:
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}"
+        for e in error.errors(include_url=False, include_input=False)
+    )
+    return f"its input is not of the form {expected} ({problems})"
