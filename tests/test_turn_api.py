@@ -288,7 +288,11 @@ async def test_submission_id_and_idempotency_key(service: ThinkService, cid: str
 
 
 async def test_the_readme_examples_run(
-    service: ThinkService, api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+    service: ThinkService,
+    api: httpx.AsyncClient,
+    fake_model: FakeOpenAIServer,
+    cid: str,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """README's "Submitting turns from code" block, against the test stack's `helper`."""
     block = next(
@@ -298,8 +302,11 @@ async def test_the_readme_examples_run(
     )
     namespace: dict[str, Any] = {}
     exec(compile(block, "README.md", "exec"), namespace)
-    fake_model.script(cid, slow())
+    # The first four model calls answer at once; "Draft a long reply" streams slowly, so the
+    # "drop" submission meets a busy conversation and the "interrupt" one a running turn.
+    fake_model.script(cid, *(text(f"answer {n}") for n in range(4)), slow())
     await namespace["submitting_turns"](service, "helper", cid)
+    assert "busy with" in capsys.readouterr().out
     assert {s.status for s in await service.conversation("helper", cid).list_submissions()} <= {
         "completed",
         "skipped",

@@ -140,7 +140,7 @@ class TurnActivities(Compactions):
     async def _model_step(self, inp: ModelStepInput) -> ModelStepResult:
         fence = Fence(key=f"step-{inp.step}", attempt=0)
         async with self.store.db.transaction() as conn:
-            turn = await self.store.lock_turn(conn, inp.turn_id)
+            turn = await self.store.lock_turn(conn, inp.turn_id, queue=True)
             agent = self._bound_agent(turn)
             if turn.terminal:
                 return ModelStepResult(ended=True, status=turn.status)
@@ -335,7 +335,7 @@ class TurnActivities(Compactions):
                 return await self._fail(agent, turn, "output", exc, fence, step, rest)
             config["output"] = to_jsonable_python(value)
         async with self.store.db.transaction() as conn:
-            current = await self.store.lock_turn(conn, turn.id)
+            current = await self.store.lock_turn(conn, turn.id, queue=ended)
             if current.terminal:
                 # Cancelled while we were streaming: that outcome stands.
                 return ModelStepResult(ended=True, status=current.status)
@@ -419,7 +419,7 @@ class TurnActivities(Compactions):
         """End the turn with `outcome` (see `end_turn`), unless it has ended already (a cancel
         won the race): then nothing changes, and its status is returned."""
         async with self.store.db.transaction() as conn:
-            current = await self.store.lock_turn(conn, turn.id)
+            current = await self.store.lock_turn(conn, turn.id, queue=True)
             if current.terminal:
                 return current.status
             await end_turn(self.store, conn, turn, **outcome)
@@ -582,7 +582,7 @@ class TurnActivities(Compactions):
         except StaleAttempt:
             return  # a newer attempt owns the turn; it will see the cancel itself
         async with self.store.db.transaction() as conn:
-            turn = await self.store.lock_turn(conn, turn_id)
+            turn = await self.store.lock_turn(conn, turn_id, queue=True)
             if turn.terminal:
                 return
             chunks = rest + step.interrupt()
@@ -629,7 +629,7 @@ class TurnActivities(Compactions):
             error = await chat_error_text(agent, turn, "turn", cause, bool(message["parts"]))
             chunks = [{"type": "error", "errorText": error}]
         async with self.store.db.transaction() as conn:
-            turn = await self.store.lock_turn(conn, inp.turn_id)
+            turn = await self.store.lock_turn(conn, inp.turn_id, queue=True)
             if turn.terminal:
                 return CommitResult(status=turn.status, respond=respond)
             await end_turn(

@@ -107,7 +107,7 @@ async def end_abandoned(store: Store, turn_id: str) -> bool:
     failed), as `error` with what it had: otherwise the conversation's queue would wait for it
     forever. False when the turn had ended after all."""
     async with store.db.transaction() as conn:
-        turn = await store.lock_turn(conn, turn_id)
+        turn = await store.lock_turn(conn, turn_id, queue=True)
         if turn.terminal:
             return False
         message = turn.message or {"id": turn.message_id, "role": "assistant", "parts": []}

@@ -50,6 +50,10 @@ _TURN_SELECT = _submissions.TURN_SELECT
 _TURN_BY_ID = _TURN_SELECT + " WHERE t.id = %(id)s"
 _TURN_BY_ID_IN = _TURN_SELECT + " WHERE t.id = %(id)s AND t.conversation_uid = %(c)s"
 _LOCK_TURN = _TURN_BY_ID + " FOR UPDATE OF t"
+_LOCK_TURN_QUEUE = (
+    "SELECT 1 FROM conversations "
+    "WHERE uid = (SELECT conversation_uid FROM turns WHERE id = %(id)s) FOR UPDATE"
+)
 
 _PATH = walk()
 
@@ -350,7 +354,13 @@ class Store:
             )
         return [_turn_record(r) for r in rows]
 
-    async def lock_turn(self, conn: Conn, turn_id: str) -> TurnRecord:
+    async def lock_turn(self, conn: Conn, turn_id: str, *, queue: bool = False) -> TurnRecord:
+        """The turn, under its row lock. `queue`: take its conversation's lock first, as a
+        transaction that may start or end the turn must (`start_turn`, `end_turn`): admission
+        and cancels take the conversation's lock before a turn's, and two transactions that
+        took the same two locks in opposite orders would deadlock."""
+        if queue:
+            await conn.execute(_LOCK_TURN_QUEUE, {"id": turn_id})
         row = await fetch_one(conn, _LOCK_TURN, {"id": turn_id})
         if row is None:
             raise UserError(f"turn {turn_id!r} does not exist")
