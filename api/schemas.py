@@ -279,3 +279,30 @@ class AgentOut(BaseModel):
 
 class AgentsOut(BaseModel):
     agents: list[AgentOut]
+
+
+class ScheduleOut(BaseModel):
+    """One scheduled task of an agent, as armed in Temporal."""
+
+    task: str
+    schedule: str = Field(description="The declaration, e.g. 'every weekday at 07:30'")
+    timezone: str | None
+    kind: Literal["prompt", "handler"]
+    schedule_kind: str = Field(description="minutes, hours, daily, weekdays or weekly")
+    conversation_id: str | None
+    schedule_id: str = Field(description="The Temporal Schedule id")
+    paused: bool
+    next_runs: list[datetime]
+    last_result: str | None = Field(
+        description="The last occurrence's workflow status (completed, failed, running...)"
+    )
+
+
+class SchedulesOut(BaseModel):
+    schedules: list[ScheduleOut]
+
+
+class TriggeredOut(BaseModel):
+    task: str
+    schedule_id: str
+    triggered: bool = True

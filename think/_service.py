@@ -48,6 +48,7 @@ from think._turn_results import (
     submission_of,
 )
 from think.exceptions import UserError
+from think.schedules import reconcile_conversation
 from think.storage import (
     Admission,
     Conn,
@@ -480,6 +481,23 @@ class ConversationHandle:
         return added.inserted
 
     # -- configuration and context blocks --------------------------------------------------
+
+    async def reconcile_scheduled_tasks(self) -> int:
+        """Arm the agent's scheduled tasks for this conversation (its scope must be
+        `"conversation"`), evaluated with the conversation's configuration, and delete the
+        ones it no longer declares; returns how many are armed."""
+        agent = self.agent()
+        if agent.get_scheduled_tasks_scope() != "conversation":
+            raise UserError(
+                f"{self.agent.__name__}'s scheduled tasks are agent-scoped (armed at "
+                "worker start); return 'conversation' from get_scheduled_tasks_scope() to "
+                "arm them per conversation"
+            )
+        agent._config = await self.get_config()
+        service = self.service
+        return await reconcile_conversation(
+            service.temporal, service.settings.task_queue, agent, self.tenant, self.conversation_id
+        )
 
     async def get_config(self) -> dict[str, Any]:
         """The conversation's configuration (`{}` when never configured)."""
