@@ -43,7 +43,9 @@ def test_intervals(text: str, kind: str, every: timedelta) -> None:
         ),
     ],
 )
-def test_wall_clock(text: str, kind: str, hour: int, minute: int, days: list[ScheduleRange]) -> None:
+def test_wall_clock(
+    text: str, kind: str, hour: int, minute: int, days: list[ScheduleRange]
+) -> None:
     parsed = parse_schedule("t", text, "Europe/London")
     [calendar] = parsed.spec.calendars
     assert parsed.kind == kind
