@@ -4,6 +4,7 @@ often it is delivered; a handler gets its `ScheduledRun`, with retries."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -15,8 +16,10 @@ import httpx
 import pytest
 from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncEngine
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
+from temporalio.worker import Replayer
 
 from tests._schedules import Deployment, delete_schedules, deployment, eventually, run
 from tests._stack import ROOT, Stack
@@ -27,10 +30,12 @@ from think.schedules import (
     CATCHUP_WINDOW,
     OCCURRENCE_WORKFLOW,
     OVERLAP,
+    ScheduledOccurrence,
     ScheduleRef,
 )
 from think.schedules._inputs import OccurrenceInput, OccurrenceResult
 from think.schedules._names import occurrence_key
+from workers.worker import workflow_runner
 
 AGENTS = "tests.schedule_agents:Digest,tests.schedule_agents:PerConversation"
 KEYS = {"Authorization": "Bearer k-default"}
@@ -307,3 +312,32 @@ def test_misdeclared_task_stops_the_worker(digest: Deployment) -> None:
     [line] = lines
     assert "scheduled task 'nightly' (schedule 'every night at 3')" in line
     assert "'every <n> minutes'" in line and "'every week on monday,wednesday at HH:mm'" in line
+
+
+async def test_occurrence_histories_replay_in_the_sandbox(
+    digest: Deployment, temporal: Client
+) -> None:
+    """A delivered and a failed occurrence, made now, replay under the sandbox."""
+    histories = []
+    for task, attempts in (("ticks", 1), ("broken", 1)):
+        schedule_id = ref(digest, task).schedule_id
+        handle = await temporal.start_workflow(
+            OCCURRENCE_WORKFLOW,
+            OccurrenceInput(
+                schedule_id=schedule_id, agent="sched_digest", task=task, attempts=attempts
+            ),
+            id=f"{schedule_id}-replay",
+            task_queue=digest.queue,
+        )
+        with contextlib.suppress(WorkflowFailureError):
+            await handle.result()
+        histories.append(await handle.fetch_history())
+    replayer = Replayer(
+        workflows=[ScheduledOccurrence],
+        data_converter=pydantic_data_converter,
+        workflow_runner=workflow_runner(),
+    )
+    for history in histories:
+        result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
+        assert result.replay_failure is None
+    assert len(histories[0].events) <= 11  # one activity: the history stays small
