@@ -5,7 +5,6 @@ often it is delivered; a handler gets its `ScheduledRun`, with retries."""
 from __future__ import annotations
 
 import contextlib
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -22,7 +21,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Replayer
 
 from tests._schedules import Deployment, delete_schedules, deployment, eventually, run
-from tests._stack import ROOT, Stack
+from tests._stack import Stack
 from tests.schedule_agents import FAR
 from think import ThinkService
 from think._settings import Settings
@@ -295,20 +294,13 @@ async def _completed(gateway: httpx.AsyncClient, agent: str, cid: str) -> list[A
     return turns if turns and all(t["status"] == "completed" for t in turns) else None
 
 
-def test_misdeclared_task_stops_the_worker(digest: Deployment) -> None:
+async def test_misdeclared_task_stops_the_worker(digest: Deployment) -> None:
     env = {**digest.stack.env, "THINK_AGENTS": "tests.schedule_agents:Misdeclared"}
-    done = subprocess.run(
-        [sys.executable, "-m", "think", "worker"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode != 0
-    assert "Traceback" not in done.stderr
-    lines = [ln for ln in done.stderr.splitlines() if "error:" in ln]
-    assert len(lines) == 1, done.stderr
+    status, _, stderr = await run(sys.executable, "-m", "think", "worker", env=env)
+    assert status != 0
+    assert "Traceback" not in stderr
+    lines = [ln for ln in stderr.splitlines() if "error:" in ln]
+    assert len(lines) == 1, stderr
     [line] = lines
     assert "scheduled task 'nightly' (schedule 'every night at 3')" in line
     assert "'every <n> minutes'" in line and "'every week on monday,wednesday at HH:mm'" in line
