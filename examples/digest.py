@@ -5,12 +5,20 @@ into a shared conversation, and a handler that writes a run ledger.
     think schedules
 """
 
+import asyncio
 import json
 from pathlib import Path
 
 from think import ScheduledRun, ScheduledTask, Think
 
 LEDGER = Path(".think/ledger.jsonl")
+
+
+def append_once(key: str, entry: dict[str, str]) -> None:
+    LEDGER.parent.mkdir(exist_ok=True)
+    if key not in (LEDGER.read_text() if LEDGER.exists() else ""):
+        with LEDGER.open("a") as ledger:
+            ledger.write(json.dumps({"key": key, **entry}) + "\n")
 
 
 class Digest(Think):
@@ -21,12 +29,8 @@ class Digest(Think):
 
     async def write_ledger(self, run: ScheduledRun) -> None:
         # At least once: the idempotency key makes a second delivery a no-op.
-        LEDGER.parent.mkdir(exist_ok=True)
-        seen = LEDGER.read_text() if LEDGER.exists() else ""
-        if run.idempotency_key not in seen:
-            entry = {"key": run.idempotency_key, "for": run.scheduled_for.isoformat()}
-            with LEDGER.open("a") as ledger:
-                ledger.write(json.dumps(entry) + "\n")
+        entry = {"for": run.scheduled_for.isoformat(), "zone": run.timezone or "UTC"}
+        await asyncio.to_thread(append_once, run.idempotency_key, entry)
 
     def get_scheduled_tasks(self) -> dict[str, ScheduledTask]:
         return {
