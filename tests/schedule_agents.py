@@ -103,7 +103,8 @@ class PerConversation(Think):
         config = self.get_config()
         if "reminder" not in config:
             return {}
-        return {"reminder": ScheduledTask(schedule=FAR + " in UTC", prompt=config["reminder"])}
+        when = config.get("when", FAR + " in UTC")
+        return {"reminder": ScheduledTask(schedule=when, prompt=config["reminder"])}
 
 
 class Misdeclared(Think):

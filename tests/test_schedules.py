@@ -20,7 +20,14 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Replayer
 
-from tests._schedules import Deployment, delete_schedules, deployment, eventually, run
+from tests._schedules import (
+    Deployment,
+    delete_schedules,
+    deployment,
+    eventually,
+    run,
+    schedule_ids,
+)
 from tests._stack import Stack
 from tests.schedule_agents import FAR
 from think import ThinkService
@@ -287,6 +294,37 @@ async def test_conversation_scope(
     with pytest.raises(RPCError) as gone:
         await temporal.get_schedule_handle(schedule_id).describe()
     assert gone.value.status == RPCStatusCode.NOT_FOUND
+
+
+async def test_worker_start_reapplies_conversation_tasks(
+    digest: Deployment, settings: Settings, temporal: Client, cid: str
+) -> None:
+    """A deploy that changes what a conversation declares: the next worker re-arms it."""
+    conf = settings.model_copy(
+        update={"agents": ["tests.schedule_agents:PerConversation"], "task_queue": digest.queue}
+    )
+    ref = ScheduleRef(digest.queue, "sched_per_conversation", "reminder", "default", cid)
+    handle = temporal.get_schedule_handle(ref.schedule_id)
+    async with await ThinkService.connect(conf) as service:
+        conv = service.conversation("sched_per_conversation", cid)
+        await conv.configure({"reminder": "Drink water.", "when": f"{FAR} in UTC"})
+        await conv.reconcile_scheduled_tasks()
+        await eventually(
+            lambda: _listed(temporal, digest.queue, "sched_per_conversation", ref.schedule_id)
+        )
+        later = FAR.replace("12:00", "15:45")
+        await conv.configure({"reminder": "Drink water.", "when": f"{later} in UTC"})
+        digest.stack.wait_polling(digest.stack.start_worker())
+        calendar = (await handle.describe()).schedule.spec.calendars[0]
+        assert [r.start for r in calendar.hour] == [15] and [r.start for r in calendar.minute] == [
+            45
+        ]
+        await conv.configure({})
+        await conv.reconcile_scheduled_tasks()
+
+
+async def _listed(temporal: Client, queue: str, agent: str, schedule_id: str) -> bool:
+    return schedule_id in await schedule_ids(temporal, queue, agent)
 
 
 async def _completed(gateway: httpx.AsyncClient, agent: str, cid: str) -> list[Any] | None:

@@ -21,7 +21,12 @@ from think._settings import Settings
 from think._temporal import connect
 from think.activities import SubmissionActivities, TurnActivities
 from think.activities._turn_state import end_abandoned
-from think.schedules import ScheduleActivities, ScheduledOccurrence, reconcile_deployment
+from think.schedules import (
+    ScheduleActivities,
+    ScheduledOccurrence,
+    reconcile_conversations,
+    reconcile_deployment,
+)
 from think.storage import Store, open_database, unapplied_answers
 from think.streaming import CANCEL_CHANNEL, ChunkListener
 from think.workflows import WORKFLOWS
@@ -197,12 +202,15 @@ async def run_worker(settings: Settings) -> None:
     """Run until cancelled."""
     registry = AgentRegistry.from_paths(settings.agents)
     client = await connect(settings)
-    # Before anything else: a declaration it cannot arm stops the worker, one line, exit 1.
+    # Before anything else: a declaration it cannot arm stops the worker (one line, exit 2).
     armed = await reconcile_deployment(client, settings.task_queue, registry)
     log.info("scheduled tasks armed: %d", armed)
     db = await open_database(settings, max_size=20)
     store = Store(db)
     service = ThinkService(store=store, temporal=client, settings=settings, registry=registry)
+    armed = await reconcile_conversations(service)
+    if armed:
+        log.info("scheduled tasks of conversations re-armed: %d", armed)
     activities = TurnActivities(store, registry, settings)
     activities.temporal = client
     activities.cancels = ChunkListener(settings.libpq_url, CANCEL_CHANNEL)

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Path, Query
 
 from api.deps import AgentClass, Res, Tenant
 from api.schemas import ID_PATTERN, ScheduleOut, SchedulesOut, TriggeredOut
-from think.schedules import ScheduleRef, list_schedules, trigger
+from think.schedules import list_schedules, trigger
 
 router = APIRouter(tags=["schedules"])
 
@@ -40,6 +40,5 @@ async def trigger_schedule(
     ] = None,
 ) -> TriggeredOut:
     queue = res.settings.task_queue
-    await trigger(res.temporal, queue, agent, task, tenant, conversation_id)
-    ref = ScheduleRef(queue, agent.name, task, tenant, conversation_id)
-    return TriggeredOut(task=task, schedule_id=ref.schedule_id)
+    schedule_id = await trigger(res.temporal, queue, agent, task, tenant, conversation_id)
+    return TriggeredOut(task=task, schedule_id=schedule_id)

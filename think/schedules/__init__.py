@@ -13,6 +13,7 @@ from think.schedules._operations import (
     ScheduleSummary,
     list_schedules,
     reconcile_conversation,
+    reconcile_conversations,
     reconcile_deployment,
     trigger,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "ScheduledTasksScope",
     "list_schedules",
     "reconcile_conversation",
+    "reconcile_conversations",
     "reconcile_deployment",
     "trigger",
 ]

@@ -26,6 +26,7 @@ from think.schedules._reconcile import arm, our_schedule_ids, reconcile
 
 if TYPE_CHECKING:
     from think._agent import Think
+    from think._service import ThinkService
 
 log = logging.getLogger("think.schedules")
 
@@ -72,6 +73,31 @@ async def reconcile_deployment(
     return sum(len(armed) for _, armed in plans)
 
 
+async def reconcile_conversations(service: ThinkService) -> int:
+    """Re-apply the tasks of every conversation that has schedules, for the agents of
+    conversation scope, as a deploy may have changed what they declare. A conversation whose
+    declaration cannot be armed is logged and left as it is: its data, not the code, is at
+    fault, and it must not keep every worker from starting."""
+    armed = 0
+    for cls in service.registry:
+        if cls().get_scheduled_tasks_scope() != "conversation":
+            continue
+        refs = [
+            ScheduleRef.parse(i)
+            for i in await our_schedule_ids(service.temporal, service.settings.task_queue, cls.name)
+        ]
+        owners = {
+            (r.tenant or "default", r.conversation_id) for r in refs if r and r.conversation_id
+        }
+        for tenant, conversation_id in sorted(owners):
+            handle = service.conversation(cls, conversation_id, tenant=tenant)
+            try:
+                armed += await handle.reconcile_scheduled_tasks()
+            except UserError as error:
+                log.warning("conversation %s of %s: %s", conversation_id, cls.name, error)
+    return armed
+
+
 async def reconcile_conversation(
     client: Client, task_queue: str, agent: Think, tenant: str, conversation_id: str
 ) -> int:
@@ -116,13 +142,15 @@ async def trigger(
     task: str,
     tenant: str,
     conversation_id: str | None = None,
-) -> None:
-    """Run one occurrence now, whatever the overlap policy says: an explicit request."""
+) -> str:
+    """Run one occurrence now, whatever the overlap policy says (an explicit request);
+    returns the schedule's id."""
     ref = ScheduleRef(task_queue, cls.name, task, tenant, conversation_id)
     described = await _describe(client, ref.schedule_id)
     if described is None or described[1].tenant != tenant:
         raise ScheduleNotFound(cls.name, task, conversation_id)
     await client.get_schedule_handle(ref.schedule_id).trigger(overlap=Overlap.ALLOW_ALL)
+    return ref.schedule_id
 
 
 async def _describe(
