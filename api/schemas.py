@@ -8,10 +8,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
-from think._messages import UIMessage
+from think._messages import ID, UIMessage
 from think.storage import MessageConcurrency
 
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
+ID_PATTERN = f"^{ID.pattern}$"
 
 
 MAX_DEPTH = 100  # of JSON nesting in a body field; pydantic cannot serialize past ~255

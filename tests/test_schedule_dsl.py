@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
 from temporalio.client import ScheduleRange
 
-from think.schedules import ACCEPTED_FORMS, ScheduleDeclarationError, ScheduleRef
+from think.schedules import ACCEPTED_FORMS, ScheduleDeclarationError, ScheduledTask, ScheduleRef
 from think.schedules._dsl import parse_schedule
+from think.schedules._reconcile import check_task
 
 
 @pytest.mark.parametrize(
@@ -103,3 +105,36 @@ def test_schedule_ids_are_unambiguous(ref: ScheduleRef) -> None:
 def test_separator_in_a_name_cannot_collide() -> None:
     assert ScheduleRef("q", "a:b", "c").schedule_id != ScheduleRef("q", "a", "b:c").schedule_id
     assert ScheduleRef.parse("someone-else:x:y:z") is None
+
+
+async def _noop(run: object) -> None:
+    return None
+
+
+@pytest.mark.parametrize(
+    ("task", "problem"),
+    [
+        (ScheduledTask(schedule="every 5 minutes"), "give exactly one of prompt or handler"),
+        (
+            ScheduledTask(schedule="every 5 minutes", prompt="p", handler=_noop),
+            "give exactly one of prompt or handler",
+        ),
+        (ScheduledTask(schedule="every 5 minutes", prompt="p", retry=-1), "retry=-1"),
+        (
+            ScheduledTask(schedule="every 5 minutes", prompt="p", conversation_id="no spaces"),
+            "conversation_id 'no spaces' is not a valid id",
+        ),
+        ({"schedule": "every 5 minutes", "prompt": "p"}, "is not a think.ScheduledTask"),
+    ],
+)
+def test_declaration_refusals(task: object, problem: str) -> None:
+    with pytest.raises(ScheduleDeclarationError, match=re.escape(problem)) as caught:
+        check_task("digest", task, None)
+    assert str(caught.value).startswith("scheduled task 'digest'")
+
+
+def test_a_prompt_task_needs_an_id_usable_as_conversation() -> None:
+    with pytest.raises(ScheduleDeclarationError, match="set conversation_id"):
+        check_task("weekly report", ScheduledTask(schedule="every 1 hours", prompt="p"), None)
+    ok = ScheduledTask(schedule="every 1 hours", prompt="p", conversation_id="reports")
+    assert check_task("weekly report", ok, None).kind == "hours"

@@ -9,7 +9,6 @@ so a schedule an operator paused in the Temporal UI stays paused across deploys.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -28,6 +27,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+from think._messages import ID
 from think.schedules._dsl import ParsedSchedule, ScheduleDeclarationError, parse_schedule
 from think.schedules._inputs import OccurrenceInput
 from think.schedules._names import OCCURRENCE_WORKFLOW, ScheduleRef, agent_prefix
@@ -43,7 +43,6 @@ CATCHUP_WINDOW = timedelta(minutes=5)
 """How late (after a Temporal outage) an occurrence may still start. Set explicitly: the
 server's default is a year, which would replay a year of missed occurrences. With `OVERLAP`
 at most one of those within the window starts."""
-_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 _CONFLICT_RETRIES = 5
 
 
@@ -108,11 +107,11 @@ def check_task(task_id: str, task: object, default_timezone: str | None) -> Pars
         raise ScheduleDeclarationError(
             task_id, task.schedule, f"retry={task.retry!r} must be a whole number >= 0"
         )
-    if task.conversation_id is not None and not _ID.fullmatch(task.conversation_id):
+    if task.conversation_id is not None and not ID.fullmatch(task.conversation_id):
         raise ScheduleDeclarationError(
             task_id, task.schedule, f"conversation_id {task.conversation_id!r} is not a valid id"
         )
-    if task.prompt is not None and task.conversation_id is None and not _ID.fullmatch(task_id):
+    if task.prompt is not None and task.conversation_id is None and not ID.fullmatch(task_id):
         raise ScheduleDeclarationError(
             task_id,
             task.schedule,
