@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from think.exceptions import AgentNotFoundError, UserError
+from think.schedules import ScheduleNotFound
 from think.storage import (
     ConversationBusy,
     IdempotencyConflict,
@@ -113,6 +114,8 @@ async def _problem(request: Request, exc: Exception) -> JSONResponse:
 async def _user_error(request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc, AgentNotFoundError):
         return problem_response(404, str(exc), agents=exc.hosted)
+    if isinstance(exc, ScheduleNotFound):
+        return problem_response(404, str(exc))
     if isinstance(exc, IdempotencyConflict | SubmissionConflict | ConversationBusy):
         return problem_response(409, str(exc), turn_id=exc.turn_id)
     if isinstance(exc, TurnStillActive):

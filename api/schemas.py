@@ -8,10 +8,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
-from think._messages import UIMessage
+from think._messages import ID, UIMessage
 from think.storage import MessageConcurrency
 
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"
+ID_PATTERN = f"^{ID.pattern}$"
 
 
 MAX_DEPTH = 100  # of JSON nesting in a body field; pydantic cannot serialize past ~255
@@ -299,3 +299,30 @@ class AgentOut(BaseModel):
 
 class AgentsOut(BaseModel):
     agents: list[AgentOut]
+
+
+class ScheduleOut(BaseModel):
+    """One scheduled task of an agent, as armed in Temporal."""
+
+    task: str
+    schedule: str = Field(description="The declaration, e.g. 'every weekday at 07:30'")
+    timezone: str | None
+    kind: Literal["prompt", "handler"]
+    schedule_kind: str = Field(description="minutes, hours, daily, weekdays or weekly")
+    conversation_id: str | None
+    schedule_id: str = Field(description="The Temporal Schedule id")
+    paused: bool
+    next_runs: list[datetime]
+    last_result: str | None = Field(
+        description="The last occurrence's workflow status (completed, failed, running...)"
+    )
+
+
+class SchedulesOut(BaseModel):
+    schedules: list[ScheduleOut]
+
+
+class TriggeredOut(BaseModel):
+    task: str
+    schedule_id: str
+    triggered: bool = True

@@ -32,6 +32,8 @@ def test_think_exports() -> None:
         "ModelError",
         "ModelRequest",
         "Proactive",
+        "ScheduledRun",
+        "ScheduledTask",
         "Session",
         "Settings",
         "StepConfig",

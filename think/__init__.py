@@ -50,6 +50,7 @@ from think.exceptions import (
     UserError,
 )
 from think.models import ModelClient, ModelRequest
+from think.schedules import ScheduledRun, ScheduledTask
 from think.storage import ConversationBusy, MessageConcurrency, SubmissionConflict
 from think.storage._compactions import Compaction
 
@@ -76,6 +77,8 @@ __all__ = [
     "ModelError",
     "ModelRequest",
     "Proactive",
+    "ScheduledRun",
+    "ScheduledTask",
     "Session",
     "Settings",
     "StepConfig",

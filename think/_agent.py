@@ -8,8 +8,8 @@ state lives in Postgres and Temporal, so any worker can run any step of any turn
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Sequence
-from typing import Any, ClassVar
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from think._bound import ConversationMethods
 from think._context import ContextBlock, checked_blocks, set_context_tool
@@ -32,6 +32,10 @@ from think._turn_hooks import (
 from think.exceptions import UserError
 from think.models import ModelClient
 from think.storage._records import MessageConcurrency
+
+if TYPE_CHECKING:
+    # Types only: think.schedules builds on the agent, not the other way round.
+    from think.schedules import ScheduledTask, ScheduledTasksScope
 
 
 def _snake(name: str) -> str:
@@ -132,6 +136,24 @@ class Think(ConversationMethods):
         """Decide how a failed model step recovers (sync or async). `None` means the defaults:
         retry the step from scratch while `chat_recovery` allows. Runs in the model-step
         activity, between the failure and the retry."""
+        return None
+
+    # -- scheduled tasks (docs/scheduled-tasks.md) ------------------------------------------
+
+    def get_scheduled_tasks(self) -> Mapping[str, ScheduledTask]:
+        """Recurring prompts and handlers by task id, each armed as a Temporal Schedule when
+        a worker starts (agent scope) or when `reconcile_scheduled_tasks()` runs in a
+        conversation (conversation scope). A declaration the worker cannot arm stops it."""
+        return {}
+
+    def get_scheduled_tasks_scope(self) -> ScheduledTasksScope:
+        """`"agent"`: one set of tasks for the agent, armed at worker start. `"conversation"`:
+        `get_scheduled_tasks()` is evaluated per conversation (with its `get_config()`), each
+        conversation owning its own schedules, armed by `reconcile_scheduled_tasks()`."""
+        return "agent"
+
+    def get_default_timezone(self) -> str | None:
+        """The IANA zone of wall-clock schedules that name none themselves."""
         return None
 
     # -- turn hooks (docs/hooks.md) ---------------------------------------------------------

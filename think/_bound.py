@@ -52,6 +52,11 @@ class ConversationMethods:
         instructions and the context blocks as they are then (see `configure_context`)."""
         await (await self.conversation()).rebuild_system_prompt()
 
+    async def reconcile_scheduled_tasks(self) -> int:
+        """Re-arm this conversation's scheduled tasks (conversation scope) after the data
+        `get_scheduled_tasks()` reads has changed; returns how many are armed."""
+        return await (await self.conversation()).reconcile_scheduled_tasks()
+
     async def conversation(self) -> ConversationHandle:
         """The conversation of the turn this agent instance serves."""
         from think._binding import current_conversation

@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import secrets
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Role = Literal["user", "assistant", "system"]
+
+
+ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
+"""What a caller-chosen id (conversation, submission) may be: safe in URLs, SQL and logs."""
 
 
 def new_id(prefix: str) -> str:

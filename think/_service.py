@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import inspect
 import json
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime
 from types import TracebackType
@@ -35,7 +34,7 @@ from think._agent import Think
 from think._binding import BOUND, BindTurns, current_conversation
 from think._compactor import compact
 from think._context import check_write, checked_blocks
-from think._messages import UIMessage
+from think._messages import ID, UIMessage
 from think._registry import AgentRegistry
 from think._session import session_for
 from think._settings import Settings
@@ -48,6 +47,7 @@ from think._turn_results import (
     submission_of,
 )
 from think.exceptions import UserError
+from think.schedules import reconcile_conversation
 from think.storage import (
     Admission,
     Conn,
@@ -93,8 +93,6 @@ MessagesFunction: TypeAlias = Callable[
 ]
 """`(current messages) -> messages`, evaluated at admission (wait and stream modes): return
 the new messages, or the current ones followed by the new ones."""
-
-_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 
 
 class TurnStream:
@@ -195,7 +193,7 @@ class ThinkService:
         """A conversation of `agent` (a hosted agent's name, or its class); it is created by
         its first turn or message."""
         cls = self.registry.get(agent) if isinstance(agent, str) else agent
-        if not _ID.fullmatch(conversation_id):
+        if not ID.fullmatch(conversation_id):
             raise UserError(f"conversation id {conversation_id!r} is not a valid id")
         return ConversationHandle(self, cls, conversation_id, tenant)
 
@@ -304,7 +302,7 @@ class ConversationHandle:
             raise UserError("give exactly one of input and continuation=True")
         if mode == "submit" and callable(input):
             raise UserError("a function input is for wait and stream modes; submit takes messages")
-        if submission_id is not None and not _ID.fullmatch(submission_id):
+        if submission_id is not None and not ID.fullmatch(submission_id):
             raise UserError(f"submission_id {submission_id!r} is not a valid id")
         if mode != "submit":
             await self._refuse_nested(f"run_turn(mode={mode!r})")
@@ -480,6 +478,23 @@ class ConversationHandle:
         return added.inserted
 
     # -- configuration and context blocks --------------------------------------------------
+
+    async def reconcile_scheduled_tasks(self) -> int:
+        """Arm the agent's scheduled tasks for this conversation (its scope must be
+        `"conversation"`), evaluated with the conversation's configuration, and delete the
+        ones it no longer declares; returns how many are armed."""
+        agent = self.agent()
+        if agent.get_scheduled_tasks_scope() != "conversation":
+            raise UserError(
+                f"{self.agent.__name__}'s scheduled tasks are agent-scoped (armed at "
+                "worker start); return 'conversation' from get_scheduled_tasks_scope() to "
+                "arm them per conversation"
+            )
+        agent._config = await self.get_config()
+        service = self.service
+        return await reconcile_conversation(
+            service.temporal, service.settings.task_queue, agent, self.tenant, self.conversation_id
+        )
 
     async def get_config(self) -> dict[str, Any]:
         """The conversation's configuration (`{}` when never configured)."""

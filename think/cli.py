@@ -1,4 +1,5 @@
-"""The `think` command: `dev`, `migrate`, `api` and `worker` (API.md, "Command line"), and `chat`.
+"""The `think` command: `dev`, `migrate`, `api` and `worker` (API.md, "Command line"), `chat`
+and `schedules`.
 
 `think dev` is a supervisor. It starts embedded Postgres and the Temporal dev server (only
 those not given by THINK_DATABASE_URL / TEMPORAL_ADDRESS), migrates, then runs the API and
@@ -107,6 +108,16 @@ def _parser() -> argparse.ArgumentParser:
     worker = commands.add_parser("worker", help="one worker alone, against existing services")
     worker.set_defaults(handler=_cmd_worker)
 
+    sched = commands.add_parser(
+        "schedules",
+        help="list the scheduled tasks (next runs, last result), or trigger one now",
+    )
+    sched.add_argument("--agent", help="only this agent (required with --trigger)")
+    sched.add_argument("--trigger", metavar="TASK", help="run one occurrence of TASK now")
+    sched.add_argument("--tenant", default="default", help="whose tasks (default %(default)s)")
+    sched.add_argument("--conversation", metavar="ID", help="for conversation-scoped tasks")
+    sched.set_defaults(handler=_cmd_schedules)
+
     chat = commands.add_parser(
         "chat",
         help="talk to an agent from the terminal, through a running gateway",
@@ -213,6 +224,19 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     from workers.worker import run_worker
 
     asyncio.run(_until_signalled(run_worker(settings)))
+    return 0
+
+
+def _cmd_schedules(args: argparse.Namespace) -> int:
+    from think.schedules._cli import schedules_command
+
+    if args.trigger and not args.agent:
+        raise UserError("--trigger needs --agent: the task ids are per agent")
+    settings = _require_services(_settings())
+    lines = asyncio.run(
+        schedules_command(settings, args.agent, args.trigger, args.tenant, args.conversation)
+    )
+    print("\n".join(lines))
     return 0
 
 

@@ -21,6 +21,12 @@ from think._settings import Settings
 from think._temporal import connect
 from think.activities import SubmissionActivities, TurnActivities
 from think.activities._turn_state import end_abandoned
+from think.schedules import (
+    ScheduleActivities,
+    ScheduledOccurrence,
+    reconcile_conversations,
+    reconcile_deployment,
+)
 from think.storage import Store, open_database, unapplied_answers
 from think.streaming import CANCEL_CHANNEL, ChunkListener
 from think.workflows import WORKFLOWS
@@ -35,24 +41,29 @@ PASSTHROUGH = ("sqlalchemy", "psycopg", "httpx", "openai", "pydantic_core", "ale
 # state), so `think` cannot be passed through as a whole: importing a workflow module runs
 # `think/__init__.py`, which would otherwise re-execute the whole framework in every run
 # (measured: the first workflow task of a turn took 85 ms instead of a few).
-SANDBOXED = ("think.workflows._turn",)
+SANDBOXED = ("think.workflows._turn", "think.schedules._workflow")
 
 
 def think_passthrough() -> list[str]:
+    """Every module of `think` except the workflow modules: a package holding one is listed
+    module by module (passing a package through passes all it holds)."""
+    import importlib
     import pkgutil
 
-    import think
-    import think.workflows
+    def walk(package: str) -> list[str]:
+        path = importlib.import_module(package).__path__
+        names = []
+        for m in pkgutil.iter_modules(path):
+            name = f"{package}.{m.name}"
+            if name in SANDBOXED:
+                continue
+            if m.ispkg and any(s.startswith(f"{name}.") for s in SANDBOXED):
+                names += walk(name)
+            else:
+                names.append(name)
+        return names
 
-    names = [
-        f"think.{m.name}" for m in pkgutil.iter_modules(think.__path__) if m.name != "workflows"
-    ]
-    names += [
-        f"think.workflows.{m.name}"
-        for m in pkgutil.iter_modules(think.workflows.__path__)
-        if f"think.workflows.{m.name}" not in SANDBOXED
-    ]
-    return names
+    return walk("think")
 
 
 PRUNE_EVERY = 600.0
@@ -81,10 +92,11 @@ def build_worker(
     return Worker(
         client,
         task_queue=settings.task_queue,
-        workflows=WORKFLOWS,
+        workflows=[*WORKFLOWS, ScheduledOccurrence],
         activities=[
             *activities.activities(),
             *SubmissionActivities(activities.store).activities(),
+            *ScheduleActivities(service).activities(),
         ],
         # Every activity of a turn runs with the turn bound: the turn API for hooks and tools,
         # and its guard against a blocking call that would wait for this very turn.
@@ -189,10 +201,16 @@ async def _sweep_forever(client: Client, store: Store, settings: Settings) -> No
 async def run_worker(settings: Settings) -> None:
     """Run until cancelled."""
     registry = AgentRegistry.from_paths(settings.agents)
+    client = await connect(settings)
+    # Before anything else: a declaration it cannot arm stops the worker (one line, exit 2).
+    armed = await reconcile_deployment(client, settings.task_queue, registry)
+    log.info("scheduled tasks armed: %d", armed)
     db = await open_database(settings, max_size=20)
     store = Store(db)
-    client = await connect(settings)
     service = ThinkService(store=store, temporal=client, settings=settings, registry=registry)
+    armed = await reconcile_conversations(service)
+    if armed:
+        log.info("scheduled tasks of conversations re-armed: %d", armed)
     activities = TurnActivities(store, registry, settings)
     activities.temporal = client
     activities.cancels = ChunkListener(settings.libpq_url, CANCEL_CHANNEL)
