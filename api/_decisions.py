@@ -21,10 +21,15 @@ from temporalio.service import RPCError
 
 from api.deps import Resources
 from api.errors import Problem
-from think._admission import wait_for_turn
+from think.server import (
+    APPROVE,
+    SUBMIT_TOOL_RESULT,
+    ToolDecision,
+    ToolResultSubmission,
+    turn_workflow_id,
+    wait_for_turn,
+)
 from think.storage import TERMINAL_STATUSES, AnswerKind, TurnRecord, record_answer
-from think.workflows._inputs import ToolDecision, ToolResultSubmission
-from think.workflows._names import APPROVE, SUBMIT_TOOL_RESULT, turn_workflow_id
 
 log = logging.getLogger("think.api.decisions")
 

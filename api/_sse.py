@@ -15,7 +15,7 @@ from typing import Any
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from api.deps import Resources
-from think import _admission
+from think import server
 
 PING_EVERY = 15.0
 HEADERS = {
@@ -38,11 +38,11 @@ def _ping() -> ServerSentEvent:
 
 
 async def follow(res: Resources, turn_id: str, after: int) -> AsyncIterator[ServerSentEvent]:
-    """The turn's chunks after `after`, then live ones (`think._admission.follow`, which the
+    """The turn's chunks after `after`, then live ones (`think.turns.server.follow`, which the
     Python turn API streams from too), and always `[DONE]` at the end."""
     # Closed here, not by the garbage collector, when the client goes away mid-stream.
     async with contextlib.aclosing(
-        _admission.follow(res.store, res.listener, turn_id, after)
+        server.follow(res.store, res.listener, turn_id, after)
     ) as chunks:
         async for seq, chunk in chunks:
             yield encode(seq, chunk)

@@ -1,5 +1,5 @@
 """The logic behind the turn routes: admission, waiting and cancelling (shared with the Python
-turn API in `think._admission`), and the `Turn` view.
+turn API in `think.turns._admission`), and the `Turn` view.
 
 Admission is two steps: a Postgres transaction (which decides idempotency and the order of
 the conversation's turns, and outlives Temporal's retention), then the start of the turn's
@@ -21,9 +21,8 @@ from api.schemas import (
     SubmitTurnBody,
     TurnOut,
 )
-from think import _admission
-from think._admission import RESEND_AFTER
-from think._dispatch import DispatchFailed, hand_off
+from think import server
+from think.server import RESEND_AFTER, DispatchFailed, hand_off
 from think.storage import (
     PAUSED_STATUSES,
     TERMINAL_STATUSES,
@@ -43,7 +42,7 @@ HEAD_CHECK_EVERY = 1.0
 
 
 def request_hash(body: SubmitTurnBody) -> str:
-    return _admission.request_hash(body.fingerprint())
+    return server.request_hash(body.fingerprint())
 
 
 async def submit(
@@ -55,9 +54,7 @@ async def submit(
     body: SubmitTurnBody,
     idempotency_key: str | None,
 ) -> Admission:
-    concurrency, debounce = _admission.resolve_concurrency(
-        res.registry.get(agent), body.concurrency
-    )
+    concurrency, debounce = server.resolve_concurrency(res.registry.get(agent), body.concurrency)
     request = TurnRequest(
         messages=body.messages(),
         parent_id=body.parent_id,
@@ -67,7 +64,7 @@ async def submit(
         debounce_seconds=debounce,
     )
     try:
-        return await _admission.admit(
+        return await server.admit(
             res.store,
             res.temporal,
             res.settings.task_queue,
@@ -176,8 +173,8 @@ async def wait_for_turn(
     step = 0.0  # the first look is immediate
     while True:
         left = max(0.0, min(deadline - loop.time(), step))
-        current = await _admission.wait_for_turn(res.store, res.listener, turn.id, left)
-        if _admission.settled(current) or loop.time() >= deadline:
+        current = await server.wait_for_turn(res.store, res.listener, turn.id, left)
+        if server.settled(current) or loop.time() >= deadline:
             return current, None
         if current.status == "pending":
             async with res.store.db.connection() as conn:
@@ -189,6 +186,4 @@ async def wait_for_turn(
 
 async def cancel(res: Resources, turn: TurnRecord, reason: str) -> bool:
     """Cancel a turn; False when it had already ended (nothing changes then)."""
-    return await _admission.cancel_turn(
-        res.store, res.temporal, res.settings.task_queue, turn, reason
-    )
+    return await server.cancel_turn(res.store, res.temporal, res.settings.task_queue, turn, reason)

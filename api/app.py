@@ -17,9 +17,7 @@ from api import _docs, errors
 from api._listener import ChunkListener
 from api.deps import Resources, require_tenant
 from api.routes import agents, conversations, health, schedules, search, tree, turns
-from think._registry import AgentRegistry
-from think._settings import Settings
-from think._temporal import connect
+from think.server import AgentRegistry, Settings, connect
 from think.storage import Store, open_database
 
 

@@ -12,9 +12,7 @@ from temporalio.client import Client
 from api._listener import ChunkListener
 from api.errors import Problem
 from api.schemas import ID_PATTERN
-from think._agent import Think
-from think._registry import AgentRegistry
-from think._settings import Settings
+from think.server import AgentRegistry, Settings, Think
 from think.storage import Conversation, Store
 
 

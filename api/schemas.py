@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
-from think._messages import ID, UIMessage
+from think.server import ID, UIMessage
 from think.storage import MessageConcurrency
 
 ID_PATTERN = f"^{ID.pattern}$"

@@ -5,7 +5,7 @@ python -m bench.context_load [--messages 10000] [--runs 30]
 Every model step of a turn reads the transcript from the root to the turn's parent within the
 agent's `hydration_byte_budget` (`Store.path`, a recursive query over the message tree), cuts
 older messages (`truncate`, `truncation_step` 8) and turns them into Chat Completions messages
-(`to_chat_messages`), as `think/activities/_turn.py` and `_assembly.py` do; then the request
+(`to_chat_messages`), as `think/engine/activities/_turn.py` and `_assembly.py` do; then the request
 is encoded as JSON for the model. This measures the three at several depths of one conversation
 whose messages are a single parent chain: user questions and assistant answers of 20-60
 words, one answer in four with a tool call (input and output) between two steps.
@@ -25,12 +25,12 @@ from typing import Any
 import psycopg
 
 from bench.search import Texts
-from think._agent import Think
-from think._embedded import start_postgres
 from think._messages import search_text
 from think._settings import Settings
-from think._transcript import to_chat_messages
-from think._truncation import truncate
+from think.agent._think import Think
+from think.dev._embedded import start_postgres
+from think.models._transcript import to_chat_messages
+from think.sessions._truncation import truncate
 from think.storage import Database, Store, migrate_now
 
 CONVERSATION = "uid-long"

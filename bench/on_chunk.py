@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from think.activities._step_stream import StepStream
+from think.engine.activities._step_stream import StepStream
 from think.streaming._builder import MessageBuilder
 
 

@@ -17,12 +17,12 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from tests._stack import Stack, stack_env
-from think._embedded import Services, start_services
-from think._service import ThinkService
 from think._settings import Settings
-from think._temporal import connect
+from think.dev._embedded import Services, start_services
 from think.storage import migrate
 from think.testing import FakeOpenAIServer
+from think.turns._service import ThinkService
+from think.workflows._connect import connect
 
 
 @pytest.fixture(scope="session")

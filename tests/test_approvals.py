@@ -25,8 +25,8 @@ from temporalio.service import RPCError
 from tests._sse import chunks, read_stream
 from tests._stack import Stack
 from think._settings import Settings
-from think._temporal import connect
 from think.testing import FakeOpenAIServer, text, tool_call
+from think.workflows._connect import connect
 from think.workflows._inputs import ToolDecision, TurnStatusView
 from think.workflows._names import turn_workflow_id
 

@@ -33,11 +33,11 @@ from think import (
     default_token_counter,
     events,
 )
-from think._compaction import SUMMARY_HEADER, SUMMARY_SYSTEM, apply_summaries
-from think._session import session_for
 from think._settings import Settings
 from think.exceptions import UserError
 from think.models import OfflineModel
+from think.sessions._compaction import SUMMARY_HEADER, SUMMARY_SYSTEM, apply_summaries
+from think.sessions._session import session_for
 from think.storage._tables import CompactionRow
 from think.testing import FakeOpenAIServer, text
 

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.agents import Helper, Remembering
 from think import ContextBlock, ThinkService, Tool, UserError, tool
-from think._context import SET_CONTEXT, check_write, render_prompt
+from think.sessions._context_blocks import SET_CONTEXT, check_write, render_prompt
 from think.storage._compactions import insert_summary
 from think.testing import FakeOpenAIServer, text, tool_call
 

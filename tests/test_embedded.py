@@ -19,7 +19,7 @@ from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from think._embedded import (
+from think.dev._embedded import (
     SEARCH_ATTRIBUTES,
     EmbeddedServiceError,
     Services,

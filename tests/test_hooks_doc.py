@@ -21,8 +21,8 @@ from think import (
     TurnContext,
     events,
 )
-from think._bound import bind_config
-from think._context import SET_CONTEXT, read_block
+from think.agent._conversation_methods import bind_config
+from think.sessions._context_blocks import SET_CONTEXT, read_block
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "hooks.md"
 IDS = {"agent": "a", "conversation_id": "c", "turn_id": "t"}

@@ -24,17 +24,17 @@ import pytest
 from tests._sse import Event, chunks, parse, read_stream
 from tests._stack import Stack, free_port, stack_env
 from tests._turn_helpers import activity_attempts
-from think._embedded import (
+from think._settings import Settings
+from think.dev._embedded import (
     EmbeddedPostgres,
     TemporalDevServer,
     start_embedded,
     start_postgres,
     start_temporal,
 )
-from think._settings import Settings
-from think._temporal import connect
 from think.storage import migrate_now
 from think.testing import FakeOpenAIServer, reply, text
+from think.workflows._connect import connect
 from think.workflows._names import turn_workflow_id
 
 WORDS = [f"word{i} " for i in range(60)]  # ~3 s of streaming at 0.05 s per chunk

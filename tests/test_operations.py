@@ -14,7 +14,7 @@ from temporalio.client import Client
 
 from tests._stack import Stack
 from tests.conftest import helper_path
-from think._embedded import Services
+from think.dev._embedded import Services
 from think.workflows._names import turn_workflow_id
 
 

@@ -25,11 +25,11 @@ from temporalio.client import Client, WithStartWorkflowOperation
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from think._embedded import Services
-from think._otel import service_name, tracing_interceptor, tracing_interceptors
 from think._settings import Settings
-from think._temporal import connect
+from think.dev._embedded import Services
 from think.exceptions import ConfigurationError
+from think.workflows._connect import connect
+from think.workflows._otel import service_name, tracing_interceptor, tracing_interceptors
 
 
 class Tool:
@@ -159,7 +159,7 @@ import asyncio, json, sys
 from opentelemetry import trace
 from temporalio.contrib.opentelemetry import TracingInterceptor
 from think._settings import Settings
-from think._temporal import connect
+from think.workflows._connect import connect
 
 async def main():
     client = await connect(Settings(temporal_address=sys.argv[1], temporal_namespace=sys.argv[2]))

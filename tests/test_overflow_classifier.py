@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import pytest
 
-from think._overflow import (
+from think.exceptions import ModelError
+from think.models._openai import status_error
+from think.models._overflow import (
     ChatErrorClass,
     classify_model_error,
     default_context_overflow_classifier,
 )
-from think.exceptions import ModelError
-from think.models._openai import status_error
 
 OVERFLOWS: list[tuple[str, str]] = [
     (

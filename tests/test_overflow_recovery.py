@@ -30,9 +30,9 @@ from think import (
     Think,
     default_context_overflow_classifier,
 )
-from think._compaction import SUMMARY_HEADER, SUMMARY_SYSTEM
 from think.exceptions import ModelError
 from think.models import Usage
+from think.sessions._compaction import SUMMARY_HEADER, SUMMARY_SYSTEM
 from think.testing import FakeOpenAIServer, error, reply, text, tool_call
 
 OVERFLOW = dict(OVERFLOWS)

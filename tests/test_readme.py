@@ -37,7 +37,7 @@ def test_the_20_line_agent_defines_a_working_agent() -> None:
             "required": ["city"],
             "additionalProperties": False,
         }
-        from think._registry import load_agent
+        from think.agent._registry import load_agent
 
         assert load_agent("my_agents:Forecaster") is agent_class
     finally:

@@ -11,7 +11,7 @@ import pytest
 from tests._sse import chunks, read_stream
 from tests.test_ai_sdk_conformance import NODE_DIR, reconstruct
 from think import Think, TurnConfig, UserError
-from think.activities._heartbeat import StreamStalled, within_stall_timeout
+from think.engine.activities._heartbeat import StreamStalled, within_stall_timeout
 from think.testing import FakeOpenAIServer, error, stall, text
 
 BASE = "/v1/agents/staller/conversations"

@@ -19,10 +19,10 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from tests.conftest import helper_path
+from think.server import workflow_runner
 from think.testing import FakeOpenAIServer, text, tool_call
 from think.workflows import WORKFLOWS
 from think.workflows._names import turn_workflow_id
-from workers.worker import workflow_runner
 
 HISTORIES = Path(__file__).parent / "histories"
 

@@ -41,7 +41,7 @@ from think.schedules import (
 )
 from think.schedules._inputs import OccurrenceInput, OccurrenceResult
 from think.schedules._names import occurrence_key
-from workers.worker import workflow_runner
+from think.server import workflow_runner
 
 AGENTS = "tests.schedule_agents:Digest,tests.schedule_agents:PerConversation"
 KEYS = {"Authorization": "Bearer k-default"}

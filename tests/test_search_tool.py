@@ -7,7 +7,8 @@ import json
 from tests.agents import Configured
 from think import ThinkService, UIMessage
 from think.testing import FakeOpenAIServer, text, tool_call
-from think.tools import _plain, search_history
+from think.tools import search_history
+from think.tools._search_history import _plain
 
 
 async def test_the_model_searches_its_own_history(

@@ -15,8 +15,8 @@ from pydantic import BaseModel, Field, ValidationError
 from typing_extensions import TypedDict
 
 from think import Tool, ToolContext, ToolError, UserError, tool
-from think._tool_schema import parse_docstring
-from think._tools import DEFAULT_HEARTBEAT_SECONDS, ToolPolicy, tool_output_json
+from think.tools._schema import parse_docstring
+from think.tools._tool import DEFAULT_HEARTBEAT_SECONDS, ToolPolicy, tool_output_json
 
 
 def context(**update: Any) -> ToolContext:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from think._messages import UIMessage
-from think._transcript import INTERRUPTED_TOOL_RESULT, to_chat_messages
+from think.models._transcript import INTERRUPTED_TOOL_RESULT, to_chat_messages
 
 
 def turn_with_tools() -> list[UIMessage]:

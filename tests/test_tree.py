@@ -17,11 +17,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests._sse import chunks, deltas, read_stream, read_until, until_terminal
 from tests.conftest import helper_path
-from think._dispatch import hand_off
 from think._messages import UIMessage
 from think._settings import Settings
 from think.storage import MessageNotFound, NotRegenerable, Store, open_database
 from think.testing import FakeOpenAIServer, stall, text
+from think.turns._dispatch import hand_off
 
 PROBLEM = "application/problem+json"
 SYSTEM = {"role": "system", "content": "You are a test agent."}

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from think import Think, ThinkService, UIMessage, UserError
-from think._truncation import TEXT_LIMIT, TOOL_OUTPUT_LIMIT, cutoff, truncate
+from think.sessions._truncation import TEXT_LIMIT, TOOL_OUTPUT_LIMIT, cutoff, truncate
 from think.testing import FakeOpenAIServer, text
 
 

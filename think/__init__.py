@@ -4,32 +4,12 @@ Subclass `Think`, name a model, a system prompt and tools; every turn then runs 
 workflow, every conversation lives in Postgres, and replies stream over SSE.
 """
 
-from think._agent import Think
-from think._compaction import (
-    CompactionContext,
-    CompactionResult,
-    create_compact_function,
-    default_token_counter,
-)
-from think._context import ContextBlock, ContextProvider
 from think._messages import UIMessage
-from think._overflow import ChatErrorClass as ChatErrorClassification
-from think._overflow import default_context_overflow_classifier
-from think._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptions
-from think._service import (
-    ConversationHandle,
-    StreamCallback,
-    Submission,
-    ThinkService,
-    TurnResult,
-    TurnStream,
-    current_conversation,
-)
-from think._session import ContextOverflow, Proactive, Session
 from think._settings import Settings
-from think._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
-from think._tools import Tool, ToolContext, ToolPolicy, tool
-from think._turn_hooks import (
+from think.agent._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptions
+from think.agent._think import Think
+from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
+from think.agent._turn_hooks import (
     ChatErrorContext,
     ChatResponseResult,
     StepConfig,
@@ -50,9 +30,29 @@ from think.exceptions import (
     UserError,
 )
 from think.models import ModelClient, ModelRequest
+from think.models._overflow import ChatErrorClass as ChatErrorClassification
+from think.models._overflow import default_context_overflow_classifier
 from think.schedules import ScheduledRun, ScheduledTask
+from think.sessions._compaction import (
+    CompactionContext,
+    CompactionResult,
+    create_compact_function,
+    default_token_counter,
+)
+from think.sessions._context_blocks import ContextBlock, ContextProvider
+from think.sessions._session import ContextOverflow, Proactive, Session
 from think.storage import ConversationBusy, MessageConcurrency, SubmissionConflict
 from think.storage._compactions import Compaction
+from think.tools._tool import Tool, ToolContext, ToolPolicy, tool
+from think.turns._service import (
+    ConversationHandle,
+    StreamCallback,
+    Submission,
+    ThinkService,
+    TurnResult,
+    TurnStream,
+    current_conversation,
+)
 
 __all__ = [
     "AgentNotFoundError",

@@ -37,7 +37,7 @@ from think._settings import ENDPOINTS_FILE, Settings
 from think.exceptions import ConfigurationError, ThinkError, UserError
 
 if TYPE_CHECKING:
-    from think._embedded import EmbeddedPostgres, TemporalDevServer
+    from think.dev._embedded import EmbeddedPostgres, TemporalDevServer
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -177,7 +177,7 @@ async def _migrate(settings: Settings) -> list[str]:
     from sqlalchemy.exc import OperationalError
 
     from think import storage
-    from think._temporal import connect, register_search_attributes
+    from think.workflows._connect import connect, register_search_attributes
 
     try:
         await storage.migrate(settings)
@@ -199,14 +199,15 @@ class _Unreachable(ThinkError):
 
 
 def _cmd_api(args: argparse.Namespace) -> int:
-    settings = _require_services(_settings())
+    _require_services(_settings())
     _configure_logging()
     import uvicorn
 
-    from api.app import create_app
-
+    # By import path: the framework does not import the apps built on it. `create_app()`
+    # reads the same settings from the environment.
     config = uvicorn.Config(
-        create_app(settings),
+        "api.app:create_app",
+        factory=True,
         host=args.host,
         port=args.port,
         # Open SSE streams would otherwise hold a stopping replica forever; clients resume
@@ -221,7 +222,7 @@ def _cmd_api(args: argparse.Namespace) -> int:
 def _cmd_worker(args: argparse.Namespace) -> int:
     settings = _require_services(_settings())
     _configure_logging()
-    from workers.worker import run_worker
+    from think.engine._worker import run_worker
 
     asyncio.run(_until_signalled(run_worker(settings)))
     return 0
@@ -300,8 +301,8 @@ class _Stopping(KeyboardInterrupt):
 
 
 def _cmd_dev(args: argparse.Namespace) -> int:
-    from think._embedded import _free_port
-    from think._registry import AgentRegistry
+    from think.agent._registry import AgentRegistry
+    from think.dev._embedded import _free_port
 
     # The settings never come from a running `think dev`'s endpoints file here: a file left
     # by a run that was killed must not make us mistake its dead services for configured ones.
@@ -328,7 +329,7 @@ def _check_ports(
 ) -> None:
     """Every port `think dev` will bind, checked at once, so a user sees every conflict (and
     the flag that moves each) in one go instead of one per attempt. 0 means "pick a free one"."""
-    from think._embedded import _port_free
+    from think.dev._embedded import _port_free
 
     wanted = [(host, port, "the API", "--port")]
     if settings.temporal_address is None:  # TEMPORAL_ADDRESS: no dev server, no ports of ours
@@ -350,7 +351,7 @@ def _check_ports(
 def _run_dev(
     settings: Settings, home: Path, host: str, port: int, temporal_port: int, ui_port: int
 ) -> int:
-    from think._embedded import start_embedded
+    from think.dev._embedded import start_embedded
 
     started = time.monotonic()
     pg: EmbeddedPostgres | None = None
@@ -491,7 +492,7 @@ def _child_env(settings: Settings) -> dict[str, str]:
 
 
 def _spawn_child(name: str, args: list[str], env: dict[str, str]) -> _Child:
-    from think._embedded import _spawn
+    from think.dev._embedded import _spawn
 
     # Output is inherited: the API's access log and the worker's log appear in this terminal.
     return _Child(name, _spawn([sys.executable, "-m", "think", *args], env=env))

@@ -37,9 +37,9 @@ from typing import Annotated, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from think._overflow import ChatErrorClass
 from think.exceptions import UserError
 from think.models._base import FinishReason, Usage
+from think.models._overflow import ChatErrorClass
 
 log = logging.getLogger("think.events")
 

@@ -3,8 +3,7 @@
 import asyncio
 import logging
 
-from think._settings import Settings
-from workers.worker import run_worker
+from think.server import Settings, run_worker
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO)

@@ -6,10 +6,9 @@ from fastapi import APIRouter
 
 from api.deps import Res
 from api.schemas import AgentOut, AgentsOut, AgentTool
-from think._agent import Think
-from think._settings import Settings
 from think.exceptions import ConfigurationError
 from think.models import resolve_model
+from think.server import Settings, Think
 
 log = logging.getLogger("think.api.agents")
 

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Body, Query, Response
 from api.deps import AgentClass, ConversationId, ExistingConversation, Res, Tenant
 from api.errors import Problem
 from api.schemas import ConversationOut, CreateConversation, MessagesOut
-from think._messages import new_id
+from think.server import new_id
 from think.storage import Conversation
 
 router = APIRouter(tags=["conversations"])

@@ -20,11 +20,10 @@ from api.schemas import (
     TurnOut,
     TurnsOut,
 )
-from think._agent import Think
+from think.server import Think, ToolDecision, ToolResultSubmission
 from think.storage import TERMINAL_STATUSES, TurnRecord, TurnStatus
 from think.storage import delete_turn as delete_turn_of
 from think.storage import delete_turns as delete_turns_of
-from think.workflows._inputs import ToolDecision, ToolResultSubmission
 
 log = logging.getLogger("think.api.turns")
 

@@ -3,10 +3,10 @@ Temporal (no gateway needed), and `--trigger` to run one now."""
 
 from __future__ import annotations
 
-from think._registry import AgentRegistry
 from think._settings import Settings
-from think._temporal import connect
+from think.agent._registry import AgentRegistry
 from think.schedules._operations import list_schedules, trigger
+from think.workflows._connect import connect
 
 
 async def schedules_command(

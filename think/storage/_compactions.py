@@ -101,7 +101,8 @@ async def insert_summary(
     if row is None:
         return None
     # The history's prefix changes here anyway: let the next model step rebuild the frozen
-    # system prompt too, folding in context blocks changed since (think/_context.py).
+    # system prompt too, folding in context blocks changed since
+    # (think/sessions/_context_blocks.py).
     await clear_system_prompt(conn, conversation_uid)
     return Compaction.model_validate(row)
 

@@ -30,7 +30,7 @@ from think.storage._records import (
     TurnRecord,
     TurnRequest,
 )
-from think.streaming._log import append
+from think.storage._stream_log import append
 
 if TYPE_CHECKING:
     from think.storage._store import Store

@@ -1,7 +1,6 @@
 """The stream log (Postgres + NOTIFY), its writer for activities and its listener for readers."""
 
-from think.streaming._listener import ChunkListener
-from think.streaming._log import (
+from think.storage._stream_log import (
     CANCEL_CHANNEL,
     CHANNEL,
     TERMINAL_CHUNKS,
@@ -13,6 +12,7 @@ from think.streaming._log import (
     read,
     step_is_open,
 )
+from think.streaming._listener import ChunkListener
 from think.streaming._writer import ChunkWriter
 
 __all__ = [

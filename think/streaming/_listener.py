@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import psycopg
 
-from think.streaming._log import CHANNEL, STATUS_SUFFIX
+from think.storage._stream_log import CHANNEL, STATUS_SUFFIX
 
 log = logging.getLogger("think.streaming.listener")
 

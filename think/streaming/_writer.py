@@ -14,9 +14,9 @@ import contextlib
 import time
 from typing import Any
 
+from think.storage import _stream_log as _log
 from think.storage._db import Database
-from think.streaming import _log
-from think.streaming._log import Fence
+from think.storage._stream_log import Fence
 
 _CONTENT = frozenset(
     {

@@ -5,7 +5,7 @@ inside activities. Results passed between them are ids and small values: the tra
 the growing assistant message live in Postgres.
 
 The turn is started directly, once it is its conversation's turn to run (the queue is in
-Postgres: `think._dispatch`), and runs its steps as **local activities**: each is a marker in
+Postgres: `think.turns._dispatch`), and runs its steps as **local activities**: each is a marker in
 the history, not a task round trip through the server, so a plain turn is one workflow task
 and 7 history events, a tool turn 9. What that costs, and how it is paid for:
 - a step's worker dies: the workflow task times out (`TASK_TIMEOUT`, 5 s) and another worker
@@ -109,7 +109,7 @@ class TurnWorkflow:
 
     @workflow.run
     async def run(self, inp: TurnInput) -> CommitResult:
-        turn_id = inp.turn_id  # started with ThinkTurnStatus=running (think._dispatch)
+        turn_id = inp.turn_id  # started with ThinkTurnStatus=running (think.turns._dispatch)
         outcome = CommitInput(turn_id=turn_id, status="completed", finish_reason="tool-calls")
         step = 0
         try:

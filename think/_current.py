@@ -1,0 +1,88 @@
+"""The turn an activity serves, bound for its hooks and tools.
+
+A worker interceptor (`BindTurns`) binds every activity whose input names a `turn_id` (model
+step, tool call, commit, `on_chat_response`) to that turn, in a contextvar, for the activity's
+duration. Nothing is read until something asks, so the hot path pays nothing. The turn API
+uses it twice: `current_conversation()` (and `ctx.conversation()`, `self.run_turn(...)` on the
+agent) find their conversation through it, and the deadlock guard refuses a blocking call for
+the conversation whose turn is bound and still running.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
+
+from think.exceptions import UserError
+from think.storage import TurnRecord
+
+if TYPE_CHECKING:
+    from think.turns._service import ConversationHandle, ThinkService
+
+
+BOUND: ContextVar[_Binding | None] = ContextVar("think_bound_turn", default=None)
+
+
+@dataclass
+class _Binding:
+    """The turn an activity serves, and the worker's service, for hooks and tools."""
+
+    service: ThinkService
+    turn_id: str
+    _turn: TurnRecord | None = field(default=None, repr=False)
+
+    async def turn(self, *, fresh: bool = False) -> TurnRecord:
+        if self._turn is None or fresh:
+            found = await self.service.store.get_turn(self.turn_id)
+            if found is None:
+                raise UserError(f"turn {self.turn_id!r} does not exist")
+            self._turn = found
+        return self._turn
+
+
+async def current_conversation() -> ConversationHandle:
+    """The conversation of the turn being served: for hooks and tools on a worker.
+
+    Only `mode="submit"` (`submit_messages`) and `add_messages` may be used on it while the
+    turn runs: a blocking call would wait for a turn that can only start once this one ends,
+    and raises `UserError` instead.
+    """
+    binding = BOUND.get()
+    if binding is None:
+        raise UserError(
+            "current_conversation() works only inside a turn, in a hook or tool on a worker; "
+            "elsewhere use ThinkService.conversation(agent, conversation_id)"
+        )
+    turn = await binding.turn()
+    return binding.service.conversation(turn.agent, turn.conversation_id, tenant=turn.tenant)
+
+
+class BindTurns(Interceptor):
+    """Worker interceptor: every activity of a turn (its input has a `turn_id`) runs with the
+    turn bound, so its hooks and tools reach their conversation and the deadlock guard knows
+    which conversation's turn is running. Costs nothing until something asks."""
+
+    def __init__(self, service: ThinkService) -> None:
+        self.service = service
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        return _BindTurn(next, self.service)
+
+
+class _BindTurn(ActivityInboundInterceptor):
+    def __init__(self, next: ActivityInboundInterceptor, service: ThinkService) -> None:
+        super().__init__(next)
+        self._service = service
+
+    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        turn_id = getattr(input.args[0], "turn_id", None) if input.args else None
+        if not isinstance(turn_id, str):
+            return await super().execute_activity(input)
+        token = BOUND.set(_Binding(self._service, turn_id))
+        try:
+            return await super().execute_activity(input)
+        finally:
+            BOUND.reset(token)

@@ -1,0 +1,147 @@
+"""The turn API on the agent itself: `self.run_turn(...)`, `self.submit_messages(...)` and the
+rest, for an agent's hooks and tools.
+
+The worker makes a fresh agent instance per activity, and the activity runs with its turn
+bound (`think.turns._service.BindTurns`); these methods act on that turn's conversation, exactly as
+`await think.current_conversation()` does. Called outside a turn they raise `UserError`: code
+that is not serving a turn names its conversation through `ThinkService.conversation(...)`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+if TYPE_CHECKING:
+    from think.storage import MessageConcurrency
+    from think.turns._service import (
+        ConversationHandle,
+        MessagesFunction,
+        Submission,
+        TurnInput,
+        TurnResult,
+        TurnStream,
+    )
+
+
+class ConversationMethods:
+    """Mixed into `Think`. Blocking calls (`run_turn` wait or stream, `save_messages`,
+    `continue_last_turn`, `chat`) made while the bound turn runs raise `UserError`: they would
+    wait for a turn that can only start once this one ends. `submit_messages` (it runs after
+    this turn) and `add_messages` (no turn) are what a tool or hook uses then; after the turn
+    (`on_chat_response`) everything works."""
+
+    _config: dict[str, Any] | None = None
+    """The bound conversation's configuration, loaded by the worker with the agent."""
+
+    def get_config(self) -> dict[str, Any]:
+        """The conversation's configuration, as `configure` stored it: `{}` when never
+        configured, and outside a conversation (e.g. when `GET /v1/agents` asks `get_model`).
+        Works in every hook, tool and `get_model`: the worker loads it with the agent."""
+        return copy.deepcopy(self._config) if self._config is not None else {}
+
+    async def configure(self, config: dict[str, Any]) -> None:
+        """Replace the conversation's configuration (a JSON object); `get_config` reads it
+        at once, and every later activity of the conversation."""
+        await (await self.conversation()).configure(config)
+        self._config = copy.deepcopy(config)
+
+    async def rebuild_system_prompt(self) -> None:
+        """Have the next model step build the frozen system prompt again, from the
+        instructions and the context blocks as they are then (see `configure_context`)."""
+        await (await self.conversation()).rebuild_system_prompt()
+
+    async def reconcile_scheduled_tasks(self) -> int:
+        """Re-arm this conversation's scheduled tasks (conversation scope) after the data
+        `get_scheduled_tasks()` reads has changed; returns how many are armed."""
+        return await (await self.conversation()).reconcile_scheduled_tasks()
+
+    async def conversation(self) -> ConversationHandle:
+        """The conversation of the turn this agent instance serves."""
+        from think._current import current_conversation
+
+        return await current_conversation()
+
+    @overload
+    async def run_turn(
+        self,
+        input: TurnInput | MessagesFunction | None = ...,
+        *,
+        mode: Literal["wait"] = ...,
+        **options: Any,
+    ) -> TurnResult: ...
+
+    @overload
+    async def run_turn(
+        self, input: TurnInput | None = ..., *, mode: Literal["submit"], **options: Any
+    ) -> Submission: ...
+
+    @overload
+    async def run_turn(
+        self,
+        input: TurnInput | MessagesFunction | None = ...,
+        *,
+        mode: Literal["stream"],
+        **options: Any,
+    ) -> TurnStream: ...
+
+    async def run_turn(
+        self,
+        input: TurnInput | MessagesFunction | None = None,
+        *,
+        mode: Literal["wait", "submit", "stream"] = "wait",
+        **options: Any,
+    ) -> TurnResult | Submission | TurnStream:
+        """`ConversationHandle.run_turn` on this turn's conversation."""
+        conv = await self.conversation()
+        return await conv.admit_turn(input, mode=mode, **options)
+
+    async def save_messages(
+        self, messages: TurnInput | MessagesFunction, **options: Any
+    ) -> TurnResult:
+        return await (await self.conversation()).save_messages(messages, **options)
+
+    async def submit_messages(
+        self,
+        messages: TurnInput,
+        *,
+        idempotency_key: str | None = None,
+        submission_id: str | None = None,
+        body: dict[str, Any] | None = None,
+        concurrency: MessageConcurrency | None = None,
+    ) -> Submission:
+        return await (await self.conversation()).submit_messages(
+            messages,
+            idempotency_key=idempotency_key,
+            submission_id=submission_id,
+            body=body,
+            concurrency=concurrency,
+        )
+
+    async def continue_last_turn(
+        self, body: dict[str, Any] | None = None, **options: Any
+    ) -> TurnResult:
+        return await (await self.conversation()).continue_last_turn(body, **options)
+
+    async def add_messages(
+        self,
+        messages: TurnInput,
+        *,
+        parent_id: str | None = None,
+        mode: Literal["append", "upsert"] = "append",
+    ) -> Sequence[str]:
+        return await (await self.conversation()).add_messages(
+            messages, parent_id=parent_id, mode=mode
+        )
+
+    async def chat(self, input: TurnInput | MessagesFunction, callback: Any) -> TurnResult:
+        return await (await self.conversation()).chat(input, callback)
+
+    async def cancel_chat(self, turn_id: str, reason: str = "cancelled") -> bool:
+        return await (await self.conversation()).cancel_chat(turn_id, reason)
+
+
+def bind_config(agent: ConversationMethods, config: dict[str, Any]) -> None:
+    """Give a worker's fresh agent its conversation's configuration (`get_config`)."""
+    agent._config = config

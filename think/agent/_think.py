@@ -1,0 +1,232 @@
+"""`Think`, the base class an agent subclasses.
+
+An agent is configuration plus hooks: which model, which system prompt, which tools. The class
+itself holds no conversation state; the worker instantiates it per activity and the turn's
+state lives in Postgres and Temporal, so any worker can run any step of any turn.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from think.agent._conversation_methods import ConversationMethods
+from think.agent._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptions
+from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
+from think.agent._turn_hooks import (
+    ChatErrorContext,
+    ChatResponseResult,
+    StepConfig,
+    StepContext,
+    StepFinishContext,
+    TurnConfig,
+    TurnContext,
+)
+from think.exceptions import UserError
+from think.models import ModelClient
+from think.models._overflow import ChatErrorClass
+from think.models._transcript import interrupted_tool_error
+from think.sessions._context_blocks import ContextBlock, checked_blocks, set_context_tool
+from think.sessions._session import ContextOverflow, Session
+from think.sessions._truncation import check_step
+from think.storage._records import MessageConcurrency
+from think.tools._tool import Tool
+
+if TYPE_CHECKING:
+    # Types only: think.schedules builds on the agent, not the other way round.
+    from think.schedules import ScheduledTask, ScheduledTasksScope
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+class Think(ConversationMethods):
+    """Subclass this, override `get_model`, and you have a durable chat agent.
+
+    `name` is the agent's name in URLs (`/v1/agents/{name}/...`), by default the class name in
+    snake_case. `max_steps` bounds the model calls of one turn (each tool round is one step).
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    max_steps: ClassVar[int] = 10
+    chat_stream_stall_timeout: ClassVar[float | None] = None
+    """Seconds a model stream may go without a chunk (the first one included) before the step
+    is abandoned and retried (through `chat_recovery`). None or 0 (the default: off) never
+    abandons it, since a reasoning model may think for minutes before its first token; set it
+    above the slowest first token you expect (`before_turn` may set it per turn)."""
+    turn_budget_seconds: ClassVar[float | None] = None
+    """Wall-clock budget of one turn, from its start: no new model step begins after it."""
+    turn_budget_tokens: ClassVar[int | None] = None
+    """Model tokens (input + output) one turn may use: no new model step begins after it."""
+    chat_recovery: ClassVar[ChatRecovery] = ChatRecovery()
+    """How often a failed model step is retried before the turn ends as `interrupted`."""
+    send_reasoning: ClassVar[bool] = True
+    """Stream the model's reasoning to clients; False keeps it in storage only."""
+    message_concurrency: ClassVar[MessageConcurrency] = "queue"
+    """What a submission does to the turns it overlaps: "queue" (all run, in order),
+    "latest" (queued ones are skipped), "drop" (refused while a turn runs or waits), "merge"
+    (queued ones are answered by one turn), "debounce" (as merge, after `debounce_seconds`
+    with no new submission), "interrupt" (the running turn is cancelled, its partial kept)
+    or "rollback" (as interrupt, and the new turn branches from where that one started). A
+    submission may override it (`concurrency`); regenerates are never subject to it."""
+    debounce_seconds: ClassVar[float] = 0.75
+    """The quiet period of "debounce"."""
+    truncation_step: ClassVar[int | float | None] = 8
+    """Read-time truncation: older tool outputs over 500 characters and texts over 10,000 are
+    cut for the model (never in storage), the 4 newest messages always whole, the cut-off
+    moving once every this many messages so the cached prefix rarely changes. 1 cuts on every
+    turn; None (or math.inf) never cuts."""
+    hydration_byte_budget: ClassVar[int] = 32 * 1024 * 1024
+    """The bytes of stored messages (`messages.byte_size`) a model step reads, newest first;
+    older messages are left out of the model's context (never out of storage)."""
+    context_overflow: ClassVar[ContextOverflow | None] = None
+    """Recovery from context-window overflow (`ContextOverflow(reactive=True, ...)`): compact
+    and retry a step the provider refused as too long, or compact before a step that nears
+    the window. Needs `configure_session` with `on_compaction` and a `classify_chat_error`."""
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if not cls.__dict__.get("name"):
+            cls.name = _snake(cls.__name__)
+        check_step(cls.truncation_step)
+        stall = cls.chat_stream_stall_timeout
+        if stall is not None and (
+            isinstance(stall, bool) or not isinstance(stall, int | float) or not stall >= 0
+        ):
+            raise UserError(
+                f"{cls.__name__}.chat_stream_stall_timeout={stall!r} must be a number of "
+                "seconds, or None or 0 for no stall watchdog"
+            )
+        budget = cls.hydration_byte_budget
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+            raise UserError(
+                f"{cls.__name__}.hydration_byte_budget={budget!r} must be a positive number "
+                "of bytes"
+            )
+
+    def get_model(self) -> str | ModelClient:
+        """The model id (resolved through the configured OpenAI-compatible endpoint) or a client."""
+        return "gpt-4o-mini"
+
+    def get_system_prompt(self) -> str:
+        return "You are a helpful assistant."
+
+    def get_tools(self) -> Sequence[Tool]:
+        return []
+
+    def configure_context(self) -> Sequence[ContextBlock]:
+        """The blocks of the system prompt after `get_system_prompt()`'s instructions (which,
+        when not overridden, are left out once there are blocks): `ContextBlock`s read from
+        a provider, or memory the model writes with the built-in `set_context` tool. The
+        prompt they make is frozen per conversation: see docs/hooks.md."""
+        return []
+
+    def configure_session(self, session: Session) -> Session:
+        """Configure compaction: `session.on_compaction(fn).compact_after(tokens)` (and
+        `.token_counter(fn)`), returning the session. Called once per agent class in each
+        process, the first time a turn (or `compact()`) needs it."""
+        return session
+
+    def on_chat_recovery(
+        self, ctx: ChatRecoveryContext
+    ) -> ChatRecoveryOptions | Awaitable[ChatRecoveryOptions | None] | None:
+        """Decide how a failed model step recovers (sync or async). `None` means the defaults:
+        retry the step from scratch while `chat_recovery` allows. Runs in the model-step
+        activity, between the failure and the retry."""
+        return None
+
+    # -- scheduled tasks (docs/scheduled-tasks.md) ------------------------------------------
+
+    def get_scheduled_tasks(self) -> Mapping[str, ScheduledTask]:
+        """Recurring prompts and handlers by task id, each armed as a Temporal Schedule when
+        a worker starts (agent scope) or when `reconcile_scheduled_tasks()` runs in a
+        conversation (conversation scope). A declaration the worker cannot arm stops it."""
+        return {}
+
+    def get_scheduled_tasks_scope(self) -> ScheduledTasksScope:
+        """`"agent"`: one set of tasks for the agent, armed at worker start. `"conversation"`:
+        `get_scheduled_tasks()` is evaluated per conversation (with its `get_config()`), each
+        conversation owning its own schedules, armed by `reconcile_scheduled_tasks()`."""
+        return "agent"
+
+    def get_default_timezone(self) -> str | None:
+        """The IANA zone of wall-clock schedules that name none themselves."""
+        return None
+
+    # -- turn hooks (docs/hooks.md) ---------------------------------------------------------
+
+    def before_turn(self, ctx: TurnContext) -> TurnConfig | Awaitable[TurnConfig | None] | None:
+        """Inspect the assembled turn and override parts of it (sync or async). Runs once, in
+        the turn's first model-step activity; what it returns is stored with the turn."""
+        return None
+
+    def before_step(self, ctx: StepContext) -> StepConfig | Awaitable[StepConfig | None] | None:
+        """Override the model, tools, system prompt or messages of one step (sync or async).
+        Runs in that step's activity, again if the step is retried."""
+        return None
+
+    def on_chunk(self, chunk: dict[str, Any]) -> None:
+        """Observe each UI message chunk as it is produced (sync; keep it fast: it runs on the
+        stream's hot path, in the model-step activity)."""
+
+    def on_step_finish(self, ctx: StepFinishContext) -> Awaitable[None] | None:
+        """Observe a finished step with its tool results (sync or async). Runs in the next
+        step's activity, or where the turn ends."""
+        return None
+
+    def on_chat_response(self, result: ChatResponseResult) -> Awaitable[None] | None:
+        """After the turn's message is stored and the conversation is free again (sync or
+        async): it may start another turn. Runs in an activity of its own."""
+        return None
+
+    def classify_chat_error(
+        self, error: BaseException | str, ctx: ChatErrorContext
+    ) -> ChatErrorClass | None:
+        """Sort a failed model request: `"context_overflow"`, `"rate_limit"`, `"transient"`,
+        `"fatal"`, `"unknown"` or None (no opinion, the default). Only `"context_overflow"`
+        acts today: it starts `context_overflow` recovery. Override it, or assign the bundled
+        `classify_chat_error = default_context_overflow_classifier`. Runs in the failing
+        step's activity, when `context_overflow` is set."""
+        return None
+
+    def on_chat_error(
+        self, error: Exception, ctx: ChatErrorContext
+    ) -> Exception | str | Awaitable[Exception | str | None] | None:
+        """Map a turn's failure to what the client sees (`error` chunk, the turn's `error`).
+        `error`'s message is already safe to show; the original exception, when it was not a
+        model's refusal, is its `__cause__`. Return an exception or a string to show instead,
+        or `None` to keep `error`."""
+        return None
+
+    def before_tool_call(
+        self, ctx: ToolCallContext
+    ) -> ToolCallDecision | Awaitable[ToolCallDecision | None] | None:
+        """Allow (optionally with changed input), block or substitute a server tool call
+        (sync or async). Runs in the tool's activity, after the input is validated and, for a
+        tool that needs approval, after a person approved it. `None` runs the call as is."""
+        return None
+
+    def after_tool_call(self, ctx: ToolCallResultContext) -> Awaitable[None] | None:
+        """Observe a server tool call's outcome: executed, blocked, substituted or failed
+        (sync or async). Runs in the tool's activity before the result is recorded; an
+        exception here is logged and never changes the result."""
+        return None
+
+    def repair_interrupted_tool_part(self, part: dict[str, Any]) -> dict[str, Any]:
+        """Settle a tool call that never got a result (its turn was cancelled or crashed) before
+        the transcript goes to the model, which would otherwise reject it. Return the part with
+        a settled `state` (`output-error` with `errorText`, or `output-available` with
+        `output`); the stored message is not changed."""
+        return interrupted_tool_error(part)
+
+    def tools_by_name(self) -> dict[str, Tool]:
+        """The agent's tools, with `set_context` when it declares memory blocks (a tool of
+        its own by that name wins)."""
+        tools = {t.name: t for t in self.get_tools()}
+        memory = set_context_tool(checked_blocks(self.configure_context()))
+        if memory is not None:
+            tools.setdefault(memory.name, memory)
+        return tools

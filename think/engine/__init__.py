@@ -1,0 +1,9 @@
+"""The engine: the activities where a turn's I/O and user code run (model steps, tool calls,
+the end of a turn), as a worker registers them.
+
+Imported by `server` and the worker entry point only.
+"""
+
+from think.engine.activities import SubmissionActivities, TurnActivities
+
+__all__ = ["SubmissionActivities", "TurnActivities"]

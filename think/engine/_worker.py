@@ -1,0 +1,233 @@
+"""Builds and runs one Think worker: the turn workflows and activities on one task queue."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from datetime import UTC, datetime, timedelta
+
+from temporalio.client import Client
+from temporalio.service import RPCError
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from think._current import BindTurns
+from think._settings import Settings
+from think.agent._registry import AgentRegistry
+from think.engine.activities import SubmissionActivities, TurnActivities
+from think.engine.activities._turn_state import end_abandoned
+from think.schedules import (
+    ScheduleActivities,
+    ScheduledOccurrence,
+    reconcile_conversations,
+    reconcile_deployment,
+)
+from think.storage import Store, open_database, unapplied_answers
+from think.streaming import CANCEL_CHANNEL, ChunkListener
+from think.turns._dispatch import DispatchFailed, hand_off, start_turn_workflow
+from think.turns._service import ThinkService
+from think.workflows import WORKFLOWS
+from think.workflows._connect import connect
+from think.workflows._names import APPROVE, SUBMIT_TOOL_RESULT, turn_workflow_id
+
+log = logging.getLogger("think.worker")
+
+# Libraries the workflow sandbox would otherwise re-import for every workflow run
+# (measured: 311 ms instead of 42 ms per run). Workflows never call them.
+PASSTHROUGH = ("sqlalchemy", "psycopg", "httpx", "openai", "pydantic_core", "alembic")
+# The workflow modules themselves must stay sandboxed (reloaded per run, isolating their
+# state), so `think` cannot be passed through as a whole: importing a workflow module runs
+# `think/__init__.py`, which would otherwise re-execute the whole framework in every run
+# (measured: the first workflow task of a turn took 85 ms instead of a few).
+SANDBOXED = ("think.workflows._turn", "think.schedules._workflow")
+
+
+def think_passthrough() -> list[str]:
+    """Every module of `think` except the workflow modules: a package holding one is listed
+    module by module (passing a package through passes all it holds)."""
+    import importlib
+    import pkgutil
+
+    def walk(package: str) -> list[str]:
+        path = importlib.import_module(package).__path__
+        names = []
+        for m in pkgutil.iter_modules(path):
+            name = f"{package}.{m.name}"
+            if name in SANDBOXED:
+                continue
+            if m.ispkg and any(s.startswith(f"{name}.") for s in SANDBOXED):
+                names += walk(name)
+            else:
+                names.append(name)
+        return names
+
+    return walk("think")
+
+
+PRUNE_EVERY = 600.0
+
+
+def workflow_runner() -> SandboxedWorkflowRunner:
+    """The sandbox as workers run it; replay tests use the same one."""
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(
+            *PASSTHROUGH, *think_passthrough()
+        )
+    )
+
+
+def build_worker(
+    client: Client,
+    settings: Settings,
+    activities: TurnActivities,
+    service: ThinkService | None = None,
+) -> Worker:
+    """`service` is what hooks and tools reach through `current_conversation()` (one built
+    from the worker's own store and client when not given)."""
+    service = service or ThinkService(
+        store=activities.store, temporal=client, settings=settings, registry=activities.registry
+    )
+    return Worker(
+        client,
+        task_queue=settings.task_queue,
+        workflows=[*WORKFLOWS, ScheduledOccurrence],
+        activities=[
+            *activities.activities(),
+            *SubmissionActivities(activities.store).activities(),
+            *ScheduleActivities(service).activities(),
+        ],
+        # Every activity of a turn runs with the turn bound: the turn API for hooks and tools,
+        # and its guard against a blocking call that would wait for this very turn.
+        interceptors=[BindTurns(service)],
+        workflow_runner=workflow_runner()
+        if settings.workflow_sandbox
+        else UnsandboxedWorkflowRunner(),
+        # Cancellation reaches an activity through its heartbeat; keep that path short.
+        max_heartbeat_throttle_interval=timedelta(seconds=0.5),
+        default_heartbeat_throttle_interval=timedelta(seconds=0.5),
+        max_concurrent_activities=200,
+        max_concurrent_local_activities=200,
+        # A turn paused for a person whose worker died is picked up by another at once,
+        # instead of waiting 10 s for the dead worker's sticky queue.
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
+        # On SIGTERM (a deploy), let running activities finish rather than cutting a model
+        # stream mid-answer; what does not finish in time is retried on another worker.
+        graceful_shutdown_timeout=timedelta(seconds=10),
+    )
+
+
+async def _prune_forever(store: Store, retention: float) -> None:
+    while True:
+        try:
+            removed = await store.prune_chunks(retention)
+            if removed:
+                log.info("pruned %d stream chunks older than %.0f s", removed, retention)
+        except Exception:
+            log.warning("pruning stream chunks failed", exc_info=True)
+        await asyncio.sleep(PRUNE_EVERY)
+
+
+async def sweep_once(client: Client, store: Store, settings: Settings, older_than: float) -> int:
+    """Start the running turns still `pending` a while after they were accepted: their
+    workflow may never have started (a gateway or worker died between its commit and the
+    start). Starting one that exists changes nothing. Returns how many were sent."""
+    sent = 0
+    for turn in await store.waiting_heads(older_than):
+        try:
+            await start_turn_workflow(client, settings.task_queue, turn)
+            sent += 1
+        except DispatchFailed:
+            log.warning("re-sending turn %s failed", turn.id, exc_info=True)
+    sent += await _close_abandoned(client, store, settings, older_than)
+    async with store.db.connection() as conn:
+        answers = await unapplied_answers(conn, older_than)
+    for row in answers:
+        # The workflow ignores an answer it has already; a lost Signal is sent again.
+        signal = APPROVE if row["kind"] == "approval" else SUBMIT_TOOL_RESULT
+        handle = client.get_workflow_handle(
+            turn_workflow_id(row["agent"], row["conversation_id"], row["turn_id"])
+        )
+        try:
+            await handle.signal(signal, row["answer"])
+            sent += 1
+        except RPCError:
+            log.warning("re-signalling an answer to turn %s failed", row["turn_id"], exc_info=True)
+    return sent
+
+
+ABANDONED_QUERY = (
+    "ExecutionStatus != 'Running' AND ThinkTurnStatus IN "
+    "('running', 'awaiting_approval', 'awaiting_client_tool') AND CloseTime > '{since}'"
+)
+
+
+async def _close_abandoned(
+    client: Client, store: Store, settings: Settings, older_than: float
+) -> int:
+    """End the turns whose workflow closed without ending them (terminated from the Temporal
+    UI, or failed): their last `ThinkTurnStatus` still says they run. The turn behind each
+    then starts. One visibility query per sweep, over the workflows closed lately."""
+    since = datetime.now(UTC) - timedelta(seconds=max(600.0, 20 * older_than))
+    query = ABANDONED_QUERY.format(since=since.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    closed = 0
+    async for found in client.list_workflows(query, limit=200):
+        handle = client.get_workflow_handle(found.id, run_id=found.run_id)
+        try:
+            history = await handle.fetch_history()
+            started = history.events[0].workflow_execution_started_event_attributes
+            turn_id = json.loads(started.input.payloads[0].data)["turn_id"]
+        except (RPCError, IndexError, KeyError, ValueError):
+            log.warning("could not read the turn of workflow %s", found.id, exc_info=True)
+            continue
+        if await end_abandoned(store, turn_id):
+            log.warning("turn %s: its workflow %s closed without ending it", turn_id, found.id)
+            await hand_off(store, client, settings.task_queue, turn_id)
+            closed += 1
+    return closed
+
+
+async def _sweep_forever(client: Client, store: Store, settings: Settings) -> None:
+    every = settings.pending_sweep_seconds
+    while True:
+        await asyncio.sleep(every)
+        try:
+            await sweep_once(client, store, settings, every)
+        except Exception:
+            log.warning("sweeping pending turns failed", exc_info=True)
+
+
+async def run_worker(settings: Settings) -> None:
+    """Run until cancelled."""
+    registry = AgentRegistry.from_paths(settings.agents)
+    client = await connect(settings)
+    # Before anything else: a declaration it cannot arm stops the worker (one line, exit 2).
+    armed = await reconcile_deployment(client, settings.task_queue, registry)
+    log.info("scheduled tasks armed: %d", armed)
+    db = await open_database(settings, max_size=20)
+    store = Store(db)
+    service = ThinkService(store=store, temporal=client, settings=settings, registry=registry)
+    armed = await reconcile_conversations(service)
+    if armed:
+        log.info("scheduled tasks of conversations re-armed: %d", armed)
+    activities = TurnActivities(store, registry, settings)
+    activities.temporal = client
+    activities.cancels = ChunkListener(settings.libpq_url, CANCEL_CHANNEL)
+    await activities.cancels.start()
+    worker = build_worker(client, settings, activities, service)
+    housekeeping = [
+        asyncio.create_task(_prune_forever(store, settings.chunk_retention_seconds)),
+        asyncio.create_task(_sweep_forever(client, store, settings)),
+    ]
+    log.info("worker polling task queue %r", settings.task_queue)
+    try:
+        await worker.run()
+    finally:
+        for task in housekeeping:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await activities.cancels.stop()
+        await service.close()
+        await db.close()

@@ -1,0 +1,6 @@
+"""Temporal activities: where I/O and user code run."""
+
+from think.engine.activities._submissions import SubmissionActivities
+from think.engine.activities._turn import TurnActivities
+
+__all__ = ["SubmissionActivities", "TurnActivities"]

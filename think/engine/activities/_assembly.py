@@ -1,0 +1,323 @@
+"""What one model step runs with: the agent's defaults, `before_turn`'s stored overrides, and
+`before_step`'s, folded into one `StepSetup`.
+
+`before_turn` runs in the first step only; its `TurnConfig` is stored with the turn (as data:
+names and import paths, not objects) and read back by every later step, on whatever worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+from temporalio.exceptions import ApplicationError
+
+from think._messages import UIMessage
+from think._settings import Settings
+from think.agent._think import Think
+from think.agent._turn_hooks import (
+    ChatErrorStage,
+    StepConfig,
+    StepContext,
+    StepResult,
+    ToolCallRecord,
+    TurnConfig,
+    TurnContext,
+    output_type,
+)
+from think.exceptions import (
+    HOOK_FAILED,
+    ModelError,
+    OutputValidationError,
+    UserError,
+)
+from think.models import ModelClient, ToolSpec, resolve_model
+from think.models._transcript import to_chat_messages, tool_name
+from think.sessions._truncation import truncate
+from think.storage import TurnRecord
+from think.tools._tool import Tool
+
+if TYPE_CHECKING:
+    from think.engine.activities._context import PromptSetup
+
+
+class HookFailed(ApplicationError):
+    """A turn hook or an override of the agent's raised: the turn ends with an error (through
+    `on_chat_error`). The model step catches it and ends the turn; one that escapes another
+    activity (a tool call's `get_tools`) is a non-retryable failure, which ends the turn too,
+    rather than a retry that would fail the same way forever."""
+
+    def __init__(self, stage: ChatErrorStage, cause: BaseException) -> None:
+        super().__init__(
+            f"{stage} failed: {type(cause).__name__}: {cause}", type=HOOK_FAILED, non_retryable=True
+        )
+        self.stage: ChatErrorStage = stage
+        self._hook_cause = cause
+        self.__cause__ = cause
+
+    @property
+    def cause(self) -> BaseException:
+        """What the hook raised."""
+        return self._hook_cause
+
+
+class AgentCodeFailed(Exception):
+    """An override of the agent's raised one of the exceptions whose text a client is shown
+    (`UserError`, `ModelError`, ...): wrapped, so that it counts as internal like any other
+    (the original is its `__cause__`, and its text goes to the worker's log only)."""
+
+
+_SHOWN = (ModelError, UserError, OutputValidationError)
+"""What `safe_error` shows a client as it is."""
+
+
+@contextlib.contextmanager
+def agent_code(what: str, stage: ChatErrorStage = "turn") -> Iterator[None]:
+    """Run an override of the agent's (`get_tools`, `get_model`, `get_system_prompt`,
+    `repair_interrupted_tool_part`) or what depends on it (resolving its model): an exception
+    ends the turn in `error` (`HookFailed`) with the generic message, whatever it was, instead
+    of failing the activity, which Temporal would retry forever while every turn queued behind
+    this one waits."""
+    try:
+        yield
+    except HookFailed:
+        raise
+    except Exception as exc:
+        cause: Exception = exc
+        if isinstance(exc, _SHOWN):
+            cause = AgentCodeFailed(f"{what}: {type(exc).__name__}: {exc}")
+            cause.__cause__ = exc
+        raise HookFailed(stage, cause) from cause
+
+
+@dataclass
+class StepSetup:
+    system: str
+    messages: list[dict[str, Any]]
+    """What the model receives, system prompt first."""
+    tools: dict[str, Tool]
+    """The server tools the model may call in this step."""
+    client_specs: list[ToolSpec]
+    model: ModelClient
+    send_reasoning: bool
+    output: type[BaseModel] | dict[str, Any] | None
+    max_steps: int
+    stall_timeout: float | None
+    """`chat_stream_stall_timeout`: None or 0, no stall watchdog."""
+    time_budget: float | None = None
+    """`turn_budget_seconds`: the whole turn's wall-clock budget."""
+    config: dict[str, Any] | None = None
+    """`before_turn`'s overrides, as stored with the turn."""
+    new_config: bool = False
+    """True when this step ran `before_turn`: its result must be stored."""
+    overridden: set[str] = field(default_factory=set)
+
+
+async def maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+def import_tool(path: str) -> Tool:
+    """A module-level `@tool` named by `module:qualname`."""
+    module_name, _, qualname = path.partition(":")
+    target: Any = importlib.import_module(module_name)
+    for attribute in qualname.split("."):
+        target = getattr(target, attribute, None)
+    if not isinstance(target, Tool):
+        raise UserError(
+            f"TurnConfig.tools: {path!r} is not a module-level @tool, which every worker "
+            "must be able to import"
+        )
+    return target
+
+
+def turn_tools(agent: Think, turn: TurnRecord) -> dict[str, Tool]:
+    """Every server tool the turn may call: the agent's, and those `before_turn` added.
+    Raises `HookFailed` when `get_tools` (or `configure_context`) raises or returns what is
+    not a tool."""
+    with agent_code("get_tools"):
+        tools = agent.tools_by_name()
+        for name, value in tools.items():
+            if not isinstance(value, Tool):
+                raise TypeError(f"get_tools returned {value!r} (named {name!r}), not a @tool")
+        for path in (turn.config or {}).get("tools", []):
+            extra = import_tool(path)
+            tools[extra.name] = extra
+    return tools
+
+
+def step_model(spec: str | ModelClient, settings: Settings) -> ModelClient:
+    """The step's model client; raises `HookFailed` when the model cannot be resolved (say
+    a named endpoint whose key is not set, or a `get_model` that returned neither a model id
+    nor a client)."""
+    with agent_code("resolving the model"):
+        return resolve_model(spec, settings)
+
+
+def stored_config(config: TurnConfig) -> dict[str, Any]:
+    data = config.stored()
+    if config.tools:
+        data["tools"] = [f"{t.fn.__module__}:{t.fn.__qualname__}" for t in config.tools]
+    return data
+
+
+def client_specs(turn: TurnRecord, taken: dict[str, Tool]) -> list[ToolSpec]:
+    """The turn's client tools, as the model sees them; a server tool's name wins."""
+    return [
+        ToolSpec(
+            name=str(t["name"]),
+            description=str(t.get("description") or ""),
+            parameters=t.get("input_schema") or {"type": "object", "properties": {}},
+        )
+        for t in turn.request.client_tools
+        if t["name"] not in taken
+    ]
+
+
+def previous_steps(message: dict[str, Any] | None, usage: dict[str, Any]) -> list[StepResult]:
+    """The finished steps of the turn's draft message, with the usage recorded for each."""
+    steps: list[list[dict[str, Any]]] = []
+    for part in (message or {}).get("parts", []):
+        if part.get("type") == "step-start":
+            steps.append([])
+        elif steps:
+            steps[-1].append(part)
+    recorded: list[dict[str, Any]] = usage.get("steps", [])
+    results = []
+    for i, parts in enumerate(steps):
+        facts = recorded[i] if i < len(recorded) else {}
+        results.append(
+            StepResult(
+                step=i,
+                text="".join(p.get("text", "") for p in parts if p.get("type") == "text"),
+                reasoning="".join(p.get("text", "") for p in parts if p.get("type") == "reasoning"),
+                tool_calls=[
+                    ToolCallRecord(
+                        tool_call_id=p["toolCallId"],
+                        tool_name=tool_name(p),
+                        input=p.get("input"),
+                        state=str(p.get("state", "")),
+                        output=p.get("output"),
+                        error=p.get("errorText"),
+                    )
+                    for p in parts
+                    if "toolCallId" in p
+                ],
+                finish_reason=str(facts.get("finish_reason", "stop")),
+                model=str(facts.get("model", "")),
+                input_tokens=int(facts.get("input_tokens", 0)),
+                output_tokens=int(facts.get("output_tokens", 0)),
+            )
+        )
+    return results
+
+
+async def assemble(
+    agent: Think,
+    turn: TurnRecord,
+    transcript: list[UIMessage],
+    draft: dict[str, Any],
+    step: int,
+    settings: Settings,
+    prompt: PromptSetup | None = None,
+) -> StepSetup:
+    """The step's setup. Raises `HookFailed` when `before_turn` or `before_step` raises.
+    `prompt`: the frozen system prompt and its reminders, for an agent with context blocks."""
+    # Context blocks (`think.engine.activities._context`): the frozen prompt, and reminders after
+    # the transcript; read-time truncation of older messages (`think.sessions._truncation`).
+    if prompt is not None:
+        system = prompt.system
+    else:
+        with agent_code("get_system_prompt"):
+            system = agent.get_system_prompt()
+    reminders = prompt.reminders if prompt is not None else []
+    transcript = truncate(transcript, agent.truncation_step)
+    with agent_code("repair_interrupted_tool_part"):
+        history = to_chat_messages("", transcript, agent.repair_interrupted_tool_part)
+    agent_tools = turn_tools(agent, turn)
+    with agent_code("get_model"):
+        model_id: str | ModelClient = agent.get_model()
+        if not isinstance(model_id, str | ModelClient):
+            raise TypeError(f"get_model returned {model_id!r}, neither a model id nor a client")
+    config = turn.config
+    new_config = False
+    if config is None and step == 0 and overrides(agent, "before_turn"):
+        context = TurnContext(
+            agent=agent.name,
+            conversation_id=turn.conversation_id,
+            turn_id=turn.id,
+            system=system,
+            messages=history,
+            tools=[*agent_tools, *(s.name for s in client_specs(turn, agent_tools))],
+            model=model_id if isinstance(model_id, str) else model_id.name,
+            body=turn.request.body,
+            continuation=turn.request.continuation,
+        )
+        try:
+            answer = await maybe_await(agent.before_turn(context))
+        except Exception as exc:
+            raise HookFailed("before_turn", exc) from exc
+        if isinstance(answer, TurnConfig):
+            with agent_code("TurnConfig", stage="before_turn"):
+                config, new_config = stored_config(answer), True
+                for path in config.get("tools", []):
+                    extra = import_tool(path)
+                    agent_tools[extra.name] = extra
+    config = config or {}
+    system = config.get("system", system)
+    history = config.get("messages", history)
+    if "model" in config:
+        model_id = config["model"]
+    active = config.get("active_tools")
+    draft_messages = (
+        to_chat_messages("", [UIMessage.model_construct(**draft)]) if draft.get("parts") else []
+    )
+    messages = [*history, *reminders, *draft_messages]
+    if overrides(agent, "before_step"):
+        context_step = StepContext(
+            agent=agent.name,
+            conversation_id=turn.conversation_id,
+            turn_id=turn.id,
+            step=step,
+            system=system,
+            messages=messages,
+            tools=[n for n in agent_tools if active is None or n in active],
+            model=model_id if isinstance(model_id, str) else model_id.name,
+            previous_steps=previous_steps(draft, turn.usage),
+        )
+        try:
+            step_config = await maybe_await(agent.before_step(context_step))
+        except Exception as exc:
+            raise HookFailed("before_step", exc) from exc
+        if isinstance(step_config, StepConfig):
+            system = step_config.system if step_config.system is not None else system
+            messages = step_config.messages if step_config.messages is not None else messages
+            model_id = step_config.model or model_id
+            active = step_config.active_tools if step_config.active_tools is not None else active
+    tools = {n: t for n, t in agent_tools.items() if active is None or n in active}
+    clients = [s for s in client_specs(turn, agent_tools) if active is None or s.name in active]
+    output = output_type(config["output"]) if "output" in config else None
+    return StepSetup(
+        system=system,
+        messages=([{"role": "system", "content": system}] if system else []) + messages,
+        tools=tools,
+        client_specs=clients,
+        model=step_model(model_id, settings),
+        send_reasoning=config.get("send_reasoning", agent.send_reasoning),
+        output=output,
+        max_steps=config.get("max_steps", agent.max_steps),
+        stall_timeout=config.get("chat_stream_stall_timeout", agent.chat_stream_stall_timeout),
+        time_budget=config.get("turn_budget_seconds", agent.turn_budget_seconds),
+        config=config or None,
+        new_config=new_config,
+    )
+
+
+def overrides(agent: Think, hook: str) -> bool:
+    """Whether the agent's class overrides a hook: a default is skipped, not called."""
+    return getattr(type(agent), hook) is not getattr(Think, hook)

@@ -1,0 +1,150 @@
+"""The events activities emit (`think.events`), built from what an activity has at hand.
+
+Emitted after the transaction that records the fact has committed, never inside it: a handler
+may be slow, and the turn's row lock must not wait for it. Handlers run in the worker process
+that ran the activity, so subscribe where the agents are imported.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any, Literal, ParamSpec
+
+from think import events
+from think.exceptions import ModelError
+from think.models._base import Usage
+from think.models._overflow import classify_model_error
+from think.storage import TurnRecord
+
+Which = Literal["seconds", "tokens"]
+P = ParamSpec("P")
+log = logging.getLogger("think.engine.activities")
+
+
+def _safe(fn: Callable[P, Awaitable[None]]) -> Callable[P, Awaitable[None]]:
+    """Observing a turn must never fail it: a bad event is logged, and the turn goes on."""
+
+    @functools.wraps(fn)
+    async def guarded(*args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            await fn(*args, **kwargs)
+        except Exception:
+            log.warning("could not emit %s", fn.__name__, exc_info=True)
+
+    return guarded
+
+
+def _ids(turn: TurnRecord) -> dict[str, str]:
+    return {"agent": turn.agent, "conversation_id": turn.conversation_id, "turn_id": turn.id}
+
+
+@_safe
+async def request_failed(turn: TurnRecord, step: int, attempt: int, exc: ModelError) -> None:
+    await events.emit(
+        events.ChatRequestFailed(
+            **_ids(turn),
+            step=step,
+            attempt=attempt,
+            error=str(exc),
+            retryable=exc.retryable,
+            classification=classify_model_error(exc),
+        )
+    )
+
+
+@_safe
+async def stalled(turn: TurnRecord, step: int, seconds: float) -> None:
+    await events.emit(events.ChatStreamStalled(**_ids(turn), step=step, timeout=seconds))
+
+
+@_safe
+async def recovery(
+    turn: TurnRecord, step: int, failures: int, budget: int, cause: str, *, exhausted: bool
+) -> None:
+    if exhausted:
+        event: events.ThinkEvent = events.ChatRecoveryExhausted(
+            **_ids(turn), step=step, attempts=failures, cause=cause
+        )
+    else:
+        event = events.ChatRecoveryAttempt(
+            **_ids(turn), step=step, attempt=failures + 1, max_attempts=budget, cause=cause
+        )
+    await events.emit(event)
+
+
+@_safe
+async def budget_exhausted(turn: TurnRecord, which: Which, used: float, limit: float) -> None:
+    await events.emit(events.ChatBudgetExhausted(**_ids(turn), which=which, used=used, limit=limit))
+
+
+@_safe
+async def finished(
+    turn: TurnRecord, status: str, *, finish_reason: str | None = None, reason: str | None = None
+) -> None:
+    """The turn reached `status`; an abort also says why (`chat.turn.cancelled`)."""
+    if status == "aborted":
+        await events.emit(events.ChatTurnCancelled(**_ids(turn), reason=reason))
+    started = turn.started_at or turn.created_at
+    usage = Usage(
+        input_tokens=int(turn.usage.get("input_tokens", 0)),
+        output_tokens=int(turn.usage.get("output_tokens", 0)),
+    )
+    elapsed = datetime.now(UTC) - started
+    fields = {"status": status, "finish_reason": finish_reason, "usage": usage}
+    duration_ms = int(elapsed.total_seconds() * 1000)
+    event = events.ChatTurnFinished.model_validate(
+        {**_ids(turn), **fields, "duration_ms": duration_ms}
+    )
+    await events.emit(event)
+
+
+@_safe
+async def tool_called(
+    turn: TurnRecord,
+    tool_name: str,
+    tool_call_id: str,
+    outcome: Literal["success", "error", "blocked", "substituted", "denied"],
+    duration_ms: float = 0.0,
+    error: str | None = None,
+) -> None:
+    await events.emit(
+        events.ToolCalled(
+            **_ids(turn),
+            tool_name=tool_name,
+            tool_call_id=tool_call_id,
+            outcome=outcome,
+            duration_ms=int(duration_ms),
+            error=error,
+        )
+    )
+
+
+@_safe
+async def approval_requested(turn: TurnRecord, chunk: dict[str, Any], tool_name: str) -> None:
+    await events.emit(
+        events.ToolApprovalRequested(
+            **_ids(turn),
+            approval_id=chunk["approvalId"],
+            tool_name=tool_name,
+            tool_call_id=chunk["toolCallId"],
+        )
+    )
+
+
+@_safe
+async def approval_decided(
+    turn: TurnRecord,
+    approval_id: str,
+    tool_name: str,
+    approved: bool,
+    reason: str | None,
+    by: str,
+) -> None:
+    decision = {"approval_id": approval_id, "approved": approved, "reason": reason, "by": by}
+    event = events.ToolApprovalDecided.model_validate(
+        {**_ids(turn), **decision, "tool_name": tool_name}
+    )
+    await events.emit(event)

@@ -1,0 +1,149 @@
+"""Model events to UI message chunks, keeping the stored message and the stream in lockstep."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from think.streaming import ChunkWriter
+from think.streaming._builder import MessageBuilder
+from think.workflows._inputs import ToolCallRef
+
+log = logging.getLogger("think.engine.activities")
+
+
+class StepStream:
+    """Turns model events into UI message chunks, keeping builder and stream in lockstep."""
+
+    def __init__(
+        self,
+        builder: MessageBuilder,
+        writer: ChunkWriter,
+        step: int,
+        *,
+        send_reasoning: bool = True,
+        on_chunk: Callable[[dict[str, Any]], object] | None = None,
+        answer_tool: str | None = None,
+    ) -> None:
+        self.builder = builder
+        self.writer = writer
+        self.step = step
+        self.send_reasoning = send_reasoning
+        self.on_chunk = on_chunk
+        self._open: tuple[str, str] | None = None  # ("text" | "reasoning", part id)
+        self._count = 0
+        self._calls: dict[str, tuple[str, list[str]]] = {}
+        self.answer_tool = answer_tool
+        """The internal final-answer tool of structured output on a model without a native
+        mode: its call becomes the answer's text and never appears as a tool call."""
+        self._answer: list[str] | None = None
+        self._hidden = ""
+
+    def emit(self, chunk: dict[str, Any]) -> None:
+        self.builder.apply(chunk)
+        if self.send_reasoning or not str(chunk["type"]).startswith("reasoning-"):
+            # Reasoning kept from clients is still stored: the builder saw it.
+            self.writer.emit(chunk)
+        if self.on_chunk is not None:
+            try:
+                self.on_chunk(chunk)
+            except Exception:
+                log.warning("on_chunk failed on a %s chunk", chunk["type"], exc_info=True)
+
+    def _switch(self, kind: str | None) -> str | None:
+        if self._open and self._open[0] != kind:
+            self.emit({"type": f"{self._open[0]}-end", "id": self._open[1]})
+            self._open = None
+        if kind and not self._open:
+            self._count += 1
+            self._open = (kind, f"{kind[0]}{self.step}-{self._count}")
+            self.emit({"type": f"{kind}-start", "id": self._open[1]})
+        return self._open[1] if self._open else None
+
+    def text(self, delta: str) -> None:
+        self.emit({"type": "text-delta", "id": self._switch("text"), "delta": delta})
+
+    def reasoning(self, delta: str) -> None:
+        self.emit({"type": "reasoning-delta", "id": self._switch("reasoning"), "delta": delta})
+
+    def tool_start(self, tool_call_id: str, tool_name: str) -> None:
+        self._switch(None)
+        if tool_name == self.answer_tool and self._answer is None:
+            self._answer = []
+            self._hidden = tool_call_id
+            return
+        self._calls[tool_call_id] = (tool_name, [])
+        self.emit({"type": "tool-input-start", "toolCallId": tool_call_id, "toolName": tool_name})
+
+    def tool_delta(self, tool_call_id: str, delta: str) -> None:
+        if self._answer is not None and tool_call_id == self._hidden:
+            self._answer.append(delta)
+            return
+        self._calls[tool_call_id][1].append(delta)
+        self.emit({"type": "tool-input-delta", "toolCallId": tool_call_id, "inputTextDelta": delta})
+
+    @property
+    def has_output(self) -> bool:
+        """Whether this step produced anything beyond its `step-start`."""
+        return self._count > 0 or bool(self._calls)
+
+    @property
+    def partial_text(self) -> str:
+        parts = self.builder.parts
+        starts = [i for i, p in enumerate(parts) if p.get("type") == "step-start"]
+        tail = parts[starts[-1] + 1 :] if starts else parts
+        return "".join(p.get("text", "") for p in tail if p.get("type") == "text")
+
+    def interrupt(self) -> list[dict[str, Any]]:
+        """Close what is open (a text or reasoning part) and hand back the chunks that do so,
+        applied to the message but not yet written, for the caller's final transaction."""
+        if not self._open:
+            return []
+        chunk = {"type": f"{self._open[0]}-end", "id": self._open[1]}
+        self.builder.apply(chunk)
+        self._open = None
+        return [chunk] if self.send_reasoning or chunk["type"] == "text-end" else []
+
+    @property
+    def called_tools(self) -> bool:
+        return bool(self._calls)
+
+    def close(self) -> list[ToolCallRef]:
+        """Settle the step's tool inputs; the caller ends the step with `finish_step`, after
+        it has planned the calls (approval requests belong inside the step)."""
+        if self._answer is not None:
+            # The final answer: streamed as the text it is, at once.
+            self.text("".join(self._answer) or "{}")
+        self._switch(None)
+        refs: list[ToolCallRef] = []
+        for call_id, (name, fragments) in self._calls.items():
+            raw = "".join(fragments)
+            try:
+                value: Any = json.loads(raw) if raw.strip() else {}
+            except json.JSONDecodeError as exc:
+                # Settled as an error right here; the model reads it and can try again.
+                self.emit(
+                    {
+                        "type": "tool-input-error",
+                        "toolCallId": call_id,
+                        "toolName": name,
+                        "input": raw,
+                        "errorText": f"the arguments are not valid JSON: {exc}",
+                    }
+                )
+                continue
+            self.emit(
+                {
+                    "type": "tool-input-available",
+                    "toolCallId": call_id,
+                    "toolName": name,
+                    "input": value,
+                }
+            )
+            refs.append(ToolCallRef(tool_call_id=call_id, tool_name=name))
+        return refs
+
+    def finish_step(self) -> None:
+        self.emit({"type": "finish-step"})

@@ -1,0 +1,302 @@
+"""The tool-call activity: run a server tool, or record a decision or a client's result.
+
+One activity per call, whatever its kind, so every outcome reaches the stream and the stored
+message the same way: under the turn's row lock, skipped when a previous attempt recorded it.
+A tool's own failures are retried here, inside the attempt, as its policy says; Temporal's
+retries are left for what interrupts an attempt (a crash, an outage).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from typing import Any, Literal
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from think._settings import Settings
+from think.agent._conversation_methods import bind_config
+from think.agent._registry import AgentRegistry
+from think.agent._think import Think
+from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
+from think.engine.activities import _observe as observe
+from think.engine.activities._assembly import turn_tools
+from think.engine.activities._heartbeat import heartbeating
+from think.engine.activities._tool_plan import client_tool_names, paused_status
+from think.exceptions import NON_RETRYABLE_USER_ERROR, ToolError, UserError
+from think.storage import PathCache, Store, TurnRecord, first_answer
+from think.streaming import append
+from think.streaming._builder import MessageBuilder
+from think.tools._tool import Tool, ToolContext, tool_output_json
+from think.workflows._inputs import (
+    ToolCallInput,
+    ToolCallResult,
+    ToolDecision,
+    ToolResultSubmission,
+)
+from think.workflows._names import TOOL_CALL_ACTIVITY
+
+log = logging.getLogger("think.engine.activities")
+
+
+class ToolCalls:
+    """Holds what activities share in one worker: the store, the agents, the settings."""
+
+    def __init__(self, store: Store, registry: AgentRegistry, settings: Settings) -> None:
+        self.store = store
+        self.registry = registry
+        self.settings = settings
+        self.paths = PathCache()
+        """The paths this worker's model steps read, kept for their next steps."""
+
+    def _agent(self, name: str) -> Think:
+        try:
+            return self.registry.get(name)()
+        except UserError as exc:
+            raise ApplicationError(
+                str(exc), type=NON_RETRYABLE_USER_ERROR, non_retryable=True
+            ) from exc
+
+    def _bound_agent(self, turn: TurnRecord) -> Think:
+        """A fresh agent for the turn, with its conversation's configuration (`get_config`),
+        which the turn's own read brought along."""
+        agent = self._agent(turn.agent)
+        bind_config(agent, turn.conversation_config)
+        return agent
+
+    @activity.defn(name=TOOL_CALL_ACTIVITY)
+    async def tool_call(self, inp: ToolCallInput) -> ToolCallResult:
+        turn = await self.store.get_turn(inp.turn_id)
+        if turn is None:
+            raise ApplicationError(f"turn {inp.turn_id!r} does not exist", non_retryable=True)
+        part = MessageBuilder(turn.message).tool_part(inp.tool_call_id)
+        if part is None:
+            raise ApplicationError(f"no tool call {inp.tool_call_id!r}", non_retryable=True)
+        if _settled(part) or turn.terminal:
+            return ToolCallResult(ok=part.get("state") == "output-available")
+        agent = self._bound_agent(turn)
+        if inp.client_result is not None:
+            result = await self._standing_result(turn.id, inp.client_result)
+            chunk: dict[str, Any] = (
+                {
+                    "type": "tool-output-error",
+                    "toolCallId": inp.tool_call_id,
+                    "errorText": result.error,
+                }
+                if result.error is not None
+                else {
+                    "type": "tool-output-available",
+                    "toolCallId": inp.tool_call_id,
+                    "output": result.output,
+                }
+            )
+            return await self._record(agent, turn.id, inp.tool_call_id, [chunk])
+        if inp.decision is not None:
+            decision = await self._standing_decision(turn.id, inp.decision)
+            await self._decide(agent, turn.id, inp.tool_call_id, decision)
+            await observe.approval_decided(
+                turn,
+                decision.approval_id,
+                inp.tool_name,
+                decision.approved,
+                decision.reason,
+                decision.by,
+            )
+            if not decision.approved:
+                await observe.tool_called(turn, inp.tool_name, inp.tool_call_id, "denied")
+                return ToolCallResult(ok=False)
+        elif part.get("approval"):
+            # Never run an approval-gated call without a decision.
+            raise ApplicationError(
+                f"tool call {inp.tool_call_id!r} waits for approval", non_retryable=True
+            )
+        context = ToolContext(
+            agent=turn.agent,
+            conversation_id=turn.conversation_id,
+            turn_id=turn.id,
+            tool_call_id=inp.tool_call_id,
+            tool_name=inp.tool_name,
+            attempt=activity.info().attempt,
+            config=agent.get_config(),
+        )
+        tool = turn_tools(agent, turn).get(inp.tool_name)
+        chunk, ran = await self._run(agent, tool, context, part.get("input"))
+        recorded = await self._record(agent, turn.id, inp.tool_call_id, [chunk])
+        outcome = _OUTCOMES[ran.outcome]
+        await observe.tool_called(
+            turn, inp.tool_name, inp.tool_call_id, outcome, ran.duration_ms, ran.error
+        )
+        return recorded
+
+    async def _standing_decision(self, turn_id: str, decision: ToolDecision) -> ToolDecision:
+        """The decision recorded first for the request (`think.storage._answers`)."""
+        async with self.store.db.transaction() as conn:
+            answer = await first_answer(
+                conn, turn_id, "approval", decision.approval_id, decision.model_dump(mode="json")
+            )
+        return ToolDecision.model_validate(answer)
+
+    async def _standing_result(
+        self, turn_id: str, result: ToolResultSubmission
+    ) -> ToolResultSubmission:
+        async with self.store.db.transaction() as conn:
+            answer = await first_answer(
+                conn, turn_id, "tool-result", result.tool_call_id, result.model_dump(mode="json")
+            )
+        return ToolResultSubmission.model_validate(answer)
+
+    async def _decide(
+        self, agent: Think, turn_id: str, tool_call_id: str, decision: ToolDecision
+    ) -> None:
+        """Record a person's decision (a denial settles the call)."""
+        response: dict[str, Any] = {
+            "type": "tool-approval-response",
+            "approvalId": decision.approval_id,
+            "approved": decision.approved,
+        }
+        if decision.reason:
+            response["reason"] = decision.reason
+        chunks = [response]
+        if not decision.approved:
+            chunks.append({"type": "tool-output-denied", "toolCallId": tool_call_id})
+        log.info(
+            "turn %s: tool call %s %s by %s",
+            turn_id,
+            tool_call_id,
+            "approved" if decision.approved else "denied",
+            decision.by,
+        )
+        await self._record(agent, turn_id, tool_call_id, chunks)
+
+    async def _record(
+        self, agent: Think, turn_id: str, tool_call_id: str, chunks: list[dict[str, Any]]
+    ) -> ToolCallResult:
+        async with self.store.db.transaction() as conn:
+            turn = await self.store.lock_turn(conn, turn_id)
+            builder = MessageBuilder(turn.message)
+            part = builder.tool_part(tool_call_id) or {}
+            if turn.terminal or _settled(part):
+                # Cancelled meanwhile, or an earlier attempt recorded it: that outcome stands.
+                return ToolCallResult(ok=part.get("state") == "output-available")
+            if chunks[0]["type"] == "tool-approval-response" and "approved" in part.get(
+                "approval", {}
+            ):
+                chunks = chunks[1:]  # the decision is recorded already
+            for chunk in chunks:
+                builder.apply(chunk)
+            status = _status(turn, builder.message, agent)
+            await append(conn, turn_id, chunks, message=builder.message, status=status)
+        settled = builder.tool_part(tool_call_id) or {}
+        return ToolCallResult(ok=settled.get("state") == "output-available")
+
+    async def _run(
+        self, agent: Think, tool: Tool | None, context: ToolContext, raw_input: Any
+    ) -> tuple[dict[str, Any], ToolCallResultContext]:
+        """Run a server tool through the hooks and its retry policy, into an output chunk."""
+        tool_name, tool_call_id = context.tool_name, context.tool_call_id
+        started = time.perf_counter()
+        call = ToolCallContext(
+            agent=context.agent,
+            conversation_id=context.conversation_id,
+            turn_id=context.turn_id,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            input=raw_input if isinstance(raw_input, dict) else {},
+            attempt=context.attempt,
+        )
+        outcome: Literal["executed", "blocked", "substituted", "failed"] = "executed"
+        output: Any = None
+        error: str | None = None
+        try:
+            if tool is None:
+                raise ToolError(f"there is no tool named {tool_name!r}")
+            if not isinstance(raw_input, dict):
+                raise ToolError(f"the input of {tool_name!r} must be a JSON object")
+            arguments = tool.validate(raw_input)
+            decision = await _maybe_await(agent.before_tool_call(call))
+            if isinstance(decision, ToolCallDecision) and decision.action == "block":
+                outcome, output = "blocked", decision.reason
+            elif isinstance(decision, ToolCallDecision) and decision.action == "substitute":
+                outcome, output = "substituted", tool_output_json(decision.output)
+            else:
+                if isinstance(decision, ToolCallDecision) and decision.input is not None:
+                    arguments = tool.validate(decision.input)
+                output = await _with_policy(tool, context, arguments)
+        except ToolError as exc:
+            outcome, error = "failed", str(exc)
+        except Exception as exc:
+            log.warning("tool %s failed", tool_name, exc_info=True)
+            outcome, error = "failed", f"{type(exc).__name__}: {exc}"
+        result = ToolCallResultContext(
+            **call.model_dump(),
+            outcome=outcome,
+            success=error is None,
+            output=output,
+            error=error,
+            duration_ms=(time.perf_counter() - started) * 1000,
+        )
+        try:
+            await _maybe_await(agent.after_tool_call(result))
+        except Exception:
+            log.warning("after_tool_call of %s failed", tool_name, exc_info=True)
+        if error is not None:
+            chunk = {"type": "tool-output-error", "toolCallId": tool_call_id, "errorText": error}
+        else:
+            chunk = {"type": "tool-output-available", "toolCallId": tool_call_id, "output": output}
+        return chunk, result
+
+
+async def _with_policy(tool: Tool, context: ToolContext, arguments: dict[str, Any]) -> Any:
+    """Run the tool with its timeout, retrying its failures (never a `ToolError`) with backoff."""
+    policy = tool.policy
+    delay = policy.retry_initial_seconds
+    async with heartbeating():
+        for attempt in range(1, policy.max_attempts + 1):
+            try:
+                async with asyncio.timeout(policy.timeout_seconds):
+                    return tool_output_json(await tool(context, **arguments))
+            except ToolError:
+                raise
+            except Exception as exc:
+                if isinstance(exc, TimeoutError):
+                    exc = ToolError(
+                        f"tool {tool.name!r} did not finish within {policy.timeout_seconds:g} s"
+                    )
+                if attempt >= policy.max_attempts:
+                    raise exc from None
+                log.warning(
+                    "tool %s attempt %d of %d failed (%s); retrying in %.1f s",
+                    tool.name,
+                    attempt,
+                    policy.max_attempts,
+                    exc,
+                    delay,
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * policy.retry_backoff, policy.retry_max_seconds)
+    raise AssertionError("unreachable")
+
+
+_OUTCOMES: dict[str, Literal["success", "error", "blocked", "substituted"]] = {
+    "executed": "success",
+    "failed": "error",
+    "blocked": "blocked",
+    "substituted": "substituted",
+}
+
+
+def _settled(part: dict[str, Any]) -> bool:
+    return str(part.get("state", "")).startswith("output-")
+
+
+def _status(turn: TurnRecord, message: dict[str, Any], agent: Think) -> str:
+    if turn.status not in ("running", "awaiting_approval", "awaiting_client_tool"):
+        return turn.status
+    return paused_status(message, client_tool_names(turn), turn_tools(agent, turn))
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value

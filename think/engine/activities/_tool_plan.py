@@ -1,0 +1,161 @@
+"""What happens to each tool call of a step: run it, ask a person first, or wait for the client.
+
+Decided in the model-step activity, where the agent's code may run (an approval policy is a
+user function), and handed to the workflow as plain `ToolCallRef`s. A step that is answered
+again from its record (`recorded_calls`) re-derives the same plan from the stored message, so
+a retried activity never asks twice.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from think._messages import new_id
+from think.agent._think import Think
+from think.storage import TurnRecord
+from think.streaming._builder import MessageBuilder
+from think.tools._tool import Tool, ToolContext, ToolPolicy
+from think.workflows._inputs import ToolCallRef, ToolRun
+
+log = logging.getLogger("think.engine.activities")
+
+HEARTBEAT_SECONDS = 30.0
+"""Heartbeat timeout of a tool that sets none; the framework beats every second for it."""
+SLACK_SECONDS = 30.0
+PREVIEW_CHARS = 120
+
+
+def client_tool_names(turn: TurnRecord) -> set[str]:
+    return {str(t["name"]) for t in turn.request.client_tools}
+
+
+def tool_run(policy: ToolPolicy | None) -> ToolRun:
+    """The activity's timeouts: every attempt of the tool and every backoff between them fit
+    in its start-to-close, so Temporal only ever retries what a crash or outage interrupted."""
+    if policy is None:
+        return ToolRun()
+    total, delay = 0.0, policy.retry_initial_seconds
+    for attempt in range(policy.max_attempts):
+        total += policy.timeout_seconds
+        if attempt + 1 < policy.max_attempts:
+            total += delay
+            delay = min(delay * policy.retry_backoff, policy.retry_max_seconds)
+    return ToolRun(
+        timeout_seconds=total + SLACK_SECONDS,
+        heartbeat_seconds=policy.heartbeat_seconds or HEARTBEAT_SECONDS,
+        approval_timeout_seconds=policy.approval_timeout_seconds,
+        local=policy.heartbeat_seconds is None,
+    )
+
+
+def preview(name: str, value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) > PREVIEW_CHARS:
+        text = text[: PREVIEW_CHARS - 1] + "…"
+    return f"{name} {text}"
+
+
+async def plan_calls(
+    agent: Think,
+    turn: TurnRecord,
+    calls: list[ToolCallRef],
+    builder: MessageBuilder,
+    tools: dict[str, Tool],
+) -> tuple[list[ToolCallRef], list[dict[str, Any]]]:
+    """Classify a fresh step's calls, with the `tool-approval-request` chunks to stream for
+    those that wait for a person."""
+    clients = client_tool_names(turn)
+    planned: list[ToolCallRef] = []
+    chunks: list[dict[str, Any]] = []
+    for call in calls:
+        part = builder.tool_part(call.tool_call_id) or {}
+        arguments = part.get("input")
+        shown = preview(call.tool_name, arguments)
+        tool = tools.get(call.tool_name)
+        if call.tool_name in clients and tool is None:
+            planned.append(call.model_copy(update={"kind": "client", "preview": shown}))
+            continue
+        run = tool_run(tool.policy if tool else None)
+        if tool is not None and await _needs_approval(agent, turn, tool, call, arguments):
+            approval_id = new_id("approval")
+            chunk = {
+                "type": "tool-approval-request",
+                "approvalId": approval_id,
+                "toolCallId": call.tool_call_id,
+            }
+            chunks.append(chunk)
+            update = {"kind": "approval", "approval_id": approval_id}
+            planned.append(call.model_copy(update={**update, "preview": shown, "run": run}))
+            continue
+        planned.append(call.model_copy(update={"preview": shown, "run": run}))
+    return planned, chunks
+
+
+async def _needs_approval(
+    agent: Think, turn: TurnRecord, tool: Tool, call: ToolCallRef, arguments: Any
+) -> bool:
+    if not tool.policy.needs_approval:
+        return False
+    if not isinstance(arguments, dict):
+        return False  # the call fails validation and never runs: nothing to approve
+    try:
+        validated = tool.validate(arguments)
+    except Exception:
+        return False  # likewise: the model gets the validation error instead
+    context = ToolContext(
+        agent=agent.name,
+        conversation_id=turn.conversation_id,
+        turn_id=turn.id,
+        tool_call_id=call.tool_call_id,
+        tool_name=call.tool_name,
+        config=agent.get_config(),
+    )
+    try:
+        return await tool.approval_required(validated, context)
+    except Exception:
+        # A policy that crashes must not let the tool through unasked.
+        log.warning("approval policy of tool %s failed; asking a person", tool.name, exc_info=True)
+        return True
+
+
+def recorded_calls(
+    turn: TurnRecord, parts: list[dict[str, Any]], tools: dict[str, Tool]
+) -> list[ToolCallRef]:
+    """The plan of a step that is already recorded, from its stored parts: calls without a
+    settled result, with the approval ids the step announced."""
+    clients = client_tool_names(turn)
+    planned: list[ToolCallRef] = []
+    for part in parts:
+        kind = str(part.get("type", ""))
+        if not kind.startswith("tool-") or str(part.get("state", "")).startswith("output-"):
+            continue
+        name = kind[len("tool-") :]
+        tool = tools.get(name)
+        call = ToolCallRef(
+            tool_call_id=part["toolCallId"],
+            tool_name=name,
+            preview=preview(name, part.get("input")),
+            run=tool_run(tool.policy if tool else None),
+        )
+        approval = part.get("approval") or {}
+        if approval.get("id"):
+            call = call.model_copy(update={"kind": "approval", "approval_id": approval["id"]})
+        elif name in clients and tool is None:
+            call = call.model_copy(update={"kind": "client"})
+        planned.append(call)
+    return planned
+
+
+def paused_status(message: dict[str, Any], clients: set[str], tools: dict[str, Tool]) -> str:
+    """The turn's status as its message says: waiting for a person, for the client, or not."""
+    waiting_client = False
+    for part in message.get("parts", []):
+        state = part.get("state")
+        if state == "approval-requested":
+            return "awaiting_approval"
+        name = str(part.get("type", ""))[len("tool-") :]
+        if state == "input-available" and name in clients and name not in tools:
+            waiting_client = True
+    return "awaiting_client_tool" if waiting_client else "running"

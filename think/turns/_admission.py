@@ -1,0 +1,212 @@
+"""Turn admission, waiting, following and cancelling: one implementation for the gateway
+(`api/`) and the Python turn API (`think.ThinkService`), so both behave the same.
+
+Admission is two steps: one Postgres transaction under the conversation's row lock (which
+decides idempotency, the queue's order and what the submission's `message_concurrency` does to
+the turns already there, and outlives Temporal's retention), then, if the turn is the one to
+run now, a plain start of its workflow (`think.turns._dispatch.hand_off`). A turn that waits is
+started by whoever ends the turn ahead of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+from collections.abc import AsyncGenerator, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast, get_args
+
+from temporalio.client import Client
+from temporalio.service import RPCError
+
+from think.agent._think import Think
+from think.exceptions import UserError
+from think.storage import (
+    PAUSED_STATUSES,
+    TERMINAL_STATUSES,
+    Admission,
+    MessageConcurrency,
+    Store,
+    TurnRecord,
+    TurnRequest,
+)
+from think.streaming import CANCEL_CHANNEL, TERMINAL_CHUNKS, ChunkListener, append, read
+from think.turns._dispatch import hand_off, start_turn_workflow
+from think.workflows._names import turn_workflow_id
+
+log = logging.getLogger("think.admission")
+
+# A duplicate submission re-sends the update only when the first one may have been lost
+# (the sender died between the Postgres commit and Temporal); before that, it is surely
+# still in flight and a re-send would only add load.
+RESEND_AFTER = timedelta(seconds=1)
+RECHECK_EVERY = 5.0
+MODES: tuple[str, ...] = get_args(MessageConcurrency)
+
+
+def request_hash(fingerprint: dict[str, Any]) -> str:
+    """What an idempotent retry must repeat exactly, hashed."""
+    canonical = json.dumps(fingerprint, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def resolve_concurrency(
+    agent: type[Think], override: str | None
+) -> tuple[MessageConcurrency, float | None]:
+    """The submission's mode (the request's override, else the agent's) and, for
+    "debounce", its quiet period."""
+    mode = override or agent.message_concurrency
+    if mode not in MODES:
+        raise UserError(f"message_concurrency {mode!r} is not one of {', '.join(MODES)}")
+    debounce = float(agent.debounce_seconds) if mode == "debounce" else None
+    return cast(MessageConcurrency, mode), debounce
+
+
+async def admit(
+    store: Store,
+    temporal: Client,
+    task_queue: str,
+    *,
+    tenant: str,
+    agent: str,
+    conversation_id: str,
+    request: TurnRequest,
+    request_hash: str,
+    idempotency_key: str | None = None,
+    submission_id: str | None = None,
+) -> Admission:
+    """Record the submission, then start it if it is the conversation's turn to run.
+
+    A repeat of a known key or submission id answers the existing record; it is re-sent to
+    Temporal only when it is still `pending` a while after it was accepted (the one gap in
+    admission: a sender that died between the Postgres commit and the Temporal call). Raises
+    `DispatchFailed` when Temporal cannot be reached: the turn is recorded, and a retry with
+    the same key sends it again. An "interrupt" or "rollback" submission cancels the running
+    turn once it is recorded.
+    """
+    admission = await store.admit_turn(
+        tenant=tenant,
+        agent=agent,
+        conversation_id=conversation_id,
+        request=request,
+        request_hash=request_hash,
+        idempotency_key=idempotency_key,
+        submission_id=submission_id,
+    )
+    turn = admission.turn
+    if admission.interrupt is not None:
+        running = await store.get_turn(admission.interrupt)
+        if running is not None:
+            what = "rolled back" if turn.request.concurrency == "rollback" else "interrupted"
+            await cancel_turn(store, temporal, task_queue, running, f"{what} by turn {turn.id}")
+    age = datetime.now(UTC) - turn.created_at
+    if admission.runs_now:
+        await start_turn_workflow(temporal, task_queue, turn)
+    elif not admission.accepted and turn.status == "pending" and age > RESEND_AFTER:
+        await hand_off(store, temporal, task_queue, turn.id)
+    return admission
+
+
+def settled(turn: TurnRecord) -> bool:
+    """Terminal, or paused for a person or a client: what a waiting caller returns on."""
+    return turn.status in TERMINAL_STATUSES or turn.status in PAUSED_STATUSES
+
+
+async def wait_for_turn(
+    store: Store,
+    listener: ChunkListener,
+    turn_id: str,
+    wait_timeout: float | None,
+    until: Callable[[TurnRecord], bool] = settled,
+) -> TurnRecord:
+    """The turn once `until` holds (by default: terminal or paused for a person), or as it
+    stands after `wait_timeout` seconds (None: no limit)."""
+    loop = asyncio.get_running_loop()
+    deadline = None if wait_timeout is None else loop.time() + wait_timeout
+    # The default waits for a status (terminal or paused), announced on its own; any other
+    # condition may hang on the message, which changes with the turn's chunks.
+    with listener.subscribe(turn_id, status_only=until is settled) as event:
+        while True:
+            event.clear()
+            current = await store.get_turn(turn_id)
+            if current is None:
+                raise UserError(f"turn {turn_id!r} does not exist")
+            if until(current):
+                return current
+            left = RECHECK_EVERY if deadline is None else deadline - loop.time()
+            if left <= 0:
+                return current
+            # Wake on chunks; re-check at least every few seconds in case a NOTIFY was
+            # missed while the listener reconnected.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), timeout=min(left, RECHECK_EVERY))
+
+
+async def follow(
+    store: Store, listener: ChunkListener, turn_id: str, after: int = -1
+) -> AsyncGenerator[tuple[int, dict[str, Any]], None]:
+    """The turn's chunks after sequence number `after`, then its live ones, until the last
+    (`finish`, `error` or `abort`), or until the turn has ended and its chunks were pruned."""
+    db = store.db
+    with listener.subscribe(turn_id) as event:
+        while True:
+            event.clear()
+            async with db.connection() as conn:
+                rows = await read(conn, turn_id, after)
+            for seq, chunk in rows:
+                yield seq, chunk
+                after = seq
+                if chunk.get("type") in TERMINAL_CHUNKS:
+                    return
+            if rows:
+                continue
+            turn = await store.get_turn(turn_id)
+            if turn is None or turn.status in TERMINAL_STATUSES:
+                # The status and the last chunks commit together, but may have landed between
+                # our two reads: look once more before concluding they were pruned.
+                async with db.connection() as conn:
+                    if await read(conn, turn_id, after, limit=1):
+                        continue
+                return
+            # Re-check now and then even without a NOTIFY (one may be lost in a reconnect).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), timeout=RECHECK_EVERY)
+
+
+async def cancel_turn(
+    store: Store, temporal: Client, task_queue: str, turn: TurnRecord, reason: str
+) -> bool:
+    """Cancel a turn; False when it had already ended (nothing changes then).
+
+    A turn that has not started is aborted right here, before it ever calls the model or
+    appends its user message, and the turn behind it (if this one was running) is started. A
+    running one is told through Postgres (`NOTIFY think_cancel`), which reaches the model
+    step streaming it at once; the step stores the partial answer and ends the stream with
+    `abort`. Its workflow is cancelled too, for a turn paused between steps.
+    """
+    if turn.status in TERMINAL_STATUSES:
+        return False
+    async with store.db.transaction() as conn:
+        aborted = await store.abort_if_pending(conn, turn, reason)
+        if aborted:
+            await append(conn, turn.id, [{"type": "abort", "reason": reason}])
+        else:
+            await store.note_cancel(conn, turn.id, reason)
+            await conn.execute(
+                "SELECT pg_notify(%(channel)s, %(turn)s)",
+                {"channel": CANCEL_CHANNEL, "turn": turn.id},
+            )
+    if aborted:
+        await hand_off(store, temporal, task_queue, turn.id)
+    handle = temporal.get_workflow_handle(
+        turn_workflow_id(turn.agent, turn.conversation_id, turn.id)
+    )
+    try:
+        await handle.cancel()
+    except RPCError as exc:
+        # Never started (it was waiting), or finished between our read and the cancel.
+        log.debug("cancel of turn %s: %s", turn.id, exc)
+    return True
