@@ -22,21 +22,24 @@ from think.agent._think import Think
 from think.agent._turn_hooks import ChatErrorContext
 from think.engine.activities._assembly import HookFailed, maybe_await, overrides
 from think.engine.activities._heartbeat import heartbeating
+from think.engine.activities._resources import ActivityResources
 from think.engine.activities._step_stream import StepStream
-from think.engine.activities._tool_call import ToolCalls
-from think.exceptions import MODEL_RETRY, STALE_ATTEMPT, ModelError
+from think.exceptions import MODEL_RETRY, ModelError
 from think.sessions._session import session_for
 from think.storage import TurnRecord
 from think.storage._compactions import turn_compactions
-from think.streaming import Fence, StaleAttempt, append
+from think.streaming import Fence, append
 from think.workflows._inputs import TurnInput
 from think.workflows._names import COMPACT_ACTIVITY
 
 log = logging.getLogger("think.compaction")
 
 
-class Compactions(ToolCalls):
-    """The compaction activity, and the overflow steps `model_step` calls."""
+class Compactions:
+    """The compaction activity, and the overflow steps a model step calls."""
+
+    def __init__(self, res: ActivityResources) -> None:
+        self.res = res
 
     @activity.defn(name=COMPACT_ACTIVITY)
     async def compact_context(self, inp: TurnInput) -> None:
@@ -44,19 +47,19 @@ class Compactions(ToolCalls):
         session's `compact_after`. A summarising model's failure that may pass is retried (a
         few times, by the workflow); any other failure is logged, and the next turn tries
         again."""
-        turn = await self.store.get_turn(inp.turn_id)
+        turn = await self.res.store.get_turn(inp.turn_id)
         if turn is None:
             return
-        agent = self._bound_agent(turn)  # `get_model` may read `get_config()`
+        agent = self.res.bound_agent(turn)  # `get_model` may read `get_config()`
         session = session_for(agent)
         if session.compaction is None or session.threshold is None:
             return
-        answered = await self.store.message_exists(turn.conversation_uid, turn.message_id)
+        answered = await self.res.store.message_exists(turn.conversation_uid, turn.message_id)
         try:
             async with heartbeating():
                 await compact(
-                    self.store,
-                    self.settings,
+                    self.res.store,
+                    self.res.settings,
                     agent,
                     conversation_uid=turn.conversation_uid,
                     conversation_id=turn.conversation_id,
@@ -101,14 +104,14 @@ class Compactions(ToolCalls):
             and _input_tokens(turn, step - 1) > proactive.threshold
         )
         if proactive is not None and near:
-            async with self.store.db.connection() as conn:
+            async with self.res.store.db.connection() as conn:
                 done = await turn_compactions(conn, turn.id, "proactive")
             if done < proactive.max_compactions:
                 try:
                     async with heartbeating():
                         await compact(
-                            self.store,
-                            self.settings,
+                            self.res.store,
+                            self.res.settings,
                             agent,
                             conversation_uid=turn.conversation_uid,
                             conversation_id=turn.conversation_id,
@@ -119,7 +122,7 @@ class Compactions(ToolCalls):
                         )
                 except Exception:  # the step may still fit: try it, and let reactive catch it
                     log.warning("proactive compaction in turn %s failed", turn.id, exc_info=True)
-        async with self.store.db.connection() as conn:
+        async with self.res.store.db.connection() as conn:
             return await model_view(conn, turn.conversation_uid, transcript)
 
     async def on_overflow(
@@ -159,16 +162,13 @@ class Compactions(ToolCalls):
                 retryable=False,
                 status=exc.status,
             )
-        try:
-            rest = await step.writer.drain()
-        except StaleAttempt as stale:
-            raise ApplicationError(str(stale), type=STALE_ATTEMPT, non_retryable=True) from exc
+        rest = await step.writer.drain()  # a stale attempt: settled by StepAttempt.run
         compacted = {
             "type": "data-context-compacted",
             "data": {"trigger": "reactive", "cause": str(exc)},
             "transient": True,
         }
-        async with self.store.db.transaction() as conn:
+        async with self.res.store.db.transaction() as conn:
             await append(conn, turn.id, [*rest, compacted], fence)
         log.warning("turn %s: context overflow; compacted, retrying step %d", turn.id, step.step)
         # The next attempt reads the compacted history; its `reset-step` drops this partial.
@@ -180,15 +180,15 @@ class Compactions(ToolCalls):
         """Compact for a reactive retry; None when it did, else why it could not."""
         if session_for(agent).compaction is None:
             return "no compaction function is configured (configure_session)"
-        async with self.store.db.connection() as conn:
+        async with self.res.store.db.connection() as conn:
             done = await turn_compactions(conn, turn.id, "reactive")
         if done >= budget:
             return f"compacting it {done} time(s) did not help (context_overflow.max_retries)"
         try:
             async with heartbeating():
                 stored = await compact(
-                    self.store,
-                    self.settings,
+                    self.res.store,
+                    self.res.settings,
                     agent,
                     conversation_uid=turn.conversation_uid,
                     conversation_id=turn.conversation_id,
