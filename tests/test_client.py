@@ -10,7 +10,6 @@ import inspect
 import re
 import signal
 import threading
-import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterator
 from types import TracebackType
 from typing import Any
@@ -633,8 +632,12 @@ def test_sync_stream_resumes_after_the_connection_is_cut(
     assert len(sync_client.list_turns("helper", cid)) == 1
 
 
-def client_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "think-client"]
+def new_client_thread(make: Callable[[], ThinkClient]) -> tuple[ThinkClient, threading.Thread]:
+    """A new client, and the one thread it started."""
+    before = set(threading.enumerate())
+    client = make()
+    (thread,) = set(threading.enumerate()) - before
+    return client, thread
 
 
 def test_ctrl_c_in_a_sync_stream_stops_it_and_the_client_goes_on(
@@ -668,24 +671,20 @@ def test_ctrl_c_in_a_sync_stream_stops_it_and_the_client_goes_on(
 def test_a_sync_client_closes_once_and_stops_its_thread(
     stack: Stack, fake_model: FakeOpenAIServer, cid: str
 ) -> None:
-    before = len(client_threads())
     fake_model.script(cid, reply(text(*WORDS), delay=0.02))
-    client = ThinkClient(stack.api_url)
+    client, thread = new_client_thread(lambda: ThinkClient(stack.api_url))
     stream = client.stream("helper", cid, "go")
     assert next(iter(stream))["type"] == "start"
-    assert len(client_threads()) == before + 1
-    client.close()  # with the stream still open: its connection closes with the client
+    client.close()  # with the stream still open: it closes with the client
+    assert not thread.is_alive()
     client.close()
     stream.close()
-    assert len(client_threads()) == before
+    assert list(stream) == []
     with pytest.raises(RuntimeError, match="closed"):
         client.agents()
-    dropped = ThinkClient(stack.api_url)
+    dropped, thread = new_client_thread(lambda: ThinkClient(stack.api_url))
     assert [a.name for a in dropped.agents()]
     del dropped
     gc.collect()
-    for _ in range(100):  # a dropped client's thread ends soon after it is collected
-        if len(client_threads()) == before:
-            break
-        time.sleep(0.01)
-    assert len(client_threads()) == before
+    thread.join(5)  # a dropped client's thread ends once the client is collected
+    assert not thread.is_alive()

@@ -50,7 +50,8 @@ R = TypeVar("R")
 class _LoopThread:
     """A private event loop running on its own daemon thread, and a blocking `run` into it."""
 
-    def __init__(self) -> None:
+    def __init__(self, cleanup: Callable[[], Awaitable[None]]) -> None:
+        self._cleanup = cleanup
         self._loop = asyncio.new_event_loop()
         self._stopping = False
         self._thread = threading.Thread(target=self._serve, name="think-client", daemon=True)
@@ -65,9 +66,12 @@ class _LoopThread:
         try:
             self._loop.run_forever()
         finally:
-            # Streams still open (never closed, never exhausted) close their connections here.
-            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
-            self._loop.close()
+            try:
+                self._loop.run_until_complete(self._cleanup())
+            finally:
+                # Streams dropped unfinished, and not yet collected, close theirs here.
+                self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+                self._loop.close()
 
     def run(self, work: Awaitable[T]) -> T:
         """Await `work` on the loop and answer its result (or raise its error), blocking.
@@ -212,22 +216,27 @@ class ThinkClient(_Closing):
         self._async = AsyncThinkClient(
             base_url, api_key, timeout, max_retries=max_retries, headers=headers
         )
-        self._loop = _LoopThread()
-        # Dropped without close(): stop the thread (the loop closes what is still open).
-        self._finalizer = weakref.finalize(self, self._loop.stop)
+        # The thread's last act, closed or dropped: close the connections.
+        self._loop = _LoopThread(cleanup=self._async.aclose)
+        self._finalizer = weakref.finalize(self, self._loop.stop)  # dropped without close()
+        self._streams: weakref.WeakSet[TurnStream] = weakref.WeakSet()
 
     @property
     def base_url(self) -> str:
         return self._async.base_url
 
     def close(self) -> None:
-        """Close the connections and stop the client's thread; a second call does nothing."""
+        """Close the client's streams and connections and stop its thread; a second call does
+        nothing."""
         if self._loop.closed:
             return
         try:
-            self._loop.run(self._async.aclose())
+            # Each stream outside in (its loop, then httpx's response): left to the loop's
+            # shutdown, the generators would be closed all at once, in no order.
+            for stream in list(self._streams):
+                stream.close()
         finally:
-            self._finalizer()
+            self._finalizer()  # stop: the thread closes the connections, then ends
             self._loop.join()
 
     agents = _blocking(AsyncThinkClient.agents)
@@ -300,6 +309,7 @@ class TurnStream(_StreamPosition, _Closing):
         self._stream = stream
         self._state = stream._state  # one position, read by both faces
         self._iterator: Generator[StreamChunk, None, None] | None = None
+        client._streams.add(self)
 
     def get_turn(self) -> Turn:
         """The turn as it stands: see `AsyncTurnStream.get_turn`."""
