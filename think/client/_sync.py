@@ -239,6 +239,7 @@ class ThinkClient(_Closing):
             self._finalizer()  # stop: the thread closes the connections, then ends
             self._loop.join()
 
+    # The API itself: each method the async one, with its signature and docstring.
     agents = _blocking(AsyncThinkClient.agents)
     create_conversation = _blocking(AsyncThinkClient.create_conversation)
     get_conversation = _blocking(AsyncThinkClient.get_conversation)
@@ -247,6 +248,12 @@ class ThinkClient(_Closing):
     search = _blocking(AsyncThinkClient.search)
     submit = _blocking(AsyncThinkClient.submit)
     wait = _blocking(AsyncThinkClient.wait)
+    get_turn = _blocking(AsyncThinkClient.get_turn)
+    list_turns = _blocking(AsyncThinkClient.list_turns)
+    cancel = _blocking(AsyncThinkClient.cancel)
+    approve = _blocking(AsyncThinkClient.approve)
+    submit_tool_result = _blocking(AsyncThinkClient.submit_tool_result)
+    regenerate = _blocking(AsyncThinkClient.regenerate)
     stream = _streaming(
         AsyncThinkClient.stream,
         """Submit a turn and stream its chunks (`for chunk in client.stream(...)`).
@@ -259,12 +266,6 @@ class ThinkClient(_Closing):
         AsyncThinkClient.stream_turn,
         """Stream a turn's chunks: from its first, or from the one after `last_event_id`.""",
     )
-    get_turn = _blocking(AsyncThinkClient.get_turn)
-    list_turns = _blocking(AsyncThinkClient.list_turns)
-    cancel = _blocking(AsyncThinkClient.cancel)
-    approve = _blocking(AsyncThinkClient.approve)
-    submit_tool_result = _blocking(AsyncThinkClient.submit_tool_result)
-    regenerate = _blocking(AsyncThinkClient.regenerate)
 
 
 class TurnStream(_StreamPosition, _Closing):
