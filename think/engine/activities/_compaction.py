@@ -12,6 +12,7 @@ across attempts and workers.
 from __future__ import annotations
 
 import logging
+from typing import Literal
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -27,7 +28,7 @@ from think.engine.activities._step_stream import StepStream
 from think.exceptions import MODEL_RETRY, ModelError
 from think.sessions._session import session_for
 from think.storage import TurnRecord
-from think.storage._compactions import turn_compactions
+from think.storage._compactions import Compaction, turn_compactions
 from think.streaming import Fence, append
 from think.workflows._inputs import TurnInput
 from think.workflows._names import COMPACT_ACTIVITY
@@ -108,18 +109,7 @@ class Compactions:
                 done = await turn_compactions(conn, turn.id, "proactive")
             if done < proactive.max_compactions:
                 try:
-                    async with heartbeating():
-                        await compact(
-                            self.res.store,
-                            self.res.settings,
-                            agent,
-                            conversation_uid=turn.conversation_uid,
-                            conversation_id=turn.conversation_id,
-                            leaf_id=turn.parent_id,
-                            trigger="proactive",
-                            turn_id=turn.id,
-                            model=(turn.config or {}).get("model"),
-                        )
+                    await self._compact_in_step(agent, turn, "proactive")
                 except Exception:  # the step may still fit: try it, and let reactive catch it
                     log.warning("proactive compaction in turn %s failed", turn.id, exc_info=True)
         async with self.res.store.db.connection() as conn:
@@ -176,6 +166,24 @@ class Compactions:
             f"context overflow, compacted: {exc}", type=MODEL_RETRY, non_retryable=False
         ) from exc
 
+    async def _compact_in_step(
+        self, agent: Think, turn: TurnRecord, trigger: Literal["proactive", "reactive"]
+    ) -> Compaction | None:
+        """Compact what the turn's model step reads (the history up to the turn's user
+        message), heartbeating meanwhile; the stored summary, or None when nothing changed."""
+        async with heartbeating():
+            return await compact(
+                self.res.store,
+                self.res.settings,
+                agent,
+                conversation_uid=turn.conversation_uid,
+                conversation_id=turn.conversation_id,
+                leaf_id=turn.parent_id,
+                trigger=trigger,
+                turn_id=turn.id,
+                model=(turn.config or {}).get("model"),
+            )
+
     async def _compact_for_retry(self, agent: Think, turn: TurnRecord, budget: int) -> str | None:
         """Compact for a reactive retry; None when it did, else why it could not."""
         if session_for(agent).compaction is None:
@@ -185,18 +193,7 @@ class Compactions:
         if done >= budget:
             return f"compacting it {done} time(s) did not help (context_overflow.max_retries)"
         try:
-            async with heartbeating():
-                stored = await compact(
-                    self.res.store,
-                    self.res.settings,
-                    agent,
-                    conversation_uid=turn.conversation_uid,
-                    conversation_id=turn.conversation_id,
-                    leaf_id=turn.parent_id,
-                    trigger="reactive",
-                    turn_id=turn.id,
-                    model=(turn.config or {}).get("model"),
-                )
+            stored = await self._compact_in_step(agent, turn, "reactive")
         except Exception as exc:  # the agent's compaction function, or its model
             log.warning("reactive compaction in turn %s failed", turn.id, exc_info=True)
             return f"compacting it failed ({type(exc).__name__})"
