@@ -27,12 +27,16 @@ class Resources:
     registry: AgentRegistry
 
 
-def _resources(request: Request) -> Resources:
+# Every dependency is `async def`: FastAPI runs a plain `def` in its thread pool, a thread hop
+# (and its CPU) for each one on every request.
+async def _resources(request: Request) -> Resources:
     resources: Resources = request.app.state.resources
     return resources
 
 
-def require_tenant(request: Request, resources: Annotated[Resources, Depends(_resources)]) -> str:
+async def require_tenant(
+    request: Request, resources: Annotated[Resources, Depends(_resources)]
+) -> str:
     """The caller's tenant: from the bearer key when keys are configured, else `default`."""
     keys = resources.settings.api_keys
     if not keys:
@@ -41,12 +45,13 @@ def require_tenant(request: Request, resources: Annotated[Resources, Depends(_re
     scheme, _, token = header.partition(" ")
     if scheme.lower() == "bearer":
         for key, tenant in keys.items():
-            if secrets.compare_digest(token.strip(), key):
+            # As bytes: `compare_digest` refuses a `str` that is not ASCII (a 500, not a 401).
+            if secrets.compare_digest(token.strip().encode(), key.encode()):
                 return tenant
     raise Problem(401, "a valid `Authorization: Bearer <key>` header is required")
 
 
-def _agent(
+async def _agent(
     resources: Annotated[Resources, Depends(_resources)],
     agent: Annotated[str, Path(description="The agent's name")],
 ) -> type[Think]:

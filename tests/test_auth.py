@@ -23,11 +23,16 @@ def keyed_api(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 
 
 def client(url: str, key: str | None) -> httpx.AsyncClient:
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    # As UTF-8 bytes: a key a person pastes may carry a non-ASCII character.
+    headers = {"Authorization": f"Bearer {key}".encode()} if key else {}
     return httpx.AsyncClient(base_url=url, headers=headers, timeout=30)
 
 
-@pytest.mark.parametrize("key", [None, "wrong-key"])
+@pytest.mark.parametrize(
+    "key",
+    [None, "wrong-key", "\u00e9", "alice-key\u00a0"],
+    ids=["none", "wrong", "non-ascii", "key-and-nbsp"],
+)
 async def test_v1_needs_a_valid_key(keyed_api: str, key: str | None) -> None:
     async with client(keyed_api, key) as api:
         response = await api.get("/v1/agents")
