@@ -16,6 +16,7 @@ import sysconfig
 import time
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -58,6 +59,7 @@ _TEMPORAL_TUNING = (
 _T = TypeVar("_T")
 
 
+@dataclass(eq=False)
 class TemporalDevServer:
     """A `temporal server start-dev` child process.
 
@@ -66,26 +68,16 @@ class TemporalDevServer:
     `think dev` stays readable and a failed start can quote it.
     """
 
-    def __init__(
-        self,
-        process: subprocess.Popen[bytes],
-        *,
-        ip: str,
-        port: int,
-        ui_port: int | None,
-        db_file: Path,
-        log_file: Path,
-        log_offset: int,
-        namespace: str,
-    ) -> None:
-        self.process = process
-        self.ip = ip
-        self.port = port
-        self.ui_port = ui_port
-        self.db_file = db_file
-        self.log_file = log_file
-        self.namespace = namespace
-        self._log_offset = log_offset
+    process: subprocess.Popen[bytes]
+    _: KW_ONLY
+    ip: str
+    port: int
+    ui_port: int | None
+    db_file: Path
+    log_file: Path
+    log_offset: int
+    """Where this run's output begins in `log_file` (earlier runs' stays above it)."""
+    namespace: str
 
     @property
     def address(self) -> str:
@@ -107,7 +99,7 @@ class TemporalDevServer:
 
     def log_tail(self, lines: int = 30) -> str:
         """The last lines this server wrote (not earlier runs'), for error messages."""
-        return log_tail_of(self.log_file, self._log_offset, lines)
+        return log_tail_of(self.log_file, self.log_offset, lines)
 
     def wait_ready(self, timeout: float = 30.0) -> None:
         """Block until the frontend serves the namespace with our search attributes.
