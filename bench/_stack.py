@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tests._stack import Stack, stack_env
 from think._settings import Settings
-from think.dev._embedded import start_services
+from think.dev import start_services
 from think.storage import migrate_now
 from think.testing import FakeOpenAIServer
 

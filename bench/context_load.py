@@ -28,7 +28,7 @@ from bench.search import Texts
 from think._messages import search_text
 from think._settings import Settings
 from think.agent._think import Think
-from think.dev._embedded import start_postgres
+from think.dev import start_postgres
 from think.models._transcript import to_chat_messages
 from think.sessions._truncation import truncate
 from think.storage import Database, Store, migrate_now

@@ -35,7 +35,7 @@ import psycopg
 from tests._stack import Stack, stack_env
 from think._messages import search_text
 from think._settings import Settings
-from think.dev._embedded import start_services
+from think.dev import start_services
 from think.storage import Database, migrate_now, search_messages
 
 AGENT = "helper"

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 if TYPE_CHECKING:
-    from think.dev._embedded import Services
+    from think.dev import Services
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from tests._stack import Stack, stack_env
 from think._settings import Settings
-from think.dev._embedded import Services, start_services
+from think.dev import Services, start_services
 from think.storage import migrate
 from think.testing import FakeOpenAIServer
 from think.turns._service import ThinkService

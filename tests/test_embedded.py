@@ -19,11 +19,11 @@ from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from think.dev._embedded import (
+from think.dev import (
     SEARCH_ATTRIBUTES,
     EmbeddedServiceError,
     Services,
-    _pid_alive,
+    pid_alive,
     start_services,
     start_temporal,
 )
@@ -63,8 +63,8 @@ async def test_services_start_answer_persist_and_stop(tmp_path: Path) -> None:
         await client.start_workflow("Nobody", id="kept-workflow", task_queue="nobody-polls")
         pg_pid, temporal_pid = services.postgres.pid, services.temporal.pid
 
-    assert not _pid_alive(pg_pid), "postgres is still running"
-    assert not _pid_alive(temporal_pid), "temporal is still running"
+    assert not pid_alive(pg_pid), "postgres is still running"
+    assert not pid_alive(temporal_pid), "temporal is still running"
 
     # Same directory again: the data is still there (what a second `think dev` relies on).
     with start_services(tmp_path) as services:
@@ -75,8 +75,8 @@ async def test_services_start_answer_persist_and_stop(tmp_path: Path) -> None:
         assert described.status == WorkflowExecutionStatus.RUNNING
         pg_pid, temporal_pid = services.postgres.pid, services.temporal.pid
 
-    assert not _pid_alive(pg_pid)
-    assert not _pid_alive(temporal_pid)
+    assert not pid_alive(pg_pid)
+    assert not pid_alive(temporal_pid)
 
 
 def test_search_attributes_match_the_workflows() -> None:
@@ -163,7 +163,7 @@ def _processes_with(home: Path) -> list[int]:
             environ = (entry / "environ").read_bytes()
         except OSError:
             continue
-        if needle in environ.split(b"\0") and _pid_alive(int(entry.name)):
+        if needle in environ.split(b"\0") and pid_alive(int(entry.name)):
             found.append(int(entry.name))
     return found
 

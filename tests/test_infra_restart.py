@@ -25,7 +25,7 @@ from tests._sse import Event, chunks, parse, read_stream
 from tests._stack import Stack, free_port, stack_env
 from tests._turn_helpers import activity_attempts
 from think._settings import Settings
-from think.dev._embedded import (
+from think.dev import (
     EmbeddedPostgres,
     TemporalDevServer,
     start_embedded,

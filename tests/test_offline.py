@@ -10,7 +10,7 @@ import pytest
 from temporalio.client import Client
 
 from tests._stack import Stack, stack_env
-from think.dev._embedded import Services
+from think.dev import Services
 from think.models import ModelRequest, OfflineModel
 from think.models._base import TextDelta
 from think.workflows._names import turn_workflow_id

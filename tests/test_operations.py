@@ -14,7 +14,7 @@ from temporalio.client import Client
 
 from tests._stack import Stack
 from tests._turn_helpers import helper_path
-from think.dev._embedded import Services
+from think.dev import Services
 from think.workflows._names import turn_workflow_id
 
 

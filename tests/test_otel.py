@@ -26,7 +26,7 @@ from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from think._settings import Settings
-from think.dev._embedded import Services
+from think.dev import Services
 from think.exceptions import ConfigurationError
 from think.workflows._connect import connect
 from think.workflows._otel import service_name, tracing_interceptor, tracing_interceptors

@@ -37,7 +37,7 @@ from think._settings import ENDPOINTS_FILE, Settings
 from think.exceptions import ConfigurationError, ThinkError, UserError
 
 if TYPE_CHECKING:
-    from think.dev._embedded import EmbeddedPostgres, TemporalDevServer
+    from think.dev import EmbeddedPostgres, TemporalDevServer
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -302,7 +302,7 @@ class _Stopping(KeyboardInterrupt):
 
 def _cmd_dev(args: argparse.Namespace) -> int:
     from think.agent._registry import AgentRegistry
-    from think.dev._embedded import _free_port
+    from think.dev import free_port
 
     # The settings never come from a running `think dev`'s endpoints file here: a file left
     # by a run that was killed must not make us mistake its dead services for configured ones.
@@ -315,7 +315,7 @@ def _cmd_dev(args: argparse.Namespace) -> int:
     with _dev_lock(home):
         (home / ENDPOINTS_FILE).unlink(missing_ok=True)
         _check_ports(settings, args.host, args.port, args.temporal_port, args.ui_port)
-        port = args.port or _free_port(args.host)
+        port = args.port or free_port(args.host)
         _catch_stop_signals()
         try:
             return _run_dev(settings, home, args.host, port, args.temporal_port, args.ui_port)
@@ -329,7 +329,7 @@ def _check_ports(
 ) -> None:
     """Every port `think dev` will bind, checked at once, so a user sees every conflict (and
     the flag that moves each) in one go instead of one per attempt. 0 means "pick a free one"."""
-    from think.dev._embedded import _port_free
+    from think.dev import port_is_free
 
     wanted = [(host, port, "the API", "--port")]
     if settings.temporal_address is None:  # TEMPORAL_ADDRESS: no dev server, no ports of ours
@@ -338,7 +338,7 @@ def _check_ports(
     busy = [
         f"{ip}:{number} ({what}; move it with {flag})"
         for ip, number, what, flag in wanted
-        if number and not _port_free(ip, number)
+        if number and not port_is_free(ip, number)
     ]
     if busy:
         raise ConfigurationError(
@@ -351,7 +351,7 @@ def _check_ports(
 def _run_dev(
     settings: Settings, home: Path, host: str, port: int, temporal_port: int, ui_port: int
 ) -> int:
-    from think.dev._embedded import start_embedded
+    from think.dev import start_embedded
 
     started = time.monotonic()
     pg: EmbeddedPostgres | None = None
@@ -492,10 +492,10 @@ def _child_env(settings: Settings) -> dict[str, str]:
 
 
 def _spawn_child(name: str, args: list[str], env: dict[str, str]) -> _Child:
-    from think.dev._embedded import _spawn
+    from think.dev import spawn
 
     # Output is inherited: the API's access log and the worker's log appear in this terminal.
-    return _Child(name, _spawn([sys.executable, "-m", "think", *args], env=env))
+    return _Child(name, spawn([sys.executable, "-m", "think", *args], env=env))
 
 
 def _write_endpoints(

@@ -10,17 +10,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from think.tools import ToolCallIdentity
 
-class ToolCallContext(BaseModel):
+
+class ToolCallContext(ToolCallIdentity):
     """A server tool call about to run, with its validated input."""
 
-    model_config = ConfigDict(frozen=True)
-
-    agent: str
-    conversation_id: str
-    turn_id: str
-    tool_call_id: str
-    tool_name: str
     input: dict[str, Any] = Field(default_factory=dict)
     attempt: int = 1
     """Temporal's attempt of the tool activity: above 1 after a crash or an outage."""

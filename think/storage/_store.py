@@ -25,7 +25,6 @@ from think.storage._db import Conn, Database, fetch_all, fetch_one
 from think.storage._errors import MessageIdConflict, ParentNotFound
 from think.storage._path_cache import walk
 from think.storage._records import (
-    Admission,
     Conversation,
     TurnRecord,
     TurnRequest,
@@ -280,34 +279,11 @@ class Store:
 
     # -- turns -----------------------------------------------------------------------------
 
-    async def admit_turn(
-        self,
-        *,
-        tenant: str,
-        agent: str,
-        conversation_id: str,
-        request: TurnRequest,
-        request_hash: str,
-        idempotency_key: str | None,
-        submission_id: str | None = None,
-    ) -> Admission:
-        """Record a submission durably, or find the one this idempotency key (or submission
-        id) already made: `_submissions.record`.
-
-        The unique constraints on (conversation, key) and on the id are what make a storm of
-        identical requests produce one turn: every loser's insert waits for the winner's
-        commit, does nothing, and then reads the winner's row.
-        """
-        return await _submissions.record(
-            self,
-            tenant=tenant,
-            agent=agent,
-            conversation_id=conversation_id,
-            request=request,
-            request_hash=request_hash,
-            idempotency_key=idempotency_key,
-            submission_id=submission_id,
-        )
+    admit_turn = _submissions.record
+    """Record a submission durably, or find the one its idempotency key (or submission id)
+    already made. The unique constraints on (conversation, key) and on the id are what make a
+    storm of identical requests produce one turn: every loser's insert waits for the winner's
+    commit, does nothing, and then reads the winner's row."""
 
     async def _check_request(self, conn: Conn, conversation_uid: str, request: TurnRequest) -> None:
         """Refuse what the turn could not apply later: a missing parent, reused message ids."""
@@ -425,44 +401,9 @@ class Store:
         async with self.db.connection() as conn:
             return await _tree.node(conn, conversation_uid, message_id)
 
-    async def add_messages(
-        self,
-        conversation_uid: str,
-        messages: Sequence[UIMessage],
-        *,
-        parent_id: str | None = None,
-    ) -> _tree.Appended:
-        """Append messages without a turn, idempotently by id: `_tree.add_messages`."""
-        return await _tree.add_messages(self, conversation_uid, messages, parent_id=parent_id)
-
-    async def siblings(self, conversation_uid: str, message_id: str) -> _tree.Siblings:
-        """The messages sharing `message_id`'s parent and role, oldest first."""
-        return await _tree.siblings(self, conversation_uid, message_id)
-
-    async def switch_branch(
-        self, conversation_uid: str, message_id: str, *, exact: bool = False
-    ) -> Conversation:
-        """Make the branch through `message_id` active: `_tree.switch_branch`."""
-        return await _tree.switch_branch(self, conversation_uid, message_id, exact=exact)
-
-    async def regenerate(
-        self,
-        *,
-        tenant: str,
-        agent: str,
-        conversation_id: str,
-        message_id: str,
-        idempotency_key: str | None = None,
-        body: dict[str, Any] | None = None,
-    ) -> Admission:
-        """Record a turn answering again beside assistant message `message_id`: see
-        `_tree.regenerate`. Only records it; the caller dispatches it to Temporal."""
-        return await _tree.regenerate(
-            self,
-            tenant=tenant,
-            agent=agent,
-            conversation_id=conversation_id,
-            message_id=message_id,
-            idempotency_key=idempotency_key,
-            body=body,
-        )
+    # The tree's operations take the store as their first argument, so they are its methods
+    # as they are, rather than forwarders that would repeat each signature.
+    add_messages = _tree.add_messages
+    siblings = _tree.siblings
+    switch_branch = _tree.switch_branch
+    regenerate = _tree.regenerate

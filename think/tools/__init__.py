@@ -9,6 +9,6 @@ tools an agent may add to `get_tools()`.
 """
 
 from think.tools._search_history import search_history
-from think.tools._tool import Tool, ToolContext, ToolPolicy, tool
+from think.tools._tool import Tool, ToolCallIdentity, ToolContext, ToolPolicy, tool
 
-__all__ = ["Tool", "ToolContext", "ToolPolicy", "search_history", "tool"]
+__all__ = ["Tool", "ToolCallIdentity", "ToolContext", "ToolPolicy", "search_history", "tool"]

@@ -39,7 +39,21 @@ if typing.TYPE_CHECKING:
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
-class ToolContext(BaseModel):
+class ToolCallIdentity(BaseModel):
+    """Which call this is: the agent, conversation and turn it serves, and the model's id and
+    name for it. What a tool sees (`ToolContext`) and what the tool-call hooks see
+    (`ToolCallContext`) both start with it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    agent: str
+    conversation_id: str
+    turn_id: str
+    tool_call_id: str
+    tool_name: str
+
+
+class ToolContext(ToolCallIdentity):
     """What a tool may know about the call it serves; declare a parameter `ctx: ToolContext`.
 
     `idempotency_key` is the same for every attempt of one tool call (it is built from the turn
@@ -49,13 +63,6 @@ class ToolContext(BaseModel):
     `config` is the conversation's dynamic configuration, as the framework fills it in.
     """
 
-    model_config = ConfigDict(frozen=True)
-
-    agent: str
-    conversation_id: str
-    turn_id: str
-    tool_call_id: str
-    tool_name: str
     attempt: int = 1
     config: dict[str, Any] = Field(default_factory=dict)
 

@@ -1,9 +1,4 @@
-"""Conversations, the message tree, turns and stream chunks.
-
-Revision ID: 0001
-Revises:
-Create Date: 2026-11-29
-"""
+"""Conversations, the message tree, turns and stream chunks."""
 
 from __future__ import annotations
 
@@ -13,8 +8,6 @@ from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
 
 revision = "0001"
 down_revision = None
-branch_labels = None
-depends_on = None
 
 _now = sa.text("now()")
 

@@ -1,9 +1,4 @@
-"""What a turn runs with and what it produced: `before_turn`'s settings and structured output.
-
-Revision ID: 0002
-Revises: 0001
-Create Date: 2026-11-29
-"""
+"""What a turn runs with and what it produced: `before_turn`'s settings and structured output."""
 
 from __future__ import annotations
 
@@ -13,8 +8,6 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 revision = "0002"
 down_revision = "0001"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -6,10 +6,6 @@ matches of every conversation with a bitmap of the conversation's rows: 2 s for 
 at a million messages (docs/benchmarks.md). `btree_gin` lets the GIN index hold the
 conversation as well; it is a contrib extension that Postgres marks trusted (13+), so the
 database owner can create it without superuser rights.
-
-Revision ID: 0003
-Revises: 0002
-Create Date: 2026-11-29
 """
 
 from __future__ import annotations
@@ -18,8 +14,6 @@ from alembic import op
 
 revision = "0003"
 down_revision = "0002"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

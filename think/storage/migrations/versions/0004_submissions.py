@@ -1,9 +1,5 @@
 """Submissions merged into another turn (`message_concurrency` "merge" and "debounce") point
 to the turn that answered them; a partial index finds a conversation's active turns.
-
-Revision ID: 0004
-Revises: 0003
-Create Date: 2026-11-29
 """
 
 from __future__ import annotations
@@ -13,8 +9,6 @@ from alembic import op
 
 revision = "0004"
 down_revision = "0003"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -2,10 +2,6 @@
 
 A row says "for the model, the messages from `first_message_id` to `last_message_id` read as
 `summary`". The messages themselves are never touched, so `GET …/messages` still shows them all.
-
-Revision ID: 0005
-Revises: 0004
-Create Date: 2026-12-01
 """
 
 from __future__ import annotations
@@ -15,8 +11,6 @@ from alembic import op
 
 revision = "0005"
 down_revision = "0004"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

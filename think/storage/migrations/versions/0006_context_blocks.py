@@ -1,10 +1,6 @@
 """Context blocks: a conversation's memory blocks and what its frozen system prompt was built
 with (`think.storage._context`). `conversations.system_prompt` and `conversations.config`
 existed since 0001; this adds the blocks.
-
-Revision ID: 0006
-Revises: 0005
-Create Date: 2026-11-29
 """
 
 from __future__ import annotations
@@ -14,8 +10,6 @@ from alembic import op
 
 revision = "0006"
 down_revision = "0005"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -6,10 +6,6 @@
 - `turn_answers`: a person's approval decision or a client tool's result, recorded the moment
   it arrives (its primary key makes a second answer a 409), then signalled to the turn's
   workflow, which needs no live worker to accept it.
-
-Revision ID: 0007
-Revises: 0006
-Create Date: 2026-12-01
 """
 
 from __future__ import annotations
@@ -20,8 +16,6 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 revision = "0007"
 down_revision = "0006"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -1,10 +1,6 @@
 """A conversation's messages revision: bumped when a stored message is changed in place
 (`add_messages(mode="upsert")`), so a worker's cached path (`think.storage._path_cache`) knows
 it is stale. Messages are otherwise immutable.
-
-Revision ID: 0008
-Revises: 0007
-Create Date: 2026-12-01
 """
 
 from __future__ import annotations
@@ -14,8 +10,6 @@ from alembic import op
 
 revision = "0008"
 down_revision = "0007"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

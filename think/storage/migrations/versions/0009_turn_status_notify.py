@@ -2,10 +2,6 @@
 `<turn id>/status`), so a caller waiting for a turn to settle (wait mode, `run_turn`) re-reads
 the turn when its status changes instead of at every batch of chunks. A trigger rather than a
 NOTIFY in each statement that sets a status: none of them can forget it.
-
-Revision ID: 0009
-Revises: 0008
-Create Date: 2026-12-01
 """
 
 from __future__ import annotations
@@ -14,8 +10,6 @@ from alembic import op
 
 revision = "0009"
 down_revision = "0008"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:
