@@ -11,6 +11,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from think.streaming._protocol import tool_part_type
+
 
 class MessageBuilder:
     def __init__(self, message: dict[str, Any] | None = None) -> None:
@@ -66,7 +68,7 @@ class MessageBuilder:
             self._tool_input_text[chunk["toolCallId"]] = ""
             self.parts.append(
                 {
-                    "type": f"tool-{chunk['toolName']}",
+                    "type": tool_part_type(chunk["toolName"]),
                     "toolCallId": chunk["toolCallId"],
                     "state": "input-streaming",
                 }
@@ -124,7 +126,7 @@ class MessageBuilder:
     def _tool_or_new(self, chunk: dict[str, Any]) -> dict[str, Any]:
         part = self.tool_part(chunk["toolCallId"])
         if part is None:
-            part = {"type": f"tool-{chunk['toolName']}", "toolCallId": chunk["toolCallId"]}
+            part = {"type": tool_part_type(chunk["toolName"]), "toolCallId": chunk["toolCallId"]}
             self.parts.append(part)
         return part
 
