@@ -26,8 +26,8 @@ key by key as the chunks arrive, which a per-state union would turn into a cast 
 Its keys are the union of the states' keys; a key some state lacks is `NotRequired`.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: on Python 3.11 a TypedDict's `NotRequired[...]` is
+# seen at run time (`__required_keys__`, which the conformance test reads) only when unquoted.
 from collections.abc import Mapping
 from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 
