@@ -407,10 +407,10 @@ class ToolApproval(TypedDict):
     inputSchemaInput: NotRequired[JSONValue]
 
 
-class ToolUIPart(TypedDict):
-    """A call of a known tool; its type is `tool-<name>` (see `tool_part_type`)."""
+class _ToolCallFields(TypedDict):
+    """What every tool call's part holds, static or dynamic; which keys are set depends on
+    `state` (an `input` once it is complete, an `output` or `errorText` once settled)."""
 
-    type: str
     toolCallId: str
     state: ToolState
     input: NotRequired[JSONValue]
@@ -427,26 +427,18 @@ class ToolUIPart(TypedDict):
     title: NotRequired[str]
 
 
-class DynamicToolUIPart(TypedDict):
+class ToolUIPart(_ToolCallFields):
+    """A call of a known tool; its type is `tool-<name>` (see `tool_part_type`)."""
+
+    type: str
+
+
+class DynamicToolUIPart(_ToolCallFields):
     """A call of a tool not known in advance: type `dynamic-tool`, its name in `toolName`."""
 
     type: Literal["dynamic-tool"]
     toolName: str
-    toolCallId: str
-    state: ToolState
     dynamic: NotRequired[Literal[False]]
-    input: NotRequired[JSONValue]
-    rawInput: NotRequired[JSONValue]
-    inputEncoding: NotRequired[InputEncoding]
-    output: NotRequired[JSONValue]
-    errorText: NotRequired[str]
-    approval: NotRequired[ToolApproval]
-    preliminary: NotRequired[bool]
-    providerExecuted: NotRequired[bool]
-    callProviderMetadata: NotRequired[ProviderMetadata]
-    resultProviderMetadata: NotRequired[ProviderMetadata]
-    toolMetadata: NotRequired[dict[str, JSONValue]]
-    title: NotRequired[str]
 
 
 UIMessagePart: TypeAlias = (
