@@ -28,7 +28,7 @@ from think.exceptions import MODEL_RETRY, STALE_ATTEMPT, ModelError
 from think.sessions._session import session_for
 from think.storage import TurnRecord
 from think.storage._compactions import turn_compactions
-from think.streaming import DataChunk, Fence, StaleAttempt, append
+from think.streaming import Fence, StaleAttempt, append
 from think.workflows._inputs import TurnInput
 from think.workflows._names import COMPACT_ACTIVITY
 
@@ -163,7 +163,7 @@ class Compactions(ToolCalls):
             rest = await step.writer.drain()
         except StaleAttempt as stale:
             raise ApplicationError(str(stale), type=STALE_ATTEMPT, non_retryable=True) from exc
-        compacted: DataChunk = {
+        compacted = {
             "type": "data-context-compacted",
             "data": {"trigger": "reactive", "cause": str(exc)},
             "transient": True,
