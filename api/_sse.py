@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -25,8 +25,9 @@ HEADERS = {
 }
 
 
-def encode(seq: int, chunk: dict[str, Any]) -> ServerSentEvent:
-    """The wire form of one chunk; the only place chunks are encoded for clients."""
+def encode(seq: int, chunk: Mapping[str, Any]) -> ServerSentEvent:
+    """The wire form of one chunk (a `think.streaming.UIMessageChunk`, or the plain dict the
+    stream log reads back); the only place chunks are encoded for clients."""
     return ServerSentEvent(json.dumps(chunk, separators=(",", ":")), id=str(seq), sep="\n")
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from think._messages import UIMessage
+from think.streaming._protocol import is_tool_part, tool_name
 
 INTERRUPTED_TOOL_RESULT = "The tool call was interrupted before it produced a result."
 
@@ -101,17 +102,6 @@ def _user_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
     return content
 
 
-def _is_tool(part: dict[str, Any]) -> bool:
-    kind = str(part.get("type", ""))
-    return kind.startswith("tool-") or kind == "dynamic-tool"
-
-
-def tool_name(part: dict[str, Any]) -> str:
-    if part.get("type") == "dynamic-tool":
-        return str(part["toolName"])
-    return str(part["type"])[len("tool-") :]
-
-
 def _assistant(parts: list[dict[str, Any]], repair: Repair) -> list[dict[str, Any]]:
     steps: list[list[dict[str, Any]]] = [[]]
     for part in parts:
@@ -123,7 +113,7 @@ def _assistant(parts: list[dict[str, Any]], repair: Repair) -> list[dict[str, An
     out: list[dict[str, Any]] = []
     for step in steps:
         text = "".join(p["text"] for p in step if p.get("type") == "text")
-        calls = [p for p in step if _is_tool(p)]
+        calls = [p for p in step if is_tool_part(p)]
         if not text and not calls:
             continue
         message: dict[str, Any] = {"role": "assistant", "content": text or None}

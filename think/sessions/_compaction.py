@@ -30,8 +30,9 @@ from think._messages import UIMessage
 from think._settings import Settings
 from think.exceptions import UserError
 from think.models import ModelClient, ModelRequest, TextDelta, resolve_model
-from think.models._transcript import to_chat_messages, tool_name
+from think.models._transcript import to_chat_messages
 from think.storage._compactions import Compaction
+from think.streaming._protocol import is_tool_part, tool_name
 
 CompactionTrigger = Literal["between_turns", "proactive", "reactive", "manual"]
 """After a turn (`compact_after`), before a step that nears the window, after a provider's
@@ -271,7 +272,7 @@ def render_transcript(messages: Sequence[UIMessage]) -> str:
             kind = str(part.get("type", ""))
             if kind == "text" and str(part.get("text", "")).strip():
                 lines.append(f"{who}: {part['text']}")
-            elif kind.startswith("tool-") or kind == "dynamic-tool":
+            elif is_tool_part(part):
                 call = f"{tool_name(part)}({_short(part.get('input'), 500)})"
                 if part.get("state") == "output-available":
                     lines.append(f"Tool {call} returned: {_short(part.get('output'))}")

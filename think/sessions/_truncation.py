@@ -20,6 +20,7 @@ from typing import Any
 from think._messages import UIMessage
 from think.exceptions import UserError
 from think.models._transcript import ByIdentity
+from think.streaming._protocol import is_tool_part
 
 TOOL_OUTPUT_LIMIT = 500
 """Characters of an older message's tool output (or tool error) the model reads."""
@@ -92,7 +93,7 @@ def _cut_part(part: dict[str, Any]) -> dict[str, Any]:
     state = part.get("state")
     if state != "output-available" and state != "output-error":
         return part  # not a settled tool call: reasoning, step starts, files, ...
-    if not (kind == "dynamic-tool" or str(kind).startswith("tool-")):
+    if not is_tool_part(part):
         return part
     if state == "output-available":
         output = part.get("output")

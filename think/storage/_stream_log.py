@@ -9,7 +9,7 @@ the attempt that replaced it.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -86,11 +86,12 @@ async def claim(conn: Conn, turn_id: str, key: str) -> Fence:
 async def append(
     conn: Conn,
     turn_id: str,
-    chunks: Sequence[dict[str, Any]],
+    chunks: Sequence[Mapping[str, Any]],
     fence: Fence | None = None,
     **columns: Any,
 ) -> int:
     """Append chunks in the caller's transaction and NOTIFY; returns the last sequence number.
+    Any mapping will do: typed chunks (`think.streaming.UIMessageChunk`) and plain dicts alike.
     `columns` are turn columns set in the same statement (`Store.update_turn`'s), only if the
     fence holds.
 

@@ -33,7 +33,10 @@ from think.storage._records import (
 from think.storage._stream_log import append
 
 if TYPE_CHECKING:
+    # UIMessageChunk is named in annotations only: storage keeps chunks as opaque JSONB, and
+    # streaming, which types them, is the layer above.
     from think.storage._store import Store
+    from think.streaming._protocol import UIMessageChunk
 
 
 class ConversationBusy(UserError):
@@ -295,7 +298,7 @@ async def lock_queue(conn: Conn, conversation_uid: str) -> str | None:
 # -- what message_concurrency does to queued submissions ------------------------------------
 
 
-def skipped_chunks(reason: str, *, answered_by: str | None = None) -> list[dict[str, Any]]:
+def skipped_chunks(reason: str, *, answered_by: str | None = None) -> list[UIMessageChunk]:
     """How a skipped submission's stream ends: like a queued turn that was cancelled, with
     `abort` and no `start` (an AI SDK client ends cleanly, with no empty assistant message),
     after a transient `data-skipped` part that says why, for clients that follow the turn that

@@ -1,4 +1,5 @@
-"""The stream log (Postgres + NOTIFY), its writer for activities and its listener for readers."""
+"""The stream log (Postgres + NOTIFY), its writer for activities and its listener for readers,
+and the types of what it carries: the AI SDK's UI message chunks and parts (`_protocol.py`)."""
 
 from think.storage._stream_log import (
     CANCEL_CHANNEL,
@@ -13,19 +14,51 @@ from think.storage._stream_log import (
     step_is_open,
 )
 from think.streaming._listener import ChunkListener
+from think.streaming._protocol import (
+    DATA_PREFIX,
+    DYNAMIC_TOOL,
+    TOOL_PART_PREFIX,
+    DataChunk,
+    DataUIPart,
+    DynamicToolUIPart,
+    ToolApproval,
+    ToolState,
+    ToolUIPart,
+    UIMessageChunk,
+    UIMessagePart,
+    is_static_tool_part,
+    is_tool_part,
+    tool_name,
+    tool_part_type,
+)
 from think.streaming._writer import ChunkWriter
 
 __all__ = [
     "CANCEL_CHANNEL",
     "CHANNEL",
+    "DATA_PREFIX",
+    "DYNAMIC_TOOL",
     "TERMINAL_CHUNKS",
+    "TOOL_PART_PREFIX",
     "ChunkListener",
     "ChunkWriter",
+    "DataChunk",
+    "DataUIPart",
+    "DynamicToolUIPart",
     "Fence",
     "StaleAttempt",
+    "ToolApproval",
+    "ToolState",
+    "ToolUIPart",
+    "UIMessageChunk",
+    "UIMessagePart",
     "append",
     "claim",
     "count_failure",
+    "is_static_tool_part",
+    "is_tool_part",
     "read",
     "step_is_open",
+    "tool_name",
+    "tool_part_type",
 ]

@@ -9,7 +9,10 @@ same stream by construction (a Node conformance test checks it against the real 
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
+
+from think.streaming._protocol import tool_part_type
 
 
 class MessageBuilder:
@@ -32,7 +35,9 @@ class MessageBuilder:
                 return part
         return None
 
-    def apply(self, chunk: dict[str, Any]) -> None:
+    def apply(self, chunk: Mapping[str, Any]) -> None:
+        """Fold one chunk in. Any mapping will do: the typed chunks the activities make
+        (`UIMessageChunk`) and the plain dicts the stream log reads back alike."""
         kind = chunk["type"]
         if kind == "start":
             if chunk.get("messageId"):
@@ -66,7 +71,7 @@ class MessageBuilder:
             self._tool_input_text[chunk["toolCallId"]] = ""
             self.parts.append(
                 {
-                    "type": f"tool-{chunk['toolName']}",
+                    "type": tool_part_type(chunk["toolName"]),
                     "toolCallId": chunk["toolCallId"],
                     "state": "input-streaming",
                 }
@@ -121,10 +126,10 @@ class MessageBuilder:
         elif kind.startswith("data-") and not chunk.get("transient"):
             self._apply_data(chunk)
 
-    def _tool_or_new(self, chunk: dict[str, Any]) -> dict[str, Any]:
+    def _tool_or_new(self, chunk: Mapping[str, Any]) -> dict[str, Any]:
         part = self.tool_part(chunk["toolCallId"])
         if part is None:
-            part = {"type": f"tool-{chunk['toolName']}", "toolCallId": chunk["toolCallId"]}
+            part = {"type": tool_part_type(chunk["toolName"]), "toolCallId": chunk["toolCallId"]}
             self.parts.append(part)
         return part
 
@@ -141,18 +146,18 @@ class MessageBuilder:
         return part
 
     @staticmethod
-    def _provider_metadata(part: dict[str, Any], chunk: dict[str, Any]) -> None:
+    def _provider_metadata(part: dict[str, Any], chunk: Mapping[str, Any]) -> None:
         # The last non-null value wins, as in the SDK.
         if chunk.get("providerMetadata") is not None:
             part["providerMetadata"] = chunk["providerMetadata"]
 
-    def _merge_metadata(self, chunk: dict[str, Any]) -> None:
+    def _merge_metadata(self, chunk: Mapping[str, Any]) -> None:
         if chunk.get("messageMetadata") is not None:
             self.message["metadata"] = _deep_merge(
                 self.message.get("metadata") or {}, chunk["messageMetadata"]
             )
 
-    def _apply_data(self, chunk: dict[str, Any]) -> None:
+    def _apply_data(self, chunk: Mapping[str, Any]) -> None:
         part = {"type": chunk["type"], "data": chunk.get("data")}
         if chunk.get("id") is not None:
             part = {"type": chunk["type"], "id": chunk["id"], "data": chunk.get("data")}

@@ -37,9 +37,10 @@ from think.exceptions import (
     UserError,
 )
 from think.models import ModelClient, ToolSpec, resolve_model
-from think.models._transcript import to_chat_messages, tool_name
+from think.models._transcript import to_chat_messages
 from think.sessions._truncation import truncate
 from think.storage import TurnRecord
+from think.streaming._protocol import tool_name
 from think.tools._tool import Tool
 
 if TYPE_CHECKING:

@@ -28,6 +28,7 @@ from think.exceptions import ToolError
 from think.storage import TurnRecord, first_answer
 from think.streaming import append
 from think.streaming._builder import MessageBuilder
+from think.streaming._protocol import ToolApprovalResponseChunk, UIMessageChunk
 from think.tools._tool import Tool, ToolContext, tool_output_json
 from think.workflows._inputs import (
     ToolCallInput,
@@ -59,7 +60,7 @@ class ToolCalls:
         agent = self.res.bound_agent(turn)
         if inp.client_result is not None:
             result = await self._standing_result(turn.id, inp.client_result)
-            chunk: dict[str, Any] = (
+            chunk: UIMessageChunk = (
                 {
                     "type": "tool-output-error",
                     "toolCallId": inp.tool_call_id,
@@ -131,14 +132,14 @@ class ToolCalls:
         self, agent: Think, turn_id: str, tool_call_id: str, decision: ToolDecision
     ) -> None:
         """Record a person's decision (a denial settles the call)."""
-        response: dict[str, Any] = {
+        response: ToolApprovalResponseChunk = {
             "type": "tool-approval-response",
             "approvalId": decision.approval_id,
             "approved": decision.approved,
         }
         if decision.reason:
             response["reason"] = decision.reason
-        chunks = [response]
+        chunks: list[UIMessageChunk] = [response]
         if not decision.approved:
             chunks.append({"type": "tool-output-denied", "toolCallId": tool_call_id})
         log.info(
@@ -151,7 +152,7 @@ class ToolCalls:
         await self._record(agent, turn_id, tool_call_id, chunks)
 
     async def _record(
-        self, agent: Think, turn_id: str, tool_call_id: str, chunks: list[dict[str, Any]]
+        self, agent: Think, turn_id: str, tool_call_id: str, chunks: list[UIMessageChunk]
     ) -> ToolCallResult:
         async with self.res.store.db.transaction() as conn:
             turn = await self.res.store.lock_turn(conn, turn_id)
@@ -173,7 +174,7 @@ class ToolCalls:
 
     async def _run(
         self, agent: Think, tool: Tool | None, context: ToolContext, raw_input: Any
-    ) -> tuple[dict[str, Any], ToolCallResultContext]:
+    ) -> tuple[UIMessageChunk, ToolCallResultContext]:
         """Run a server tool through the hooks and its retry policy, into an output chunk."""
         tool_name, tool_call_id = context.tool_name, context.tool_call_id
         started = time.perf_counter()
@@ -221,6 +222,7 @@ class ToolCalls:
             await _maybe_await(agent.after_tool_call(result))
         except Exception:
             log.warning("after_tool_call of %s failed", tool_name, exc_info=True)
+        chunk: UIMessageChunk
         if error is not None:
             chunk = {"type": "tool-output-error", "toolCallId": tool_call_id, "errorText": error}
         else:

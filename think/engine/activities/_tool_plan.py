@@ -16,6 +16,7 @@ from think._messages import new_id
 from think.agent._think import Think
 from think.storage import TurnRecord
 from think.streaming._builder import MessageBuilder
+from think.streaming._protocol import is_static_tool_part, tool_name
 from think.tools._tool import Tool, ToolContext, ToolPolicy
 from think.workflows._inputs import ToolCallRef, ToolRun
 
@@ -128,10 +129,9 @@ def recorded_calls(
     clients = client_tool_names(turn)
     planned: list[ToolCallRef] = []
     for part in parts:
-        kind = str(part.get("type", ""))
-        if not kind.startswith("tool-") or str(part.get("state", "")).startswith("output-"):
+        if not is_static_tool_part(part) or str(part.get("state", "")).startswith("output-"):
             continue
-        name = kind[len("tool-") :]
+        name = tool_name(part)
         tool = tools.get(name)
         call = ToolCallRef(
             tool_call_id=part["toolCallId"],
@@ -155,7 +155,11 @@ def paused_status(message: dict[str, Any], clients: set[str], tools: dict[str, T
         state = part.get("state")
         if state == "approval-requested":
             return "awaiting_approval"
-        name = str(part.get("type", ""))[len("tool-") :]
-        if state == "input-available" and name in clients and name not in tools:
+        if (
+            state == "input-available"
+            and is_static_tool_part(part)
+            and (name := tool_name(part)) in clients
+            and name not in tools
+        ):
             waiting_client = True
     return "awaiting_client_tool" if waiting_client else "running"
