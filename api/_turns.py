@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Literal
+from typing import Literal
 
 from fastapi import Request
 from fastapi.responses import JSONResponse, Response
@@ -30,7 +30,7 @@ __all__ = [
     "RESEND_AFTER",
     "admitted",
     "cancel",
-    "regenerate",
+    "dispatch",
     "submit",
     "turn_out",
     "wait_for_turn",
@@ -74,29 +74,10 @@ async def submit(
         raise _unavailable(exc) from exc
 
 
-async def regenerate(
-    res: Resources,
-    *,
-    tenant: str,
-    agent: str,
-    conversation_id: str,
-    message_id: str,
-    body: dict[str, Any],
-    idempotency_key: str | None,
-) -> Admission:
-    """Record a regenerate turn and dispatch it as admission dispatches any submission."""
+async def dispatch(res: Resources, admission: Admission) -> None:
+    """Start a recorded regenerate as admission starts any submission (`server.dispatch`)."""
     try:
-        return await server.regenerate(
-            res.store,
-            res.temporal,
-            res.settings.task_queue,
-            tenant=tenant,
-            agent=agent,
-            conversation_id=conversation_id,
-            message_id=message_id,
-            idempotency_key=idempotency_key,
-            body=body,
-        )
+        await server.dispatch(res.store, res.temporal, res.settings.task_queue, admission)
     except DispatchFailed as exc:
         raise _unavailable(exc) from exc
 

@@ -10,57 +10,34 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import text as sql
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.conftest import helper_path
-from think import ThinkService
+from think import Submission, ThinkService
 from think.storage import IdempotencyConflict
 
-# One request in each form the input may take, as HTTP's body carries it and as Python
-# passes it. A message carries its id: without one, each call would make a new message and
-# no retry could repeat it.
-REQUESTS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
-    "text": ({"input": "same turn"}, {"messages": "same turn"}),
-    "a message, with body and client tools": (
-        {
-            "input": {
-                "id": "msg_door_1",
-                "role": "user",
-                "parts": [{"type": "text", "text": "hi"}],
-            },
-            "body": {"locale": "fr"},
-            "client_tools": [{"name": "pick_color", "description": "Ask the user"}],
-        },
-        {
-            "messages": {
-                "id": "msg_door_1",
-                "role": "user",
-                "parts": [{"type": "text", "text": "hi"}],
-            },
-            "body": {"locale": "fr"},
-            "client_tools": [{"name": "pick_color", "description": "Ask the user"}],
-        },
-    ),
-    "messages, with concurrency and a submission id": (
-        {
-            "input": [
-                {"id": "msg_door_2", "role": "user", "parts": [{"type": "text", "text": "a"}]}
-            ],
-            "concurrency": "queue",
-            "submission_id": "turn_door_{cid}",
-        },
-        {
-            "messages": [
-                {"id": "msg_door_2", "role": "user", "parts": [{"type": "text", "text": "a"}]}
-            ],
-            "concurrency": "queue",
-            "submission_id": "turn_door_{cid}",
-        },
-    ),
+# One request in each form the input may take, as HTTP's body carries it; Python passes the
+# same input and options to `run_turn`. A message carries its id: without one, each call would
+# make a new message and no retry could repeat it.
+REQUESTS: dict[str, dict[str, Any]] = {
+    "text": {"input": "same turn"},
+    "a message, with body and client tools": {
+        "input": {"id": "msg_door_1", "role": "user", "parts": [{"type": "text", "text": "hi"}]},
+        "body": {"locale": "fr"},
+        "client_tools": [{"name": "pick_color", "description": "Ask the user"}],
+    },
+    "messages, with concurrency and a submission id": {
+        "input": [{"id": "msg_door_2", "role": "user", "parts": [{"type": "text", "text": "a"}]}],
+        "concurrency": "queue",
+        "submission_id": "turn_door_{cid}",
+    },
 }
 
 
-def _for(request: dict[str, Any], cid: str) -> dict[str, Any]:
+def _for(form: str, cid: str) -> dict[str, Any]:
     """The request with this test's conversation id where it names one (a submission id)."""
+    request = REQUESTS[form]
     return {k: v.format(cid=cid) if k == "submission_id" else v for k, v in request.items()}
 
 
@@ -70,27 +47,26 @@ async def _over_http(
     return await api.post(f"{helper_path(cid)}/turns", json=body, headers={"Idempotency-Key": key})
 
 
-async def _from_python(service: ThinkService, cid: str, request: dict[str, Any], key: str) -> Any:
-    conversation = service.conversation("helper", cid)
-    if "client_tools" in request:
-        # Only run_turn takes client tools; submit mode is what HTTP's default mode is.
-        options = {k: v for k, v in request.items() if k != "messages"}
-        return await conversation.run_turn(
-            request["messages"], mode="submit", idempotency_key=key, **options
-        )
-    return await conversation.submit_messages(idempotency_key=key, **request)
+async def _from_python(
+    service: ThinkService, cid: str, body: dict[str, Any], key: str
+) -> Submission:
+    """The same request from Python, in submit mode (HTTP's default)."""
+    options = {k: v for k, v in body.items() if k != "input"}
+    return await service.conversation("helper", cid).run_turn(
+        body["input"], mode="submit", idempotency_key=key, **options
+    )
 
 
 @pytest.mark.parametrize("form", sorted(REQUESTS))
 async def test_the_same_key_is_the_same_turn_http_first(
     api: httpx.AsyncClient, service: ThinkService, cid: str, form: str
 ) -> None:
-    body, python = (_for(r, cid) for r in REQUESTS[form])
+    body = _for(form, cid)
     first = await _over_http(api, cid, body, "door-key")
     assert first.status_code == 202, first.text
     assert first.json()["accepted"] is True
 
-    again = await _from_python(service, cid, python, "door-key")
+    again = await _from_python(service, cid, body, "door-key")
     assert again.accepted is False
     assert again.turn_id == first.json()["turn_id"]
     assert again.idempotency_key == "door-key"
@@ -100,8 +76,8 @@ async def test_the_same_key_is_the_same_turn_http_first(
 async def test_the_same_key_is_the_same_turn_python_first(
     api: httpx.AsyncClient, service: ThinkService, cid: str, form: str
 ) -> None:
-    body, python = (_for(r, cid) for r in REQUESTS[form])
-    first = await _from_python(service, cid, python, "door-key")
+    body = _for(form, cid)
+    first = await _from_python(service, cid, body, "door-key")
     assert first.accepted is True
 
     again = await _over_http(api, cid, body, "door-key")
@@ -158,3 +134,38 @@ async def test_both_doors_show_a_turn_alike(
     assert over_http["message"]["id"] == result.message.id == over_http["message_id"]
     assert over_http["message"]["parts"] == result.message.parts
     assert over_http["output"] == result.output and over_http["error"] == result.error
+
+
+# Request hashes of keys stored before the doors shared one fingerprint, as the gateway's own
+# code computed them then: a retry of such a key must still find its turn.
+PINNED_HASHES = {
+    "82ce5a5387c3f561058ff7c046329c831ab4a449b56169ffe9b686051ab7d014": {"input": "pinned"},
+    "5f9cdf117288441799800d0001bbfc586a7ca01d32f7a7fdf8c4cb6a7ce8cf8c": {
+        "input": [{"id": "msg_pinned", "role": "user", "parts": [{"type": "text", "text": "hi"}]}],
+        "body": {"a": 1},
+        "client_tools": [{"name": "pick"}],
+        "concurrency": "queue",
+    },
+}
+
+
+@pytest.mark.parametrize("door", ["http", "python"])
+@pytest.mark.parametrize("pinned", sorted(PINNED_HASHES))
+async def test_a_stored_key_keeps_its_request_hash(
+    api: httpx.AsyncClient,
+    service: ThinkService,
+    engine: AsyncEngine,
+    cid: str,
+    door: str,
+    pinned: str,
+) -> None:
+    body = PINNED_HASHES[pinned]
+    if door == "http":
+        turn_id = (await _over_http(api, cid, body, "pinned")).json()["turn_id"]
+    else:
+        turn_id = (await _from_python(service, cid, body, "pinned")).turn_id
+    async with engine.connect() as conn:
+        stored = await conn.scalar(
+            sql("SELECT request_hash FROM turns WHERE id = :id"), {"id": turn_id}
+        )
+    assert stored == pinned

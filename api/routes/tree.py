@@ -109,15 +109,15 @@ async def regenerate(
     """A new answer to the message `message_id` answers, on a sibling branch: a turn that
     appends no message, sees the path up to that message's parent (not the old answer) and
     whose answer becomes the active leaf when it completes. The old answer is kept."""
-    admission = await _turns.regenerate(
-        res,
+    admission = await res.store.regenerate(
         tenant=tenant,
         agent=agent.name,
         conversation_id=conv.id,
         message_id=body.message_id,
-        body=body.body,
         idempotency_key=idempotency_key,
+        body=body.body,
     )
+    await _turns.dispatch(res, admission)
     return await _turns.admitted(
         request, res, admission, mode=body.mode, wait_timeout=body.wait_timeout
     )

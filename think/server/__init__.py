@@ -5,9 +5,10 @@ named here, so the framework's insides can move without breaking them.
 - connecting: `Settings`, `connect` (Temporal, with the data converter and tracing),
   `AgentRegistry`;
 - turns, the one front door shared with `ThinkService`: `admit_submission` (a submission's
-  mode, request and idempotency fingerprint, then `admit`), `regenerate`, `turn_fingerprint`,
-  `request_hash`, `resolve_concurrency`, `wait_for_turn`, `settled`, `follow` (the SSE replay
-  loop), `cancel_turn`, `hand_off`, `DispatchFailed`, `RESEND_AFTER`;
+  mode, request and idempotency fingerprint, then `admit`), `dispatch` (what follows an
+  admission's commit, a regenerate's too), `turn_fingerprint`, `request_hash`,
+  `resolve_concurrency`, `wait_for_turn`, `settled`, `follow` (the SSE replay loop),
+  `cancel_turn`, `hand_off`, `DispatchFailed`, `RESEND_AFTER`;
 - the turn view every door shows: `turn_view`, `TurnView`, `PendingApproval`,
   `PendingClientTool`, `client_tool_names`, `tool_part_name`;
 - decisions sent to a paused turn: `ToolDecision`, `ToolResultSubmission`, `APPROVE`,
@@ -29,9 +30,9 @@ from think.turns import (
     admit_submission,
     cancel_turn,
     client_tool_names,
+    dispatch,
     follow,
     hand_off,
-    regenerate,
     request_hash,
     tool_part_name,
     turn_fingerprint,
@@ -67,10 +68,10 @@ __all__ = [
     "cancel_turn",
     "client_tool_names",
     "connect",
+    "dispatch",
     "follow",
     "hand_off",
     "new_id",
-    "regenerate",
     "request_hash",
     "resolve_concurrency",
     "run_worker",

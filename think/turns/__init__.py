@@ -4,16 +4,17 @@ turn API (`ThinkService`, `ConversationHandle`).
 
 One front door: the gateway (`api/`), `ThinkService` and the worker (through `ThinkService`)
 all admit through `admit_submission` here, with one idempotency fingerprint
-(`turn_fingerprint`), and show a turn through one view (`turn_view`); a regenerate is
-dispatched by the same rule (`regenerate`). Imported by `engine`, `server` and the apps.
+(`turn_fingerprint`), and show a turn through one view (`turn_view`); a regenerate, recorded
+by `Store.regenerate`, is started by the same rule (`dispatch`). Imported by `engine`,
+`server` and the apps.
 """
 
 from think.turns._admission import (
     admit,
     admit_submission,
     cancel_turn,
+    dispatch,
     follow,
-    regenerate,
     wait_for_turn,
 )
 from think.turns._dispatch import DispatchFailed, hand_off, start_turn_workflow
@@ -39,9 +40,9 @@ __all__ = [
     "admit_submission",
     "cancel_turn",
     "client_tool_names",
+    "dispatch",
     "follow",
     "hand_off",
-    "regenerate",
     "request_hash",
     "start_turn_workflow",
     "tool_part_name",

@@ -3,8 +3,8 @@
 `ThinkService`), so every door behaves the same.
 
 `admit_submission` is the front door itself: the request's mode, its `TurnRequest` and its
-idempotency fingerprint (`think.turns._fingerprint`), built once for every door. `regenerate`
-records its turn differently (`Store.regenerate`) but is dispatched by the same rule.
+idempotency fingerprint (`think.turns._fingerprint`), built once for every door. A regenerate
+is recorded differently (`Store.regenerate`) and then goes through the same `dispatch`.
 
 Admission is two steps: one Postgres transaction under the conversation's row lock (which
 decides idempotency, the queue's order and what the submission's `message_concurrency` does to
@@ -93,24 +93,17 @@ async def admit_submission(
     turn, which "latest" or "interrupt" would otherwise cancel).
     """
     mode, debounce = resolve_concurrency(agent, concurrency or default_concurrency)
-    tools = list(client_tools)
     request = TurnRequest(
         messages=messages,
         parent_id=parent_id,
         body=body or {},
-        client_tools=tools,
+        client_tools=list(client_tools),
         concurrency=mode,
         debounce_seconds=debounce,
         continuation=continuation,
     )
     fingerprint = turn_fingerprint(
-        input=input,
-        parent_id=parent_id,
-        body=body or {},
-        client_tools=tools,
-        concurrency=concurrency,
-        submission_id=submission_id,
-        continuation=continuation,
+        request, input=input, concurrency=concurrency, submission_id=submission_id
     )
     return await admit(
         store,
@@ -155,35 +148,9 @@ async def admit(
     return admission
 
 
-async def regenerate(
-    store: Store,
-    temporal: Client,
-    task_queue: str,
-    *,
-    tenant: str,
-    agent: str,
-    conversation_id: str,
-    message_id: str,
-    idempotency_key: str | None = None,
-    body: dict[str, Any] | None = None,
-) -> Admission:
-    """Record a turn answering again beside assistant message `message_id`
-    (`Store.regenerate`, which checks the message), then dispatch it like any submission."""
-    admission = await store.regenerate(
-        tenant=tenant,
-        agent=agent,
-        conversation_id=conversation_id,
-        message_id=message_id,
-        idempotency_key=idempotency_key,
-        body=body,
-    )
-    await dispatch(store, temporal, task_queue, admission)
-    return admission
-
-
 async def dispatch(store: Store, temporal: Client, task_queue: str, admission: Admission) -> None:
-    """What follows an admission's commit: cancel the turn an "interrupt" or "rollback"
-    supersedes, and start the turn if it runs now.
+    """What follows an admission's commit (a submission's, or a regenerate's): cancel the
+    turn an "interrupt" or "rollback" supersedes, and start the turn if it runs now.
 
     A repeat of a known key or submission id is re-sent to Temporal only when it is still
     `pending` a while after it was accepted (the one gap in admission: a sender that died

@@ -11,33 +11,31 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
 from typing import Any
+
+from think.storage import TurnRequest
 
 
 def turn_fingerprint(
+    request: TurnRequest,
     *,
     input: Any,
-    parent_id: str | None,
-    body: dict[str, Any],
-    client_tools: Sequence[dict[str, Any]],
     concurrency: str | None = None,
     submission_id: str | None = None,
-    continuation: bool = False,
 ) -> dict[str, Any]:
-    """What identifies a submission, as JSON.
+    """What identifies a submission, as JSON: its request as the caller gave it.
 
     `input` is the input as HTTP's body carries it (a string, a message's JSON or a list of
-    them; ignored for a continuation, which has none); `client_tools` are the normalised
-    `{"name", "description", "input_schema"}` specs. The mode and `wait_timeout` are not part
-    of it: a retry may wait where the first call submitted.
+    them; ignored for a continuation, which has none); `concurrency` is the caller's override,
+    not the mode admission resolved. The mode and `wait_timeout` are not part of it: a retry
+    may wait where the first call submitted.
     """
     found: dict[str, Any] = {
-        "parent_id": parent_id,
-        "body": body,
-        "client_tools": list(client_tools),
+        "parent_id": request.parent_id,
+        "body": request.body,
+        "client_tools": request.client_tools,
     }
-    if continuation:
+    if request.continuation:
         found["continuation"] = True
     else:
         found["input"] = input
