@@ -21,13 +21,12 @@ from api.deps import Resources
 from api.errors import Problem
 from api.schemas import QueuedBehind, SubmitTurnBody, TurnOut
 from think import server
-from think.server import RESEND_AFTER, DispatchFailed, Think
+from think.server import DispatchFailed, Think
 from think.storage import PAUSED_STATUSES, Admission, TurnRecord, queue_head
 
 log = logging.getLogger("think.api.turns")
 
 __all__ = [
-    "RESEND_AFTER",
     "admitted",
     "cancel",
     "dispatch",
