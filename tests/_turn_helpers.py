@@ -1,5 +1,9 @@
-"""What the turn API and concurrency tests share: a slow scripted answer, waiting until a
-turn visibly streams, and a transcript as (role, text) pairs."""
+"""What turn tests share: where the `helper` agent's conversations live, a wait-mode turn, a
+turn polled to a status, a tool call's part, what the model was sent, a slow scripted answer,
+waiting until a turn visibly streams, and a transcript as (role, text) pairs.
+
+Shared test helpers live only in `tests/_*.py`, one definition each; test modules never import
+from one another."""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ import httpx
 
 from tests._sse import deltas, read_until
 from think import UIMessage
-from think.testing import Reply, reply, text
+from think.testing import FakeOpenAIServer, Reply, reply, text
 
 SLOW = [f"w{i} " for i in range(40)]  # ~1.5 s of streaming at 0.04 s a chunk
 
@@ -54,4 +58,53 @@ def activity_attempts(events: Any, activity_type: str | None = None) -> list[int
             marker = json.loads(data)
             if activity_type in (None, marker["activity_type"]):
                 found.append(int(marker["attempt"]))
+    return found
+
+
+def helper_path(cid: str) -> str:
+    """The `helper` agent's conversation `cid`, as a path below the gateway."""
+    return f"/v1/agents/helper/conversations/{cid}"
+
+
+async def wait_turn(
+    api: httpx.AsyncClient,
+    agent: str,
+    cid: str,
+    input: Any = "q",
+    *,
+    status: str | None = None,
+    **fields: Any,
+) -> dict[str, Any]:
+    """Submit a turn in wait mode (more request fields in `fields`, e.g. `body`) and answer
+    the turn as the gateway does, once the 200 is asserted; with `status`, that it ended so."""
+    url = f"/v1/agents/{agent}/conversations/{cid}/turns"
+    response = await api.post(url, json={"input": input, "mode": "wait", **fields})
+    assert response.status_code == 200, response.text
+    turn: dict[str, Any] = response.json()
+    if status is not None:
+        assert turn["status"] == status, turn
+    return turn
+
+
+async def until_status(
+    api: httpx.AsyncClient, url: str, statuses: set[str], within: float = 30
+) -> dict[str, Any]:
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        turn: dict[str, Any] = (await api.get(url)).json()
+        if turn["status"] in statuses or asyncio.get_running_loop().time() > deadline:
+            return turn
+        await asyncio.sleep(0.1)
+
+
+def tool_part(turn: dict[str, Any], call_id: str) -> dict[str, Any]:
+    part: dict[str, Any] = next(
+        p for p in turn["message"]["parts"] if p.get("toolCallId") == call_id
+    )
+    return part
+
+
+def sent(fake_model: FakeOpenAIServer, cid: str, call: int) -> list[dict[str, Any]]:
+    """The Chat Completions messages of the model's `call`-th request for the conversation."""
+    found: list[dict[str, Any]] = fake_model.requests(cid)[call]["body"]["messages"]
     return found

@@ -125,10 +125,6 @@ def cid() -> str:
     return f"c-{secrets.token_hex(6)}"
 
 
-def helper_path(cid: str) -> str:
-    return f"/v1/agents/helper/conversations/{cid}"
-
-
 @pytest.fixture
 def root() -> Path:
     return Path(__file__).resolve().parent.parent

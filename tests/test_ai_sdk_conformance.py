@@ -6,22 +6,19 @@ Runs the real `ai` npm package (`parseJsonEventStream` + `uiMessageChunkSchema` 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
-from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
+from tests._ai_sdk import NODE_DIR, reconstruct
 from tests._sse import read_stream
 from tests._stack import in_ci
-from tests.conftest import helper_path
+from tests._turn_helpers import helper_path
 from think.streaming._builder import MessageBuilder
 from think.testing import FakeOpenAIServer, Reply, reasoning, text, tool_call
 
-NODE_DIR = Path(__file__).parent / "node"
 FIXTURES = NODE_DIR / "fixtures"
 
 
@@ -41,21 +38,6 @@ if MISSING is not None and in_ci():
 pytestmark = pytest.mark.skipif(
     MISSING is not None, reason=f"AI SDK conformance check skipped: {MISSING}"
 )
-
-
-async def reconstruct(body: str) -> dict[str, Any]:
-    proc = await asyncio.create_subprocess_exec(
-        "node",
-        str(NODE_DIR / "reconstruct.mjs"),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await proc.communicate(body.encode())
-    assert proc.returncode == 0, err.decode()
-    result: dict[str, Any] = json.loads(out)
-    assert result["errors"] == [] or all(e["source"] == "error-chunk" for e in result["errors"])
-    return result
 
 
 SCRIPTS: dict[str, list[Reply]] = {

@@ -24,6 +24,7 @@ from temporalio.service import RPCError
 
 from tests._sse import chunks, read_stream
 from tests._stack import Stack
+from tests._turn_helpers import tool_part, until_status
 from think._settings import Settings
 from think.testing import FakeOpenAIServer, text, tool_call
 from think.workflows._connect import connect
@@ -43,24 +44,6 @@ async def paused(api: httpx.AsyncClient, cid: str, prompt: str = "go") -> dict[s
     turn: dict[str, Any] = response.json()
     assert turn["status"] == "awaiting_approval", turn
     return turn
-
-
-async def until_status(
-    api: httpx.AsyncClient, url: str, statuses: set[str], within: float = 30
-) -> dict[str, Any]:
-    deadline = asyncio.get_running_loop().time() + within
-    while True:
-        turn: dict[str, Any] = (await api.get(url)).json()
-        if turn["status"] in statuses or asyncio.get_running_loop().time() > deadline:
-            return turn
-        await asyncio.sleep(0.1)
-
-
-def tool_part(turn: dict[str, Any], call_id: str) -> dict[str, Any]:
-    part: dict[str, Any] = next(
-        p for p in turn["message"]["parts"] if p.get("toolCallId") == call_id
-    )
-    return part
 
 
 async def test_approve_over_http_runs_the_tool(

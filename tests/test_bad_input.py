@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests.conftest import helper_path
+from tests._turn_helpers import helper_path
 
 PROBLEM = "application/problem+json"
 JSON = {"content-type": "application/json"}

@@ -8,9 +8,9 @@ import time
 
 import httpx
 
+from tests._ai_sdk import NODE_DIR, reconstruct
 from tests._sse import chunks, deltas, read_stream, read_until, until_terminal
-from tests.conftest import helper_path
-from tests.test_ai_sdk_conformance import NODE_DIR, reconstruct
+from tests._turn_helpers import helper_path
 from think.testing import FakeOpenAIServer, reply, text
 
 WORDS = [f"w{i} " for i in range(60)]

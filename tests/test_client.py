@@ -5,8 +5,10 @@ repeated."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import re
+import signal
 import threading
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterator
 from types import TracebackType
@@ -211,7 +213,7 @@ def test_the_sync_twin_has_the_same_methods(sync: type, async_: type) -> None:
     def public(cls: type) -> dict[str, list[str]]:
         return {
             renamed.get(name, name): list(inspect.signature(member).parameters)
-            for name, member in vars(cls).items()
+            for name, member in inspect.getmembers(cls)
             if callable(member) and (not name.startswith("_") or name in protocol)
         }
 
@@ -628,3 +630,61 @@ def test_sync_stream_resumes_after_the_connection_is_cut(
     assert [c.event_id for c in got] == list(range(len(full)))
     assert proxy.header_values("last-event-id") == [str(before_cut)]
     assert len(sync_client.list_turns("helper", cid)) == 1
+
+
+def new_client_thread(make: Callable[[], ThinkClient]) -> tuple[ThinkClient, threading.Thread]:
+    """A new client, and the one thread it started."""
+    before = set(threading.enumerate())
+    client = make()
+    (thread,) = set(threading.enumerate()) - before
+    return client, thread
+
+
+def test_ctrl_c_in_a_sync_stream_stops_it_and_the_client_goes_on(
+    sync_client: ThinkClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """As `think chat` does: Ctrl-C while the stream waits for a chunk, then cancel the turn.
+    The interrupted read is stopped on the client's loop before the KeyboardInterrupt arrives,
+    so closing the stream and the next calls find nothing half-done."""
+    fake_model.script(cid, reply(text(*WORDS), delay=0.05))
+    turn = sync_client.submit("helper", cid, "long")
+    seen: list[StreamChunk] = []
+    main = threading.main_thread().ident
+    assert main is not None
+    with (
+        pytest.raises(KeyboardInterrupt),
+        sync_client.stream_turn("helper", cid, turn.turn_id) as s,
+    ):
+        for chunk in s:
+            seen.append(chunk)
+            if len(seen) == 3:  # then, while the next read blocks:
+                threading.Timer(0.05, signal.pthread_kill, (main, signal.SIGINT)).start()
+    assert 3 <= len(seen) < len(WORDS)
+    assert list(s) == []  # the interrupted iterator has ended, as a blocking one would
+    cancelled = sync_client.cancel("helper", cid, turn.turn_id, reason="Ctrl-C")
+    assert cancelled.turn_id == turn.turn_id
+    rest = list(sync_client.stream_turn("helper", cid, turn.turn_id, s.last_event_id))
+    assert rest[-1] == {"type": "abort", "reason": "Ctrl-C"}
+    assert sync_client.get_turn("helper", cid, turn.turn_id).status == "aborted"
+
+
+def test_a_sync_client_closes_once_and_stops_its_thread(
+    stack: Stack, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, reply(text(*WORDS), delay=0.02))
+    client, thread = new_client_thread(lambda: ThinkClient(stack.api_url))
+    stream = client.stream("helper", cid, "go")
+    assert next(iter(stream))["type"] == "start"
+    client.close()  # with the stream still open: it closes with the client
+    assert not thread.is_alive()
+    client.close()
+    stream.close()
+    assert list(stream) == []
+    with pytest.raises(RuntimeError, match="closed"):
+        client.agents()
+    dropped, thread = new_client_thread(lambda: ThinkClient(stack.api_url))
+    assert [a.name for a in dropped.agents()]
+    del dropped
+    gc.collect()
+    thread.join(5)  # a dropped client's thread ends once the client is collected
+    assert not thread.is_alive()

@@ -8,8 +8,7 @@ from typing import Any
 import httpx
 from temporalio.client import Client
 
-from tests.conftest import helper_path
-from tests.test_approvals import tool_part, until_status
+from tests._turn_helpers import helper_path, tool_part, until_status
 from think.testing import FakeOpenAIServer, text, tool_call
 from think.workflows._inputs import TurnStatusView
 from think.workflows._names import turn_workflow_id

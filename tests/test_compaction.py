@@ -18,9 +18,10 @@ import pytest
 from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from tests._logs import emitted
 from tests._stack import Stack
+from tests._turn_helpers import sent, wait_turn
 from tests.agents import Compactor
-from tests.test_events_e2e import emitted
 from think import (
     Compaction,
     CompactionContext,
@@ -50,14 +51,6 @@ def words(tag: str, chars: int = 200) -> str:
     return (tag + " " + WORDS * (chars // len(WORDS) + 1))[:chars].rstrip()
 
 
-async def wait_turn(api: httpx.AsyncClient, cid: str, words: str) -> dict[str, Any]:
-    response = await api.post(f"{BASE}/{cid}/turns", json={"input": words, "mode": "wait"})
-    assert response.status_code == 200, response.text
-    turn: dict[str, Any] = response.json()
-    assert turn["status"] == "completed", turn
-    return turn
-
-
 async def stored(api: httpx.AsyncClient, cid: str) -> list[tuple[str, str]]:
     response = await api.get(f"{BASE}/{cid}/messages")
     assert response.status_code == 200, response.text
@@ -67,18 +60,15 @@ async def stored(api: httpx.AsyncClient, cid: str) -> list[tuple[str, str]]:
     ]
 
 
-def sent(fake_model: FakeOpenAIServer, cid: str, i: int) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = fake_model.requests(cid)[i]["body"]["messages"]
-    return messages
-
-
 async def test_a_turn_over_compact_after_is_summarised_for_the_model_and_kept_in_storage(
     api: httpx.AsyncClient, fake_model: FakeOpenAIServer, stack: Stack, cid: str
 ) -> None:
     u1, a1, u2, a2 = words("first"), words("one"), words("second"), words("two")
     fake_model.script(cid, text(a1), text(a2), text("They talked twice."), text("three"))
-    await wait_turn(api, cid, u1)  # 2 x 54 tokens: under 120, nothing happens
-    await wait_turn(api, cid, u2)  # 4 x 54: over, so the turn is followed by a compaction
+    # 2 x 54 tokens: under 120, nothing happens
+    await wait_turn(api, "compactor", cid, u1, status="completed")
+    # 4 x 54: over, so the turn is followed by a compaction
+    await wait_turn(api, "compactor", cid, u2, status="completed")
     got = await emitted(stack, cid, "chat.context.compacted", within=20)
     [compacted] = [e for e in got if e.type == "chat.context.compacted"]
     assert compacted.trigger == "between_turns"
@@ -94,7 +84,7 @@ async def test_a_turn_over_compact_after_is_summarised_for_the_model_and_kept_in
     headers = fake_model.requests(cid)[2]["headers"]
     assert headers["x-think-purpose"] == "compaction"
 
-    await wait_turn(api, cid, "and now?")
+    await wait_turn(api, "compactor", cid, "and now?", status="completed")
     assert sent(fake_model, cid, 3) == [
         {"role": "system", "content": "You are a test agent."},
         {"role": "user", "content": f"{SUMMARY_HEADER}\n\nThey talked twice."},
@@ -165,7 +155,7 @@ async def test_compact_on_demand_from_python(
 
     # The worker's next turn reads the summary in their place.
     fake_model.script(cid, text("ok"))
-    await wait_turn(api, cid, "go on")
+    await wait_turn(api, "compactor", cid, "go on", status="completed")
     assert [m["content"] for m in sent(fake_model, cid, 1)[1:]] == [
         f"{SUMMARY_HEADER}\n\nQ and A.",
         "the newest",
@@ -191,7 +181,7 @@ async def test_configure_session_runs_once_per_process(
 ) -> None:
     fake_model.script(cid, text("a"), text("b"), text("c"))
     for question in ("one", "two", "three"):
-        await wait_turn(api, cid, question)
+        await wait_turn(api, "compactor", cid, question, status="completed")
     lines = (stack.logs / "turn-hooks.log").read_text().splitlines()
     calls = [e for e in map(json.loads, lines) if e["hook"] == "configure_session"]
     assert calls and all(e["agent"] == "compactor" for e in calls)

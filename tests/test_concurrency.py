@@ -15,10 +15,10 @@ import httpx
 import pytest
 from temporalio.client import Client
 
+from tests._ai_sdk import NODE_DIR, reconstruct
+from tests._replay import HISTORIES, replayer
 from tests._sse import chunks, read_stream
 from tests._turn_helpers import SLOW, slow, streaming, transcript
-from tests.test_ai_sdk_conformance import NODE_DIR, reconstruct
-from tests.test_replay import HISTORIES, replayer
 from think import ConversationBusy, ThinkService
 from think.testing import FakeOpenAIServer, text
 from think.workflows._names import turn_workflow_id

@@ -11,9 +11,9 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from tests._ai_sdk import NODE_DIR, reconstruct
 from tests._sse import chunks, deltas, parse, read_stream, read_until, until_terminal
 from tests._stack import Stack
-from tests.test_ai_sdk_conformance import NODE_DIR, reconstruct
 from think._messages import UIMessage
 from think._settings import Settings
 from think.storage import Store, TurnRequest, open_database

@@ -6,40 +6,19 @@ line under THINK_HOME; these tests read them back.
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
-
 import httpx
 
+from tests._logs import emitted
 from tests._stack import Stack
-from think.events import ThinkEvent, ThinkEventTypeAdapter
+from tests._turn_helpers import wait_turn
 from think.testing import FakeOpenAIServer, stall, text, tool_call
-
-
-async def emitted(stack: Stack, cid: str, last: str, within: float = 10) -> list[ThinkEvent]:
-    """The conversation's events, once one of type `last` has arrived."""
-    path = stack.logs / "events.log"
-    deadline = asyncio.get_running_loop().time() + within
-    while True:
-        lines = path.read_text().splitlines() if path.exists() else []
-        found = [ThinkEventTypeAdapter.validate_json(line) for line in lines]
-        mine = [e for e in found if e.conversation_id == cid]
-        if any(e.type == last for e in mine) or asyncio.get_running_loop().time() > deadline:
-            return mine
-        await asyncio.sleep(0.1)
-
-
-async def wait(api: httpx.AsyncClient, url: str, body: dict[str, Any]) -> dict[str, Any]:
-    response = await api.post(url, json={"mode": "wait", **body})
-    turn: dict[str, Any] = response.json()
-    return turn
 
 
 async def test_a_stalling_model_emits_stall_recovery_and_exhaustion(
     api: httpx.AsyncClient, fake_model: FakeOpenAIServer, stack: Stack, cid: str
 ) -> None:
     fake_model.script(cid, stall(5), stall(5))
-    turn = await wait(api, f"/v1/agents/staller/conversations/{cid}/turns", {"input": "q"})
+    turn = await wait_turn(api, "staller", cid)
     assert turn["status"] == "interrupted"
     got = await emitted(stack, cid, "chat.turn.finished")
     kinds = [e.type for e in got]
@@ -65,7 +44,7 @@ async def test_a_spent_budget_is_an_event(
     api: httpx.AsyncClient, fake_model: FakeOpenAIServer, stack: Stack, cid: str
 ) -> None:
     fake_model.script(cid, tool_call("add", {"a": 1, "b": 2}), text("never"))
-    turn = await wait(api, f"/v1/agents/budgeted/conversations/{cid}/turns", {"input": "q"})
+    turn = await wait_turn(api, "budgeted", cid)
     assert turn["status"] == "interrupted"
     got = await emitted(stack, cid, "chat.turn.finished")
     budget = next(e for e in got if e.type == "chat.budget.exhausted")
@@ -81,7 +60,7 @@ async def test_approvals_and_tool_calls_are_events(
         tool_call("delete_file", {"path": "x"}, id="call_x") + tool_call("add", {"a": 1}, id="c2"),
         text("ok"),
     )
-    turn = await wait(api, f"/v1/agents/gatekeeper/conversations/{cid}/turns", {"input": "q"})
+    turn = await wait_turn(api, "gatekeeper", cid)
     approval_id = turn["pending_approvals"][0]["approval_id"]
     url = f"{turn['status_url']}/approvals/{approval_id}"
     await api.post(url, json={"approved": False, "reason": "no"})

@@ -7,7 +7,7 @@ import asyncio
 import httpx
 from temporalio.client import Client
 
-from tests.conftest import helper_path
+from tests._turn_helpers import helper_path
 from think.testing import FakeOpenAIServer, text, tool_call
 from think.workflows._names import turn_workflow_id
 

@@ -8,7 +8,7 @@ import httpx
 from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests.conftest import helper_path
+from tests._turn_helpers import helper_path
 from think.testing import FakeOpenAIServer, stall, text
 
 

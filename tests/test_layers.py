@@ -48,3 +48,18 @@ def test_the_apps_use_only_public_faces() -> None:
 def test_few_modules_at_the_root_of_think() -> None:
     modules = sorted(p.name for p in (ROOT / "think").glob("*.py"))
     assert len(modules) <= 8, modules
+
+
+def test_a_workflow_module_imports_no_io_library() -> None:
+    """`think`'s face loads lazily: the sandbox imports a workflow module (and with it
+    `think/__init__.py`) for every workflow run, which must not pull in the I/O stack."""
+    probe = (
+        "import sys, think.workflows._turn, think.schedules._workflow\n"
+        "print(sorted(m for m in ('openai', 'psycopg', 'httpx', 'sqlalchemy', 'fastapi')"
+        " if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -13,7 +13,7 @@ import httpx
 from temporalio.client import Client
 
 from tests._stack import Stack
-from tests.conftest import helper_path
+from tests._turn_helpers import helper_path
 from think.dev._embedded import Services
 from think.workflows._names import turn_workflow_id
 

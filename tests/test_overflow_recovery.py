@@ -16,13 +16,13 @@ import pytest
 from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from tests._ai_sdk import NODE_DIR, reconstruct
+from tests._logs import emitted, hook_calls
+from tests._provider_errors import OVERFLOWS
 from tests._sse import chunks, read_stream
 from tests._stack import Stack
+from tests._turn_helpers import sent, wait_turn
 from tests.agents import Forethought, Recoverer
-from tests.test_ai_sdk_conformance import NODE_DIR, reconstruct
-from tests.test_events_e2e import emitted
-from tests.test_overflow_classifier import OVERFLOWS
-from tests.test_turn_hooks import hook_calls
 from think import (
     ChatErrorContext,
     ContextOverflow,
@@ -53,19 +53,6 @@ async def with_history(api: httpx.AsyncClient, agent: str, cid: str) -> None:
     assert response.status_code in (200, 201), response.text
 
 
-async def wait_turn(api: httpx.AsyncClient, agent: str, cid: str) -> dict[str, Any]:
-    url = f"/v1/agents/{agent}/conversations/{cid}/turns"
-    response = await api.post(url, json={"input": "the question", "mode": "wait"})
-    assert response.status_code == 200, response.text
-    turn: dict[str, Any] = response.json()
-    return turn
-
-
-def sent(fake_model: FakeOpenAIServer, cid: str, i: int) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = fake_model.requests(cid)[i]["body"]["messages"]
-    return messages
-
-
 def answer(turn: dict[str, Any]) -> str:
     return "".join(p.get("text", "") for p in turn["message"]["parts"])
 
@@ -94,7 +81,7 @@ async def test_reactive_recovery_compacts_and_runs_the_step_again(
 ) -> None:
     await with_history(api, "recoverer", cid)
     fake_model.script(cid, error(400, OVERFLOW[provider]), text("The gist."), text("Fits now."))
-    turn = await wait_turn(api, "recoverer", cid)
+    turn = await wait_turn(api, "recoverer", cid, "the question")
     assert turn["status"] == "completed", turn
     assert answer(turn) == "Fits now."
 
@@ -131,7 +118,7 @@ async def test_reactive_recovery_drops_the_partial_answer(
         text("The gist."),
         text("Whole answer."),
     )
-    turn = await wait_turn(api, "recoverer", cid)
+    turn = await wait_turn(api, "recoverer", cid, "the question")
     assert turn["status"] == "completed", turn
     assert turn["message"]["parts"] == [
         {"type": "step-start"},
@@ -153,7 +140,7 @@ async def test_an_overflow_compaction_cannot_help_ends_in_a_clear_error(
 ) -> None:
     """Nothing before the question to summarise: no retry, no summarising call."""
     fake_model.script(cid, error(400, OVERFLOW["Anthropic"]))
-    turn = await wait_turn(api, "recoverer", cid)
+    turn = await wait_turn(api, "recoverer", cid, "the question")
     assert turn["status"] == "error", turn
     assert "no longer fits the model's context window" in turn["error"]
     assert "cannot shorten it" in turn["error"] and "prompt is too long" in turn["error"]
@@ -168,7 +155,7 @@ async def test_an_overflow_without_reactive_recovery_ends_in_a_clear_error(
     """`lookout` compacts proactively only: an overflow is classified, never retried."""
     await with_history(api, "lookout", cid)
     fake_model.script(cid, error(400, OVERFLOW["Google Gemini"]))
-    turn = await wait_turn(api, "lookout", cid)
+    turn = await wait_turn(api, "lookout", cid, "the question")
     assert turn["status"] == "error", turn
     assert "context_overflow.reactive is off" in turn["error"]
     assert fake_model.calls(cid) == 1
@@ -191,7 +178,7 @@ async def test_reactive_recovery_is_bounded_by_max_retries(
         error(400, OVERFLOW["Google Gemini"]),
         text("never asked for"),
     )
-    turn = await wait_turn(api, "recoverer", cid)
+    turn = await wait_turn(api, "recoverer", cid, "the question")
     assert turn["status"] == "error", turn
     assert "max_retries" in turn["error"] and "input token count" in turn["error"]
     assert fake_model.calls(cid) == 3  # refused, summarised, refused again: no loop
@@ -207,7 +194,7 @@ async def test_a_classify_chat_error_method_drives_reactive_recovery(
     fake_model.script(
         cid, error(400, OVERFLOW["Google Gemini"]), text("The gist."), text("Fits now.")
     )
-    turn = await wait_turn(api, "forethought", cid)
+    turn = await wait_turn(api, "forethought", cid, "the question")
     assert turn["status"] == "completed", turn
     assert answer(turn) == "Fits now."
     assert sent(fake_model, cid, 2)[1]["content"] == f"{SUMMARY_HEADER}\n\nThe gist."
@@ -229,7 +216,7 @@ async def test_proactive_compaction_before_a_step_near_the_window(
         reply(tool_call("add", {"a": 3, "b": 4}, id="c2"), usage=near),
         text("Done."),
     )
-    turn = await wait_turn(api, "forethought", cid)
+    turn = await wait_turn(api, "forethought", cid, "the question")
     assert turn["status"] == "completed", turn
     assert answer(turn) == "Done."
     # Step 1 read 900 tokens: step 2 came after a summary. Step 2 read 900 too, but the budget

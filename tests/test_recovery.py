@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from tests._ai_sdk import NODE_DIR, reconstruct
 from tests._sse import chunks, read_stream
-from tests.test_ai_sdk_conformance import NODE_DIR, reconstruct
 from think import Think, TurnConfig, UserError
 from think.engine.activities._heartbeat import StreamStalled, within_stall_timeout
 from think.testing import FakeOpenAIServer, error, stall, text

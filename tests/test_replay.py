@@ -15,24 +15,11 @@ from pathlib import Path
 import httpx
 import pytest
 from temporalio.client import Client, WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.worker import Replayer
 
-from tests.conftest import helper_path
-from think.server import workflow_runner
+from tests._replay import HISTORIES, replayer
+from tests._turn_helpers import helper_path
 from think.testing import FakeOpenAIServer, text, tool_call
-from think.workflows import WORKFLOWS
 from think.workflows._names import turn_workflow_id
-
-HISTORIES = Path(__file__).parent / "histories"
-
-
-def replayer() -> Replayer:
-    return Replayer(
-        workflows=WORKFLOWS,
-        data_converter=pydantic_data_converter,
-        workflow_runner=workflow_runner(),
-    )
 
 
 def _load(path: Path) -> WorkflowHistory:

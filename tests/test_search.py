@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import helper_path
+from tests._turn_helpers import helper_path
 from think import ThinkService
 from think._messages import SEARCH_TEXT_LIMIT, UIMessage, search_text, text_of
 from think._settings import Settings

@@ -9,7 +9,7 @@ from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests._sse import chunks, parse, read_stream
-from tests.conftest import helper_path
+from tests._turn_helpers import helper_path
 from think._settings import Settings
 from think.testing import FakeOpenAIServer, reply, text
 

@@ -11,8 +11,7 @@ import pytest
 from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests._turn_helpers import slow, streaming
-from tests.conftest import helper_path
+from tests._turn_helpers import helper_path, slow, streaming
 from think import ThinkService, UserError
 from think.storage import TurnStillActive
 from think.testing import FakeOpenAIServer

@@ -9,16 +9,8 @@ from typing import Any
 import httpx
 
 from tests._stack import Stack
-from tests.conftest import helper_path
-from tests.test_approvals import tool_part
+from tests._turn_helpers import tool_part, wait_turn
 from think.testing import FakeOpenAIServer, text, tool_call
-
-
-async def wait_turn(api: httpx.AsyncClient, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    response = await api.post(f"{path}/turns", json={"mode": "wait", **body})
-    assert response.status_code == 200, response.text
-    turn: dict[str, Any] = response.json()
-    return turn
 
 
 async def test_parallel_tools_run_concurrently(
@@ -31,7 +23,7 @@ async def test_parallel_tools_run_concurrently(
         text("Both done."),
     )
     started = time.monotonic()
-    turn = await wait_turn(api, helper_path(cid), {"input": "two slow things"})
+    turn = await wait_turn(api, "helper", cid, "two slow things")
     elapsed = time.monotonic() - started
     assert turn["status"] == "completed"
     assert tool_part(turn, "call_1")["output"] == "done"
@@ -48,7 +40,7 @@ async def test_invalid_arguments_go_back_to_the_model_which_corrects_them(
         tool_call("add", {"a": 3, "b": 4}, id="call_good"),
         text("3 + 4 = 7"),
     )
-    turn = await wait_turn(api, helper_path(cid), {"input": "add three and four"})
+    turn = await wait_turn(api, "helper", cid, "add three and four")
     assert turn["status"] == "completed"
     bad = tool_part(turn, "call_bad")
     assert bad["state"] == "output-error"
@@ -69,7 +61,7 @@ async def test_retry_policy_and_timeout(
         tool_call("flaky", {"key": "k"}, id="call_flaky") + tool_call("sluggish", {}, id="call_sl"),
         text("ok"),
     )
-    turn = await wait_turn(api, "/v1/agents/gatekeeper/conversations/" + cid, {"input": "go"})
+    turn = await wait_turn(api, "gatekeeper", cid, "go")
     assert turn["status"] == "completed", turn
     assert tool_part(turn, "call_flaky")["output"] == "ok after 3 tries"
     slow = tool_part(turn, "call_sl")
@@ -94,7 +86,7 @@ async def test_before_and_after_tool_call_hooks(
         + tool_call("explode", {"reason": "real"}, id="call_fail"),
         text("Done."),
     )
-    turn = await wait_turn(api, f"/v1/agents/hooked/conversations/{cid}", {"input": "hooks"})
+    turn = await wait_turn(api, "hooked", cid, "hooks")
     assert turn["status"] == "completed", turn
     assert tool_part(turn, "call_block")["output"] == "explode is disabled here"
     assert tool_part(turn, "call_sub")["output"] == {"city": "Cache", "temp_c": -1, "cached": True}

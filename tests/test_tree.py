@@ -16,7 +16,7 @@ from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests._sse import chunks, deltas, read_stream, read_until, until_terminal
-from tests.conftest import helper_path
+from tests._turn_helpers import helper_path, sent
 from think._messages import UIMessage
 from think._settings import Settings
 from think.storage import MessageNotFound, NotRegenerable, Store, open_database
@@ -100,12 +100,6 @@ def assistant(id: str, words: str) -> dict[str, Any]:
 
 def _text(message: dict[str, Any]) -> str:
     return "".join(p.get("text", "") for p in message["parts"] if p["type"] == "text")
-
-
-def sent(fake_model: FakeOpenAIServer, cid: str, call: int) -> list[dict[str, Any]]:
-    """The Chat Completions messages of the model's `call`-th request for the conversation."""
-    found: list[dict[str, Any]] = fake_model.requests(cid)[call]["body"]["messages"]
-    return found
 
 
 def problem(response: httpx.Response, status: int, field: str | None = None) -> dict[str, Any]:

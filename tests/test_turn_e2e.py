@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 
 from tests._sse import chunks, read_stream
-from tests.conftest import helper_path
+from tests._turn_helpers import helper_path
 from think.testing import FakeOpenAIServer, reasoning, text, tool_call
 
 

@@ -3,47 +3,24 @@ on_chat_response and on_chat_error (the `hooks` agent in tests/agents.py logs ea
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from typing import Any
 
 import httpx
 
+from tests._logs import hook_calls
 from tests._sse import chunks, read_stream
 from tests._stack import Stack
+from tests._turn_helpers import wait_turn
 from think import ThinkService
 from think.testing import FakeOpenAIServer, error, reasoning, reply, stall, text, tool_call
 
 BASE = "/v1/agents/hooks/conversations"
 
 
-async def wait_turn(api: httpx.AsyncClient, cid: str, body: dict[str, Any]) -> dict[str, Any]:
-    response = await api.post(f"{BASE}/{cid}/turns", json={"input": "q", "mode": "wait", **body})
-    assert response.status_code == 200, response.text
-    turn: dict[str, Any] = response.json()
-    return turn
-
-
-async def hook_calls(
-    stack: Stack, cid: str, hook: str, *, at_least: int = 1, within: float = 10
-) -> list[dict[str, Any]]:
-    path = stack.logs / "turn-hooks.log"
-    deadline = asyncio.get_running_loop().time() + within
-    while True:
-        lines = path.read_text().splitlines() if path.exists() else []
-        found = [
-            e
-            for e in map(json.loads, lines)
-            if e["hook"] == hook
-            and cid in (e.get("conversation_id"), e.get("ctx", {}).get("conversation_id"))
-        ]
-        if len(found) >= at_least or asyncio.get_running_loop().time() > deadline:
-            return found
-        await asyncio.sleep(0.1)
-
-
-def sent(fake_model: FakeOpenAIServer, cid: str, i: int) -> dict[str, Any]:
+def sent_body(fake_model: FakeOpenAIServer, cid: str, i: int) -> dict[str, Any]:
+    """The whole body of the model's `i`-th request for the conversation."""
     body: dict[str, Any] = fake_model.requests(cid)[i]["body"]
     return body
 
@@ -55,9 +32,9 @@ async def test_before_turn_overrides_system_tools_and_steps(
         cid, tool_call("add", {"a": 1, "b": 2}, id="c1"), tool_call("add", {"a": 3}, id="c2")
     )
     body = {"persona": "pirate", "tools": ["add"], "max_steps": 2}
-    turn = await wait_turn(api, cid, {"body": body})
+    turn = await wait_turn(api, "hooks", cid, body=body)
     assert turn["status"] == "completed", turn
-    first, second = sent(fake_model, cid, 0), sent(fake_model, cid, 1)
+    first, second = sent_body(fake_model, cid, 0), sent_body(fake_model, cid, 1)
     assert first["messages"][0] == {
         "role": "system",
         "content": "You are a test agent. Speak like a pirate.",
@@ -85,7 +62,7 @@ async def test_step_finish_chunk_and_response_hooks(
     api: httpx.AsyncClient, fake_model: FakeOpenAIServer, stack: Stack, cid: str
 ) -> None:
     fake_model.script(cid, text(cid) + tool_call("add", {"a": 2, "b": 2}), text("4."))
-    turn = await wait_turn(api, cid, {})
+    turn = await wait_turn(api, "hooks", cid)
     assert turn["status"] == "completed"
     finished = await hook_calls(stack, cid, "on_step_finish", at_least=2)
     assert [(f["step"], f["text"]) for f in finished] == [(0, cid), (1, "4.")]
@@ -119,14 +96,14 @@ async def test_stall_timeout_and_budget_per_turn(
 ) -> None:
     fake_model.script(cid, stall(30), text("recovered"))
     started = time.monotonic()
-    turn = await wait_turn(api, cid, {"body": {"stall": 0.5}})
+    turn = await wait_turn(api, "hooks", cid, body={"stall": 0.5})
     assert turn["status"] == "completed", turn
     assert time.monotonic() - started < 10  # with no watchdog (the default) it takes 30 s
     assert fake_model.calls(cid) == 2
 
     other = f"{cid}-b"
     fake_model.script(other, tool_call("add", {"a": 1, "b": 1}), text("never"))
-    turn = await wait_turn(api, other, {"body": {"budget_tokens": 1}})
+    turn = await wait_turn(api, "hooks", other, body={"budget_tokens": 1})
     assert turn["status"] == "interrupted"
     assert turn["error"].startswith("token budget spent")
     assert fake_model.calls(other) == 1
@@ -138,7 +115,7 @@ async def test_the_time_budget_cuts_a_long_step_short(
     words = [f"w{i} " for i in range(100)]
     fake_model.script(cid, reply(text(*words), delay=0.05))  # five seconds of streaming
     started = time.monotonic()
-    turn = await wait_turn(api, cid, {"body": {"time_budget": 1.0}})
+    turn = await wait_turn(api, "hooks", cid, body={"time_budget": 1.0})
     assert time.monotonic() - started < 4
     assert turn["status"] == "interrupted", turn
     assert turn["error"].startswith("time budget spent")
@@ -155,7 +132,7 @@ async def test_tools_added_by_before_turn_run(
     api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
 ) -> None:
     fake_model.script(cid, tool_call("shout", {"text": "hey"}, id="c1"), text("HEY"))
-    turn = await wait_turn(api, cid, {"body": {"shout": True}})
+    turn = await wait_turn(api, "hooks", cid, body={"shout": True})
     assert turn["status"] == "completed", turn
     part = next(p for p in turn["message"]["parts"] if p.get("toolCallId") == "c1")
     assert part["output"] == "HEY"
@@ -165,7 +142,7 @@ async def test_on_chat_error_maps_what_the_client_sees(
     api: httpx.AsyncClient, fake_model: FakeOpenAIServer, stack: Stack, cid: str
 ) -> None:
     fake_model.script(cid, error(400, "unsupported parameter: secret-sauce"))
-    turn = await wait_turn(api, cid, {})
+    turn = await wait_turn(api, "hooks", cid)
     assert turn["status"] == "error"
     assert turn["error"] == "Sorry, the model refused (fatal)."
     _, events = await read_stream(api, turn["stream_url"])
@@ -179,7 +156,7 @@ async def test_a_failing_hook_never_leaks_its_exception_text(
     api: httpx.AsyncClient, fake_model: FakeOpenAIServer, stack: Stack, cid: str
 ) -> None:
     fake_model.script(cid, text("never"))
-    turn = await wait_turn(api, cid, {"body": {"explode": True}})
+    turn = await wait_turn(api, "hooks", cid, body={"explode": True})
     assert turn["status"] == "error"
     assert "secret internal detail" not in turn["error"]
     assert "before_turn" in turn["error"] and turn["turn_id"] in turn["error"]
@@ -204,12 +181,12 @@ async def test_structured_output_native(
     api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
 ) -> None:
     fake_model.script(cid, text('{"severity": "high", ', '"reason": "smoke"}'))
-    turn = await wait_turn(api, cid, {"body": {"verdict": True}})
+    turn = await wait_turn(api, "hooks", cid, body={"verdict": True})
     assert turn["status"] == "completed", turn
     assert turn["output"] == {"severity": "high", "reason": "smoke"}
     fetched = (await api.get(turn["status_url"])).json()
     assert fetched["output"] == turn["output"]
-    response_format = sent(fake_model, cid, 0)["response_format"]
+    response_format = sent_body(fake_model, cid, 0)["response_format"]
     assert response_format["type"] == "json_schema"
     assert response_format["json_schema"]["name"] == "Verdict"
     assert response_format["json_schema"]["schema"]["properties"]["severity"]["enum"] == [
@@ -226,12 +203,12 @@ async def test_structured_output_through_a_final_answer_tool(
     answer = {"severity": "low", "reason": "fine"}
     fake_model.script(cid, tool_call("final_answer", answer, id="call_answer"))
     body = {"verdict": True, "model": "plain/scripted-model"}
-    turn = await wait_turn(api, cid, {"body": body})
+    turn = await wait_turn(api, "hooks", cid, body=body)
     assert turn["status"] == "completed", turn
     assert turn["output"] == answer
     assert [p["type"] for p in turn["message"]["parts"]] == ["step-start", "text"]
     assert json.loads(turn["message"]["parts"][1]["text"]) == answer
-    request = sent(fake_model, cid, 0)
+    request = sent_body(fake_model, cid, 0)
     assert "response_format" not in request
     assert "final_answer" in [t["function"]["name"] for t in request["tools"]]
     _, events = await read_stream(api, turn["stream_url"])
@@ -242,7 +219,7 @@ async def test_an_answer_that_does_not_validate_ends_in_error(
     api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
 ) -> None:
     fake_model.script(cid, text('{"severity": "medium"}'))
-    turn = await wait_turn(api, cid, {"body": {"verdict": True}})
+    turn = await wait_turn(api, "hooks", cid, body={"verdict": True})
     assert turn["status"] == "error"
     assert turn["error"].startswith("the answer does not match the schema")
     assert "severity" in turn["error"] and "reason" in turn["error"]
@@ -258,7 +235,7 @@ async def test_an_answer_that_does_not_validate_ends_in_error(
         "additionalProperties": False,
     }
     fake_model.script(other, text('{"n": 7}'))
-    turn = await wait_turn(api, other, {"body": {"schema": schema}})
+    turn = await wait_turn(api, "hooks", other, body={"schema": schema})
     assert turn["status"] == "completed", turn
     assert turn["output"] == {"n": 7}
 
@@ -271,11 +248,11 @@ async def test_hooks_run_on_every_entry_path(
     conv = service.conversation("hooks", cid)
     result = await conv.run_turn("q", body={"persona": "poet"})
     assert result.status == "completed"
-    assert sent(fake_model, cid, 0)["messages"][0]["content"].endswith("Speak like a poet.")
+    assert sent_body(fake_model, cid, 0)["messages"][0]["content"].endswith("Speak like a poet.")
     continued = await conv.continue_last_turn(body={"persona": "judge"})
     assert continued.status == "completed", continued
     calls = await hook_calls(stack, cid, "before_turn", at_least=2)
     assert [c["ctx"]["continuation"] for c in calls] == [False, True]
-    assert sent(fake_model, cid, 1)["messages"][0]["content"].endswith("Speak like a judge.")
+    assert sent_body(fake_model, cid, 1)["messages"][0]["content"].endswith("Speak like a judge.")
     responses = await hook_calls(stack, cid, "on_chat_response", at_least=2)
     assert len(responses) == 2

@@ -2,57 +2,130 @@
 
 Subclass `Think`, name a model, a system prompt and tools; every turn then runs as a Temporal
 workflow, every conversation lives in Postgres, and replies stream over SSE.
+
+The names below load on first use (PEP 562): importing `think` (as a workflow module's import
+does, in the sandbox too) costs a few modules, not openai, psycopg and httpx.
 """
 
-from think._messages import UIMessage
-from think._settings import Settings
-from think.agent._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptions
-from think.agent._think import Think
-from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
-from think.agent._turn_hooks import (
-    ChatErrorContext,
-    ChatResponseResult,
-    StepConfig,
-    StepContext,
-    StepFinishContext,
-    StepResult,
-    TurnConfig,
-    TurnContext,
-)
-from think.client import AsyncThinkClient, ThinkAPIError, ThinkClient
-from think.exceptions import (
-    AgentNotFoundError,
-    ConfigurationError,
-    ModelError,
-    ThinkError,
-    ToolError,
-    TurnFailed,
-    UserError,
-)
-from think.models import ModelClient, ModelRequest
-from think.models._overflow import ChatErrorClass as ChatErrorClassification
-from think.models._overflow import default_context_overflow_classifier
-from think.schedules import ScheduledRun, ScheduledTask
-from think.sessions._compaction import (
-    CompactionContext,
-    CompactionResult,
-    create_compact_function,
-    default_token_counter,
-)
-from think.sessions._context_blocks import ContextBlock, ContextProvider
-from think.sessions._session import ContextOverflow, Proactive, Session
-from think.storage import ConversationBusy, MessageConcurrency, SubmissionConflict
-from think.storage._compactions import Compaction
-from think.tools._tool import Tool, ToolContext, ToolPolicy, tool
-from think.turns._service import (
-    ConversationHandle,
-    StreamCallback,
-    Submission,
-    ThinkService,
-    TurnResult,
-    TurnStream,
-    current_conversation,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from think._messages import UIMessage
+    from think._settings import Settings
+    from think.agent._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptions
+    from think.agent._think import Think
+    from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
+    from think.agent._turn_hooks import (
+        ChatErrorContext,
+        ChatResponseResult,
+        StepConfig,
+        StepContext,
+        StepFinishContext,
+        StepResult,
+        TurnConfig,
+        TurnContext,
+    )
+    from think.client import AsyncThinkClient, ThinkAPIError, ThinkClient
+    from think.exceptions import (
+        AgentNotFoundError,
+        ConfigurationError,
+        ModelError,
+        ThinkError,
+        ToolError,
+        TurnFailed,
+        UserError,
+    )
+    from think.models import ModelClient, ModelRequest
+    from think.models._overflow import ChatErrorClass as ChatErrorClassification
+    from think.models._overflow import default_context_overflow_classifier
+    from think.schedules import ScheduledRun, ScheduledTask
+    from think.sessions._compaction import (
+        CompactionContext,
+        CompactionResult,
+        create_compact_function,
+        default_token_counter,
+    )
+    from think.sessions._context_blocks import ContextBlock, ContextProvider
+    from think.sessions._session import ContextOverflow, Proactive, Session
+    from think.storage import ConversationBusy, MessageConcurrency, SubmissionConflict
+    from think.storage._compactions import Compaction
+    from think.tools._tool import Tool, ToolContext, ToolPolicy, tool
+    from think.turns._service import (
+        ConversationHandle,
+        StreamCallback,
+        Submission,
+        ThinkService,
+        TurnResult,
+        TurnStream,
+        current_conversation,
+    )
+
+_LAZY: dict[str, tuple[str, str]] = {
+    "AgentNotFoundError": ("think.exceptions", "AgentNotFoundError"),
+    "AsyncThinkClient": ("think.client", "AsyncThinkClient"),
+    "ChatErrorClassification": ("think.models._overflow", "ChatErrorClass"),
+    "ChatErrorContext": ("think.agent._turn_hooks", "ChatErrorContext"),
+    "ChatRecovery": ("think.agent._recovery", "ChatRecovery"),
+    "ChatRecoveryContext": ("think.agent._recovery", "ChatRecoveryContext"),
+    "ChatRecoveryOptions": ("think.agent._recovery", "ChatRecoveryOptions"),
+    "ChatResponseResult": ("think.agent._turn_hooks", "ChatResponseResult"),
+    "Compaction": ("think.storage._compactions", "Compaction"),
+    "CompactionContext": ("think.sessions._compaction", "CompactionContext"),
+    "CompactionResult": ("think.sessions._compaction", "CompactionResult"),
+    "ConfigurationError": ("think.exceptions", "ConfigurationError"),
+    "ContextBlock": ("think.sessions._context_blocks", "ContextBlock"),
+    "ContextOverflow": ("think.sessions._session", "ContextOverflow"),
+    "ContextProvider": ("think.sessions._context_blocks", "ContextProvider"),
+    "ConversationBusy": ("think.storage", "ConversationBusy"),
+    "ConversationHandle": ("think.turns._service", "ConversationHandle"),
+    "MessageConcurrency": ("think.storage", "MessageConcurrency"),
+    "ModelClient": ("think.models", "ModelClient"),
+    "ModelError": ("think.exceptions", "ModelError"),
+    "ModelRequest": ("think.models", "ModelRequest"),
+    "Proactive": ("think.sessions._session", "Proactive"),
+    "ScheduledRun": ("think.schedules", "ScheduledRun"),
+    "ScheduledTask": ("think.schedules", "ScheduledTask"),
+    "Session": ("think.sessions._session", "Session"),
+    "Settings": ("think._settings", "Settings"),
+    "StepConfig": ("think.agent._turn_hooks", "StepConfig"),
+    "StepContext": ("think.agent._turn_hooks", "StepContext"),
+    "StepFinishContext": ("think.agent._turn_hooks", "StepFinishContext"),
+    "StepResult": ("think.agent._turn_hooks", "StepResult"),
+    "StreamCallback": ("think.turns._service", "StreamCallback"),
+    "Submission": ("think.turns._service", "Submission"),
+    "SubmissionConflict": ("think.storage", "SubmissionConflict"),
+    "Think": ("think.agent._think", "Think"),
+    "ThinkAPIError": ("think.client", "ThinkAPIError"),
+    "ThinkClient": ("think.client", "ThinkClient"),
+    "ThinkError": ("think.exceptions", "ThinkError"),
+    "ThinkService": ("think.turns._service", "ThinkService"),
+    "Tool": ("think.tools._tool", "Tool"),
+    "ToolCallContext": ("think.agent._tool_hooks", "ToolCallContext"),
+    "ToolCallDecision": ("think.agent._tool_hooks", "ToolCallDecision"),
+    "ToolCallResultContext": ("think.agent._tool_hooks", "ToolCallResultContext"),
+    "ToolContext": ("think.tools._tool", "ToolContext"),
+    "ToolError": ("think.exceptions", "ToolError"),
+    "ToolPolicy": ("think.tools._tool", "ToolPolicy"),
+    "TurnConfig": ("think.agent._turn_hooks", "TurnConfig"),
+    "TurnContext": ("think.agent._turn_hooks", "TurnContext"),
+    "TurnFailed": ("think.exceptions", "TurnFailed"),
+    "TurnResult": ("think.turns._service", "TurnResult"),
+    "TurnStream": ("think.turns._service", "TurnStream"),
+    "UIMessage": ("think._messages", "UIMessage"),
+    "UserError": ("think.exceptions", "UserError"),
+    "create_compact_function": ("think.sessions._compaction", "create_compact_function"),
+    "current_conversation": ("think.turns._service", "current_conversation"),
+    "default_context_overflow_classifier": (
+        "think.models._overflow",
+        "default_context_overflow_classifier",
+    ),
+    "default_token_counter": ("think.sessions._compaction", "default_token_counter"),
+    "tool": ("think.tools._tool", "tool"),
+}
+"""Public name -> (module, attribute)."""
 
 __all__ = [
     "AgentNotFoundError",
@@ -113,3 +186,17 @@ __all__ = [
     "default_token_counter",
     "tool",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, attribute = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'think' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value  # once loaded, a plain module attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

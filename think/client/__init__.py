@@ -11,6 +11,9 @@
 
 Streams resume by themselves after a dropped connection (`Last-Event-ID`), so every chunk
 arrives once, in order; errors are `ThinkAPIError`s carrying the gateway's problem document.
+
+There is one implementation, `AsyncThinkClient`; `ThinkClient` is its blocking face (the same
+code, run on a private event loop in a background thread: see `think/client/_sync.py`).
 """
 
 from think.client._async import AsyncThinkClient, AsyncTurnStream

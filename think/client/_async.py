@@ -1,11 +1,16 @@
-"""`AsyncThinkClient`: the gateway's HTTP API (API.md) for asyncio code."""
+"""`AsyncThinkClient`: the gateway's HTTP API (API.md), and the client's one implementation.
+
+Everything that sends lives here: retries, and a stream's reconnect-and-resume loop. The
+blocking `ThinkClient` (`_sync.py`) runs this same code on a private event loop, so what is
+written here is what both faces do; the rules that need no I/O are in `_requests.py`.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import httpx
 
@@ -26,7 +31,53 @@ from think.client._sse import SSEDecoder
 T = TypeVar("T")
 
 
-class AsyncThinkClient:
+class _AsyncClosing:
+    """`async with it:` closes it on the way out, error or not."""
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class _StreamPosition:
+    """Where a turn's stream stands: what both of its faces, `AsyncTurnStream` and the blocking
+    `TurnStream`, read from the one `StreamState` they share."""
+
+    _state: r.StreamState
+
+    @property
+    def turn_id(self) -> str | None:
+        """The turn's id; for `stream()`, known once `get_turn()` or a reconnect looked it up."""
+        return self._state.turn_id
+
+    @property
+    def last_event_id(self) -> int | None:
+        """The id of the last chunk passed on: where a later `stream_turn` would resume."""
+        return self._state.last_event_id
+
+    @property
+    def reconnects(self) -> int:
+        """How many times the stream had to be opened again."""
+        return self._state.reconnects
+
+    @property
+    def idempotency_key(self) -> str | None:
+        """The submission's key (`stream()` only): the turn can be found again by it."""
+        submission = self._state.submission
+        return submission.idempotency_key if submission else None
+
+
+class AsyncThinkClient(_AsyncClosing):
     """A client of one Think gateway. Use it as an async context manager, or `aclose()` it.
 
     Reads, cancels and submissions that carry an Idempotency-Key are sent again after a
@@ -59,17 +110,6 @@ class AsyncThinkClient:
 
     async def aclose(self) -> None:
         await self._http.aclose()
-
-    async def __aenter__(self) -> AsyncThinkClient:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     # --- agents and conversations
 
@@ -248,7 +288,7 @@ class AsyncThinkClient:
         return request.parse(response)
 
 
-class AsyncTurnStream:
+class AsyncTurnStream(_StreamPosition, _AsyncClosing):
     """A turn's chunks, each once and in order, across dropped connections.
 
     Iterate it (`async for chunk in stream`) to get `StreamChunk`s: the AI SDK UIMessageChunk
@@ -280,11 +320,6 @@ class AsyncTurnStream:
         )
         self._iterator: AsyncGenerator[StreamChunk, None] | None = None
 
-    @property
-    def turn_id(self) -> str | None:
-        """The turn's id; for `stream()`, known once `get_turn()` or a reconnect looked it up."""
-        return self._state.turn_id
-
     async def get_turn(self) -> Turn:
         """The turn as it stands, e.g. to answer its `pending_approvals`. For `stream()`, whose
         single request does not name the turn, the first call finds it by its Idempotency-Key
@@ -292,21 +327,6 @@ class AsyncTurnStream:
         turn = await self._client._send(self._state.turn_request())
         self._state.turn_id = turn.turn_id
         return turn
-
-    @property
-    def last_event_id(self) -> int | None:
-        """The id of the last chunk passed on: where a later `stream_turn` would resume."""
-        return self._state.last_event_id
-
-    @property
-    def reconnects(self) -> int:
-        """How many times the stream had to be opened again."""
-        return self._state.reconnects
-
-    @property
-    def idempotency_key(self) -> str | None:
-        submission = self._state.submission
-        return submission.idempotency_key if submission else None
 
     def __aiter__(self) -> AsyncIterator[StreamChunk]:
         if self._iterator is None:
@@ -316,17 +336,6 @@ class AsyncTurnStream:
     async def aclose(self) -> None:
         if self._iterator is not None:
             await self._iterator.aclose()
-
-    async def __aenter__(self) -> AsyncTurnStream:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def _chunks(self) -> AsyncGenerator[StreamChunk, None]:
         state, client = self._state, self._client

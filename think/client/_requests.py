@@ -1,8 +1,9 @@
-"""The gateway's endpoints as request descriptions, shared by the sync and async clients.
+"""The gateway's endpoints as request descriptions: the client's rules, apart from its I/O.
 
 Each function returns a `Request`: method, path, body, headers, whether it is safe to send
-again after a dropped connection, and how to read the answer. The two clients only send them,
-so they can never disagree about the contract.
+again after a dropped connection, and how to read the answer; `StreamState` is a stream's
+resume logic. `AsyncThinkClient` only sends them (and `ThinkClient` runs it), so the contract
+is written once.
 """
 
 from __future__ import annotations

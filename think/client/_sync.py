@@ -1,40 +1,207 @@
-"""`ThinkClient`: the gateway's HTTP API (API.md), blocking; the twin of `ThinkClient`."""
+"""`ThinkClient`: the blocking face of `AsyncThinkClient`, not a second implementation.
+
+Each `ThinkClient` owns a private asyncio loop on a daemon thread and runs its
+`AsyncThinkClient` there; every method is the async one, awaited on that loop while the caller
+blocks. There is one place that sends a request, retries it, and opens, decodes and resumes a
+stream (`Last-Event-ID`, the turn found again by its Idempotency-Key), so the two faces cannot
+drift apart, and a fix lands in both at once.
+
+Why this, and not two copies or a generated one: the shared part that matters is the stream's
+resume loop, which lives inside `async with`/`async for` over httpx's streaming response; the
+sans-IO layer (`_requests.py`) already holds every rule that can be lifted out of it, and what
+is left is the I/O itself. Two hand-kept copies of that loop (the old layout: 700 lines that
+differed in 46) drift; a generated copy (unasync) is still a second file to review, to keep
+in step by a check, and to debug. A bridge is ~100 lines, once: a stream's iterator asks the
+loop for the async iterator's next chunk, so it is pulled as slowly as the caller reads, just as
+a blocking socket would be, and closing it closes the async one.
+
+What the bridge guarantees, so that the sync face behaves as a blocking client would:
+- An interrupted call (Ctrl-C while waiting, as `think chat` does to cancel a turn) cancels its
+  work on the loop and waits until that work has stopped, before raising: the stream's
+  connection is closed and the next call (closing the stream, cancelling the turn) finds it gone.
+- `close()` (or leaving `with`) closes the connections and stops the thread; it may be called
+  again. A client dropped without `close()` stops its thread when it is collected.
+- Calls from several threads at once are safe: each is a task on the same loop.
+"""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Generator, Iterator, Mapping, Sequence
+import asyncio
+import concurrent.futures
+import contextlib
+import functools
+import threading
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Concatenate, ParamSpec, Self, TypeVar
 
 import httpx
 
-from think._messages import UIMessage
 from think.client import _requests as r
-from think.client._errors import ThinkAPIError
-from think.client._models import (
-    Agent,
-    Conversation,
-    Message,
-    SearchHit,
-    StreamChunk,
-    Turn,
-    new_idempotency_key,
-)
-from think.client._sse import SSEDecoder
+from think.client._async import AsyncThinkClient, AsyncTurnStream, _StreamPosition
+from think.client._models import StreamChunk, Turn
 
+P = ParamSpec("P")
 T = TypeVar("T")
+R = TypeVar("R")
 
 
-class ThinkClient:
+class _LoopThread:
+    """A private event loop running on its own daemon thread, and a blocking `run` into it."""
+
+    def __init__(self, cleanup: Callable[[], Awaitable[None]]) -> None:
+        self._cleanup = cleanup
+        self._loop = asyncio.new_event_loop()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._serve, name="think-client", daemon=True)
+        self._thread.start()
+
+    @property
+    def closed(self) -> bool:
+        """Told to stop, or stopped: no new work is taken (it would never be run)."""
+        return self._stopping or not self._thread.is_alive()
+
+    def _serve(self) -> None:
+        try:
+            self._loop.run_forever()
+        finally:
+            try:
+                self._loop.run_until_complete(self._cleanup())
+            finally:
+                # Streams dropped unfinished, and not yet collected, close theirs here.
+                self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+                self._loop.close()
+
+    def run(self, work: Awaitable[T]) -> T:
+        """Await `work` on the loop and answer its result (or raise its error), blocking.
+
+        Not `asyncio.run_coroutine_threadsafe`: its future is marked cancelled at once, while
+        the task it cancels is still unwinding. Here an interrupted caller waits until the
+        task has really ended, so that nothing it was doing can race the caller's next call.
+        """
+        if self.closed:
+            if asyncio.iscoroutine(work):
+                work.close()  # never started: no "never awaited" warning
+            raise RuntimeError("Cannot send a request, as the client has been closed.")
+        done: concurrent.futures.Future[T] = concurrent.futures.Future()
+        started: list[asyncio.Future[T]] = []
+
+        def start() -> None:
+            try:
+                task = asyncio.ensure_future(work)
+            except BaseException as error:
+                done.set_exception(error)
+                return
+            started.append(task)
+            task.add_done_callback(functools.partial(_settle, done))
+
+        def cancel() -> None:  # queued after `start`: the task exists by the time this runs
+            for task in started:
+                task.cancel()
+
+        self._loop.call_soon_threadsafe(start)
+        try:
+            return done.result()
+        except BaseException:
+            if not done.done():  # the caller was interrupted, not the work: stop it too
+                self._loop.call_soon_threadsafe(cancel)
+                concurrent.futures.wait([done])
+            raise
+
+    def stop(self) -> None:
+        """Let the thread end: callable from any thread, any number of times."""
+        self._stopping = True
+        with contextlib.suppress(RuntimeError):  # already closed
+            self._loop.call_soon_threadsafe(self._loop.stop)
+
+    def join(self) -> None:
+        if threading.current_thread() is not self._thread:
+            self._thread.join()
+
+
+def _settle(done: concurrent.futures.Future[T], task: asyncio.Future[T]) -> None:
+    """Pass a finished task's outcome on to the future its caller waits on."""
+    if task.cancelled():
+        done.cancel()
+        done.set_running_or_notify_cancel()  # wakes `concurrent.futures.wait`, as cancel() does not
+    elif (error := task.exception()) is not None:
+        done.set_exception(error)
+    else:
+        done.set_result(task.result())
+
+
+async def _next(chunks: AsyncIterator[StreamChunk]) -> StreamChunk:
+    """The next chunk, asked for on the loop, not by the caller's thread: an async generator's
+    first `__anext__` registers it with that thread's loop (asyncgen hooks), which then closes
+    its connection should it be dropped unfinished."""
+    return await anext(chunks)
+
+
+def _face(
+    method: Callable[Concatenate[AsyncThinkClient, P], R],
+    adapt: Callable[[ThinkClient, R], T],
+    doc: str | None = None,
+) -> Callable[Concatenate[ThinkClient, P], T]:
+    """`ThinkClient`'s face of one `AsyncThinkClient` method: its signature and docstring (or
+    `doc`), called on the client's async twin, its answer passed through `adapt`."""
+
+    @functools.wraps(method)
+    def call(self: ThinkClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return adapt(self, method(self._async, *args, **kwargs))
+
+    call.__qualname__ = f"ThinkClient.{method.__name__}"
+    call.__doc__ = doc or method.__doc__
+    return call
+
+
+def _awaited(client: ThinkClient, work: Awaitable[T]) -> T:
+    return client._loop.run(work)
+
+
+def _streamed(client: ThinkClient, stream: AsyncTurnStream) -> TurnStream:
+    return TurnStream._over(client, stream)
+
+
+def _blocking(
+    method: Callable[Concatenate[AsyncThinkClient, P], Awaitable[T]],
+) -> Callable[Concatenate[ThinkClient, P], T]:
+    """A coroutine method, awaited on the client's loop while the caller blocks."""
+    return _face(method, _awaited)
+
+
+def _streaming(
+    method: Callable[Concatenate[AsyncThinkClient, P], AsyncTurnStream], doc: str
+) -> Callable[Concatenate[ThinkClient, P], TurnStream]:
+    """A method that answers an `AsyncTurnStream`: the `TurnStream` over it."""
+    return _face(method, _streamed, doc)
+
+
+class _Closing:
+    """`with it:` closes it on the way out, error or not."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class ThinkClient(_Closing):
     """A client of one Think gateway. Use it as a context manager, or `close()` it.
 
-    The same methods as `AsyncThinkClient`, blocking; see there for each one's details.
-
-    Reads, cancels and submissions that carry an Idempotency-Key are sent again after a
-    dropped connection or a 502/503/504 (up to `max_retries` times, backing off); anything
-    else fails at once with `ThinkConnectionError`. Every 4xx/5xx answer raises
-    `ThinkAPIError` (`NotFoundError`, `ConflictError`, `InvalidRequestError`, …).
+    The same methods as `AsyncThinkClient`, blocking: each is the async one, run on a private
+    event loop in a background thread (see this module's docstring for why and how). Reads,
+    cancels and submissions that carry an Idempotency-Key are sent again after a dropped
+    connection or a 502/503/504; every 4xx/5xx answer raises `ThinkAPIError`.
     """
 
     def __init__(
@@ -46,213 +213,69 @@ class ThinkClient:
         max_retries: int = 5,
         headers: Mapping[str, str] | None = None,
     ) -> None:
-        all_headers = {"Accept": "application/json", **(headers or {})}
-        if api_key:
-            all_headers["Authorization"] = f"Bearer {api_key}"
-        self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
-        self._backoff = r.Backoff(max_retries)
-        self._http = httpx.Client(
-            base_url=base_url.rstrip("/"), headers=all_headers, timeout=self._timeout
+        self._async = AsyncThinkClient(
+            base_url, api_key, timeout, max_retries=max_retries, headers=headers
         )
+        # The thread's last act, closed or dropped: close the connections.
+        self._loop = _LoopThread(cleanup=self._async.aclose)
+        self._finalizer = weakref.finalize(self, self._loop.stop)  # dropped without close()
+        self._streams: weakref.WeakSet[TurnStream] = weakref.WeakSet()
 
     @property
     def base_url(self) -> str:
-        return str(self._http.base_url).rstrip("/")
+        return self._async.base_url
 
     def close(self) -> None:
-        self._http.close()
+        """Close the client's streams and connections and stop its thread; a second call does
+        nothing."""
+        if self._loop.closed:
+            return
+        try:
+            # Each stream outside in (its loop, then httpx's response): left to the loop's
+            # shutdown, the generators would be closed all at once, in no order.
+            for stream in list(self._streams):
+                stream.close()
+        finally:
+            self._finalizer()  # stop: the thread closes the connections, then ends
+            self._loop.join()
 
-    def __enter__(self) -> ThinkClient:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    # --- agents and conversations
-
-    def agents(self) -> list[Agent]:
-        """The agents this gateway hosts."""
-        return self._send(r.agents())
-
-    def create_conversation(
-        self, agent: str, id: str | None = None, metadata: Mapping[str, Any] | None = None
-    ) -> Conversation:
-        """A new conversation (a fresh id unless `id` is given); an existing `id` answers the
-        conversation as it is."""
-        return self._send(r.create_conversation(agent, id, metadata))
-
-    def get_conversation(self, agent: str, cid: str) -> Conversation:
-        return self._send(r.get_conversation(agent, cid))
-
-    def messages(self, agent: str, cid: str, leaf_id: str | None = None) -> list[Message]:
-        """The active path of the conversation (or the path to `leaf_id`), oldest first."""
-        return self._send(r.messages(agent, cid, leaf_id))
-
-    def add_messages(
-        self,
-        agent: str,
-        cid: str,
-        messages: Sequence[UIMessage | Mapping[str, Any]],
-        parent_id: str | None = None,
-    ) -> None:
-        """Append messages without a model turn (idempotent by message id)."""
-        self._send(r.add_messages(agent, cid, messages, parent_id))
-
-    def search(self, agent: str, cid: str, q: str, limit: int | None = None) -> list[SearchHit]:
-        """Full-text search over the conversation's messages, best first."""
-        return self._send(r.search(agent, cid, q, limit))
-
-    # --- turns
-
-    def submit(
-        self,
-        agent: str,
-        cid: str,
-        input: r.TurnInput,
-        *,
-        idempotency_key: str | None = None,
-        parent_id: str | None = None,
-        body: Mapping[str, Any] | None = None,
-        client_tools: Sequence[r.ClientToolSpec] | None = None,
-    ) -> Turn:
-        """Submit a turn; answers once it is durably accepted, before any model work.
-
-        With an `idempotency_key` (see `new_idempotency_key()`), a dropped connection is
-        retried safely: the turn runs once, and a retry answers it with `accepted` False.
-        """
-        submission = r.Submission(agent, cid, input, idempotency_key, parent_id, body, client_tools)
-        return self._send(r.submit(submission))
-
-    def wait(
-        self,
-        agent: str,
-        cid: str,
-        input: r.TurnInput,
-        *,
-        idempotency_key: str | None = None,
-        parent_id: str | None = None,
-        body: Mapping[str, Any] | None = None,
-        client_tools: Sequence[r.ClientToolSpec] | None = None,
-        wait_timeout: float | None = None,
-    ) -> Turn:
-        """Submit a turn and answer once it has ended or paused for a person, with its message;
-        after `wait_timeout` seconds, the turn as it stands."""
-        submission = r.Submission(agent, cid, input, idempotency_key, parent_id, body, client_tools)
-        return self._send(r.wait(submission, wait_timeout))
-
-    def stream(
-        self,
-        agent: str,
-        cid: str,
-        input: r.TurnInput,
-        *,
-        idempotency_key: str | None = None,
-        parent_id: str | None = None,
-        body: Mapping[str, Any] | None = None,
-        client_tools: Sequence[r.ClientToolSpec] | None = None,
-    ) -> TurnStream:
+    # The API itself: each method the async one, with its signature and docstring.
+    agents = _blocking(AsyncThinkClient.agents)
+    create_conversation = _blocking(AsyncThinkClient.create_conversation)
+    get_conversation = _blocking(AsyncThinkClient.get_conversation)
+    messages = _blocking(AsyncThinkClient.messages)
+    add_messages = _blocking(AsyncThinkClient.add_messages)
+    search = _blocking(AsyncThinkClient.search)
+    submit = _blocking(AsyncThinkClient.submit)
+    wait = _blocking(AsyncThinkClient.wait)
+    get_turn = _blocking(AsyncThinkClient.get_turn)
+    list_turns = _blocking(AsyncThinkClient.list_turns)
+    cancel = _blocking(AsyncThinkClient.cancel)
+    approve = _blocking(AsyncThinkClient.approve)
+    submit_tool_result = _blocking(AsyncThinkClient.submit_tool_result)
+    regenerate = _blocking(AsyncThinkClient.regenerate)
+    stream = _streaming(
+        AsyncThinkClient.stream,
         """Submit a turn and stream its chunks (`for chunk in client.stream(...)`).
 
         One request (`mode: "stream"`), always with an Idempotency-Key (a fresh one unless
         given), so a dropped connection is resumed without a second turn: see `TurnStream`.
-        """
-        key = idempotency_key or new_idempotency_key()
-        submission = r.Submission(agent, cid, input, key, parent_id, body, client_tools)
-        return TurnStream(self, submission=submission, agent=agent, cid=cid)
-
-    def stream_turn(
-        self, agent: str, cid: str, turn_id: str, last_event_id: int | None = None
-    ) -> TurnStream:
-        """Stream a turn's chunks: from its first, or from the one after `last_event_id`."""
-        return TurnStream(self, agent=agent, cid=cid, turn_id=turn_id, last_event_id=last_event_id)
-
-    def get_turn(self, agent: str, cid: str, turn_id: str) -> Turn:
-        return self._send(r.get_turn(agent, cid, turn_id))
-
-    def list_turns(
-        self, agent: str, cid: str, status: str | Sequence[str] | None = None
-    ) -> list[Turn]:
-        """The conversation's turns, newest first; only those in `status` if given."""
-        return self._send(r.list_turns(agent, cid, status))
-
-    def cancel(self, agent: str, cid: str, turn_id: str, reason: str | None = None) -> Turn:
-        """Cancel a turn: a queued one never starts, a running one stops within about a second
-        and keeps its partial answer; an ended one is left as it is. Answers the turn."""
-        return self._send(r.cancel(agent, cid, turn_id, reason))
-
-    def approve(
-        self,
-        agent: str,
-        cid: str,
-        turn_id: str,
-        approval_id: str,
-        approved: bool,
-        reason: str | None = None,
-    ) -> Turn:
-        """Decide a pending approval (`tool-approval-request` chunk, or `pending_approvals`);
-        the paused turn then goes on, and so does its stream. Answers the turn."""
-        return self._send(r.approve(agent, cid, turn_id, approval_id, approved, reason))
-
-    def submit_tool_result(
-        self,
-        agent: str,
-        cid: str,
-        turn_id: str,
-        tool_call_id: str,
-        output: Any = r.MISSING,
-        error: str | None = None,
-    ) -> Turn:
-        """Answer a client tool's call (`pending_client_tools`) with its `output`, or with
-        `error`; the turn goes on once every call of its step has an answer. Answers the turn."""
-        return self._send(r.submit_tool_result(agent, cid, turn_id, tool_call_id, output, error))
-
-    def regenerate(self, agent: str, cid: str, message_id: str) -> Turn:
-        """A new answer to the message before assistant message `message_id`, on a sibling
-        branch (the old answer is kept)."""
-        return self._send(r.regenerate(agent, cid, message_id))
-
-    # --- sending
-
-    def _send(self, request: r.Request[T]) -> T:
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                return self._send_once(request)
-            except r.RETRYABLE_ERRORS as error:
-                delay = self._backoff.delay(attempt) if request.retry else None
-                if delay is None:
-                    raise r.unreachable(request, self.base_url, error) from error
-            except ThinkAPIError as failure:
-                retry = request.retry and failure.status in r.RETRY_STATUSES
-                delay = self._backoff.delay(attempt, failure.retry_after) if retry else None
-                if delay is None:
-                    raise
-            time.sleep(delay)
-
-    def _send_once(self, request: r.Request[T]) -> T:
-        response = self._http.request(
-            request.method, request.path, **request.send_kwargs(self._timeout)
-        )
-        if response.status_code >= 400:
-            raise ThinkAPIError.from_response(response)
-        return request.parse(response)
+        """,
+    )
+    stream_turn = _streaming(
+        AsyncThinkClient.stream_turn,
+        """Stream a turn's chunks: from its first, or from the one after `last_event_id`.""",
+    )
 
 
-class TurnStream:
+class TurnStream(_StreamPosition, _Closing):
     """A turn's chunks, each once and in order, across dropped connections.
 
     Iterate it (`for chunk in stream`) to get `StreamChunk`s: the AI SDK UIMessageChunk
-    dicts, each with its `event_id`. When the connection drops (or the stream ends without
-    `[DONE]`, or falls silent past three keep-alives), it reconnects with `Last-Event-ID`,
-    backing off, and gives up with `ThinkStreamError` after `max_retries` attempts that brought
-    nothing new. To stop early, leave a `with stream:` block or call `close()`: that
-    closes the connection at once (an abandoned iterator holds it until it is collected).
+    dicts, each with its `event_id`. It is an `AsyncTurnStream` pulled through the client's
+    loop one chunk at a time, so it reconnects, resumes and gives up exactly as that one does
+    (see there). To stop early, leave a `with stream:` block or call `close()`: that closes
+    the connection at once (an abandoned iterator holds it until it is collected).
     """
 
     def __init__(
@@ -265,44 +288,33 @@ class TurnStream:
         turn_id: str | None = None,
         last_event_id: int | None = None,
     ) -> None:
-        self._client = client
-        self._state = r.StreamState(
-            submission=submission,
+        stream = AsyncTurnStream(
+            client._async,
             agent=agent,
             cid=cid,
+            submission=submission,
             turn_id=turn_id,
             last_event_id=last_event_id,
-            backoff=client._backoff,
         )
-        self._iterator: Generator[StreamChunk, None, None] | None = None
+        self._bind(client, stream)
 
-    @property
-    def turn_id(self) -> str | None:
-        """The turn's id; for `stream()`, known once `get_turn()` or a reconnect looked it up."""
-        return self._state.turn_id
+    @classmethod
+    def _over(cls, client: ThinkClient, stream: AsyncTurnStream) -> TurnStream:
+        """The blocking face of a stream that `client`'s async twin made."""
+        self = cls.__new__(cls)
+        self._bind(client, stream)
+        return self
+
+    def _bind(self, client: ThinkClient, stream: AsyncTurnStream) -> None:
+        self._client = client  # keeps the client, and so its loop, alive while streaming
+        self._stream = stream
+        self._state = stream._state  # one position, read by both faces
+        self._iterator: Generator[StreamChunk, None, None] | None = None
+        client._streams.add(self)
 
     def get_turn(self) -> Turn:
-        """The turn as it stands, e.g. to answer its `pending_approvals`. For `stream()`, whose
-        single request does not name the turn, the first call finds it by its Idempotency-Key
-        (the submission sent again, which the gateway answers with the same turn)."""
-        turn = self._client._send(self._state.turn_request())
-        self._state.turn_id = turn.turn_id
-        return turn
-
-    @property
-    def last_event_id(self) -> int | None:
-        """The id of the last chunk passed on: where a later `stream_turn` would resume."""
-        return self._state.last_event_id
-
-    @property
-    def reconnects(self) -> int:
-        """How many times the stream had to be opened again."""
-        return self._state.reconnects
-
-    @property
-    def idempotency_key(self) -> str | None:
-        submission = self._state.submission
-        return submission.idempotency_key if submission else None
+        """The turn as it stands: see `AsyncTurnStream.get_turn`."""
+        return self._client._loop.run(self._stream.get_turn())
 
     def __iter__(self) -> Iterator[StreamChunk]:
         if self._iterator is None:
@@ -312,42 +324,14 @@ class TurnStream:
     def close(self) -> None:
         if self._iterator is not None:
             self._iterator.close()
-
-    def __enter__(self) -> TurnStream:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+        if not self._client._loop.closed:  # else the client's close() closed it already
+            self._client._loop.run(self._stream.aclose())
 
     def _chunks(self) -> Generator[StreamChunk, None, None]:
-        state, client = self._state, self._client
+        chunks = aiter(self._stream)
         while True:
-            failure: BaseException | str = r.ENDED_EARLY
             try:
-                if state.needs_turn_id:
-                    state.turn_id = client._send_once(state.resolve_request()).turn_id
-                method, path, kwargs = state.open_kwargs(client._timeout)
-                with client._http.stream(method, path, **kwargs) as response:
-                    if response.status_code >= 400:
-                        response.read()
-                    state.opened(response)
-                    decoder = SSEDecoder()
-                    for data in response.iter_bytes():
-                        for event in decoder.feed(data):
-                            chunk = state.take(event)
-                            if isinstance(chunk, StreamChunk):
-                                yield chunk
-                            elif chunk is r.DONE:
-                                return
-            except ThinkAPIError as error:
-                if not state.retryable(error):
-                    raise
-                failure = error
-            except r.RETRYABLE_ERRORS as error:
-                failure = error
-            time.sleep(state.retry_delay(failure))
+                chunk = self._client._loop.run(_next(chunks))
+            except StopAsyncIteration:
+                return
+            yield chunk

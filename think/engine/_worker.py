@@ -21,6 +21,7 @@ from think.engine.activities._turn_state import end_abandoned
 from think.schedules import (
     ScheduleActivities,
     ScheduledOccurrence,
+    check_deployment,
     reconcile_conversations,
     reconcile_deployment,
 )
@@ -201,8 +202,10 @@ async def _sweep_forever(client: Client, store: Store, settings: Settings) -> No
 async def run_worker(settings: Settings) -> None:
     """Run until cancelled."""
     registry = AgentRegistry.from_paths(settings.agents)
+    # Before anything else: a declaration it cannot arm stops the worker (one line, exit 2)
+    # before it connects to anything, so it exits with nothing of Temporal's still running.
+    check_deployment(settings.task_queue, registry)
     client = await connect(settings)
-    # Before anything else: a declaration it cannot arm stops the worker (one line, exit 2).
     armed = await reconcile_deployment(client, settings.task_queue, registry)
     log.info("scheduled tasks armed: %d", armed)
     db = await open_database(settings, max_size=20)

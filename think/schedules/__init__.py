@@ -11,6 +11,7 @@ from think.schedules._occurrence import ScheduleActivities
 from think.schedules._operations import (
     ScheduleNotFound,
     ScheduleSummary,
+    check_deployment,
     list_schedules,
     reconcile_conversation,
     reconcile_conversations,
@@ -36,6 +37,7 @@ __all__ = [
     "ScheduledRun",
     "ScheduledTask",
     "ScheduledTasksScope",
+    "check_deployment",
     "list_schedules",
     "reconcile_conversation",
     "reconcile_conversations",

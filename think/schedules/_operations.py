@@ -56,6 +56,18 @@ class ScheduleSummary(BaseModel):
     """The last occurrence's workflow status (`completed`, `failed`, `running`, ...)."""
 
 
+def check_deployment(task_queue: str, agents: Iterable[type[Think]]) -> int:
+    """Check every agent-scope declaration of `agents` without touching Temporal, so a worker
+    refuses a bad one before it connects to anything; returns how many tasks there are.
+    Raises `ScheduleDeclarationError`."""
+    agent_scope = (cls() for cls in agents)
+    return sum(
+        len(arm(agent, task_queue))
+        for agent in agent_scope
+        if agent.get_scheduled_tasks_scope() == "agent"
+    )
+
+
 async def reconcile_deployment(
     client: Client, task_queue: str, agents: Iterable[type[Think]]
 ) -> int:

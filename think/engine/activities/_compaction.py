@@ -12,6 +12,7 @@ across attempts and workers.
 from __future__ import annotations
 
 import logging
+from typing import Literal
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -22,21 +23,24 @@ from think.agent._think import Think
 from think.agent._turn_hooks import ChatErrorContext
 from think.engine.activities._assembly import HookFailed, maybe_await, overrides
 from think.engine.activities._heartbeat import heartbeating
+from think.engine.activities._resources import ActivityResources
 from think.engine.activities._step_stream import StepStream
-from think.engine.activities._tool_call import ToolCalls
-from think.exceptions import MODEL_RETRY, STALE_ATTEMPT, ModelError
+from think.exceptions import MODEL_RETRY, ModelError
 from think.sessions._session import session_for
 from think.storage import TurnRecord
-from think.storage._compactions import turn_compactions
-from think.streaming import Fence, StaleAttempt, append
+from think.storage._compactions import Compaction, turn_compactions
+from think.streaming import Fence, append
 from think.workflows._inputs import TurnInput
 from think.workflows._names import COMPACT_ACTIVITY
 
 log = logging.getLogger("think.compaction")
 
 
-class Compactions(ToolCalls):
-    """The compaction activity, and the overflow steps `model_step` calls."""
+class Compactions:
+    """The compaction activity, and the overflow steps a model step calls."""
+
+    def __init__(self, res: ActivityResources) -> None:
+        self.res = res
 
     @activity.defn(name=COMPACT_ACTIVITY)
     async def compact_context(self, inp: TurnInput) -> None:
@@ -44,19 +48,19 @@ class Compactions(ToolCalls):
         session's `compact_after`. A summarising model's failure that may pass is retried (a
         few times, by the workflow); any other failure is logged, and the next turn tries
         again."""
-        turn = await self.store.get_turn(inp.turn_id)
+        turn = await self.res.store.get_turn(inp.turn_id)
         if turn is None:
             return
-        agent = self._bound_agent(turn)  # `get_model` may read `get_config()`
+        agent = self.res.bound_agent(turn)  # `get_model` may read `get_config()`
         session = session_for(agent)
         if session.compaction is None or session.threshold is None:
             return
-        answered = await self.store.message_exists(turn.conversation_uid, turn.message_id)
+        answered = await self.res.store.message_exists(turn.conversation_uid, turn.message_id)
         try:
             async with heartbeating():
                 await compact(
-                    self.store,
-                    self.settings,
+                    self.res.store,
+                    self.res.settings,
                     agent,
                     conversation_uid=turn.conversation_uid,
                     conversation_id=turn.conversation_id,
@@ -101,25 +105,14 @@ class Compactions(ToolCalls):
             and _input_tokens(turn, step - 1) > proactive.threshold
         )
         if proactive is not None and near:
-            async with self.store.db.connection() as conn:
+            async with self.res.store.db.connection() as conn:
                 done = await turn_compactions(conn, turn.id, "proactive")
             if done < proactive.max_compactions:
                 try:
-                    async with heartbeating():
-                        await compact(
-                            self.store,
-                            self.settings,
-                            agent,
-                            conversation_uid=turn.conversation_uid,
-                            conversation_id=turn.conversation_id,
-                            leaf_id=turn.parent_id,
-                            trigger="proactive",
-                            turn_id=turn.id,
-                            model=(turn.config or {}).get("model"),
-                        )
+                    await self._compact_in_step(agent, turn, "proactive")
                 except Exception:  # the step may still fit: try it, and let reactive catch it
                     log.warning("proactive compaction in turn %s failed", turn.id, exc_info=True)
-        async with self.store.db.connection() as conn:
+        async with self.res.store.db.connection() as conn:
             return await model_view(conn, turn.conversation_uid, transcript)
 
     async def on_overflow(
@@ -159,16 +152,13 @@ class Compactions(ToolCalls):
                 retryable=False,
                 status=exc.status,
             )
-        try:
-            rest = await step.writer.drain()
-        except StaleAttempt as stale:
-            raise ApplicationError(str(stale), type=STALE_ATTEMPT, non_retryable=True) from exc
+        rest = await step.writer.drain()  # a stale attempt: settled by StepAttempt.run
         compacted = {
             "type": "data-context-compacted",
             "data": {"trigger": "reactive", "cause": str(exc)},
             "transient": True,
         }
-        async with self.store.db.transaction() as conn:
+        async with self.res.store.db.transaction() as conn:
             await append(conn, turn.id, [*rest, compacted], fence)
         log.warning("turn %s: context overflow; compacted, retrying step %d", turn.id, step.step)
         # The next attempt reads the compacted history; its `reset-step` drops this partial.
@@ -176,27 +166,34 @@ class Compactions(ToolCalls):
             f"context overflow, compacted: {exc}", type=MODEL_RETRY, non_retryable=False
         ) from exc
 
+    async def _compact_in_step(
+        self, agent: Think, turn: TurnRecord, trigger: Literal["proactive", "reactive"]
+    ) -> Compaction | None:
+        """Compact what the turn's model step reads (the history up to the turn's user
+        message), heartbeating meanwhile; the stored summary, or None when nothing changed."""
+        async with heartbeating():
+            return await compact(
+                self.res.store,
+                self.res.settings,
+                agent,
+                conversation_uid=turn.conversation_uid,
+                conversation_id=turn.conversation_id,
+                leaf_id=turn.parent_id,
+                trigger=trigger,
+                turn_id=turn.id,
+                model=(turn.config or {}).get("model"),
+            )
+
     async def _compact_for_retry(self, agent: Think, turn: TurnRecord, budget: int) -> str | None:
         """Compact for a reactive retry; None when it did, else why it could not."""
         if session_for(agent).compaction is None:
             return "no compaction function is configured (configure_session)"
-        async with self.store.db.connection() as conn:
+        async with self.res.store.db.connection() as conn:
             done = await turn_compactions(conn, turn.id, "reactive")
         if done >= budget:
             return f"compacting it {done} time(s) did not help (context_overflow.max_retries)"
         try:
-            async with heartbeating():
-                stored = await compact(
-                    self.store,
-                    self.settings,
-                    agent,
-                    conversation_uid=turn.conversation_uid,
-                    conversation_id=turn.conversation_id,
-                    leaf_id=turn.parent_id,
-                    trigger="reactive",
-                    turn_id=turn.id,
-                    model=(turn.config or {}).get("model"),
-                )
+            stored = await self._compact_in_step(agent, turn, "reactive")
         except Exception as exc:  # the agent's compaction function, or its model
             log.warning("reactive compaction in turn %s failed", turn.id, exc_info=True)
             return f"compacting it failed ({type(exc).__name__})"

@@ -17,17 +17,15 @@ from typing import Any, Literal
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from think._settings import Settings
-from think.agent._conversation_methods import bind_config
-from think.agent._registry import AgentRegistry
 from think.agent._think import Think
 from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
 from think.engine.activities import _observe as observe
 from think.engine.activities._assembly import turn_tools
 from think.engine.activities._heartbeat import heartbeating
+from think.engine.activities._resources import ActivityResources
 from think.engine.activities._tool_plan import client_tool_names, paused_status
-from think.exceptions import NON_RETRYABLE_USER_ERROR, ToolError, UserError
-from think.storage import PathCache, Store, TurnRecord, first_answer
+from think.exceptions import ToolError
+from think.storage import TurnRecord, first_answer
 from think.streaming import append
 from think.streaming._builder import MessageBuilder
 from think.tools._tool import Tool, ToolContext, tool_output_json
@@ -43,33 +41,14 @@ log = logging.getLogger("think.engine.activities")
 
 
 class ToolCalls:
-    """Holds what activities share in one worker: the store, the agents, the settings."""
+    """The tool-call activity."""
 
-    def __init__(self, store: Store, registry: AgentRegistry, settings: Settings) -> None:
-        self.store = store
-        self.registry = registry
-        self.settings = settings
-        self.paths = PathCache()
-        """The paths this worker's model steps read, kept for their next steps."""
-
-    def _agent(self, name: str) -> Think:
-        try:
-            return self.registry.get(name)()
-        except UserError as exc:
-            raise ApplicationError(
-                str(exc), type=NON_RETRYABLE_USER_ERROR, non_retryable=True
-            ) from exc
-
-    def _bound_agent(self, turn: TurnRecord) -> Think:
-        """A fresh agent for the turn, with its conversation's configuration (`get_config`),
-        which the turn's own read brought along."""
-        agent = self._agent(turn.agent)
-        bind_config(agent, turn.conversation_config)
-        return agent
+    def __init__(self, res: ActivityResources) -> None:
+        self.res = res
 
     @activity.defn(name=TOOL_CALL_ACTIVITY)
     async def tool_call(self, inp: ToolCallInput) -> ToolCallResult:
-        turn = await self.store.get_turn(inp.turn_id)
+        turn = await self.res.store.get_turn(inp.turn_id)
         if turn is None:
             raise ApplicationError(f"turn {inp.turn_id!r} does not exist", non_retryable=True)
         part = MessageBuilder(turn.message).tool_part(inp.tool_call_id)
@@ -77,7 +56,7 @@ class ToolCalls:
             raise ApplicationError(f"no tool call {inp.tool_call_id!r}", non_retryable=True)
         if _settled(part) or turn.terminal:
             return ToolCallResult(ok=part.get("state") == "output-available")
-        agent = self._bound_agent(turn)
+        agent = self.res.bound_agent(turn)
         if inp.client_result is not None:
             result = await self._standing_result(turn.id, inp.client_result)
             chunk: dict[str, Any] = (
@@ -133,7 +112,7 @@ class ToolCalls:
 
     async def _standing_decision(self, turn_id: str, decision: ToolDecision) -> ToolDecision:
         """The decision recorded first for the request (`think.storage._answers`)."""
-        async with self.store.db.transaction() as conn:
+        async with self.res.store.db.transaction() as conn:
             answer = await first_answer(
                 conn, turn_id, "approval", decision.approval_id, decision.model_dump(mode="json")
             )
@@ -142,7 +121,7 @@ class ToolCalls:
     async def _standing_result(
         self, turn_id: str, result: ToolResultSubmission
     ) -> ToolResultSubmission:
-        async with self.store.db.transaction() as conn:
+        async with self.res.store.db.transaction() as conn:
             answer = await first_answer(
                 conn, turn_id, "tool-result", result.tool_call_id, result.model_dump(mode="json")
             )
@@ -174,8 +153,8 @@ class ToolCalls:
     async def _record(
         self, agent: Think, turn_id: str, tool_call_id: str, chunks: list[dict[str, Any]]
     ) -> ToolCallResult:
-        async with self.store.db.transaction() as conn:
-            turn = await self.store.lock_turn(conn, turn_id)
+        async with self.res.store.db.transaction() as conn:
+            turn = await self.res.store.lock_turn(conn, turn_id)
             builder = MessageBuilder(turn.message)
             part = builder.tool_part(tool_call_id) or {}
             if turn.terminal or _settled(part):

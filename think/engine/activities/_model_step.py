@@ -1,0 +1,425 @@
+"""One attempt at one model step, in phases, each with what it needs passed in:
+
+- `load`: the first transaction, under the conversation's and the turn's locks: a step a
+  previous attempt finished answers from its record; the first step starts the turn; the
+  budgets are checked between steps; the step's fence is claimed; the transcript is read.
+- `assemble`: the agent's hooks build the request (context, prompt, tools, output).
+- `stream`: the model's answer becomes chunks, batched into the stream log; the calls it made
+  are planned.
+- `record`: the second transaction stores the step, and ends the turn when it answered
+  without tools.
+
+What goes wrong is settled by `StepOutcomes` (out of time, failed, retried, cancelled); a
+stale attempt, wherever it is found, by `run` alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic_core import to_jsonable_python
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from think._messages import UIMessage
+from think.agent._think import Think
+from think.engine.activities import _observe as observe
+from think.engine.activities._assembly import HookFailed, StepSetup, assemble, overrides, turn_tools
+from think.engine.activities._cancels import cancel_noted, cancellable
+from think.engine.activities._compaction import Compactions
+from think.engine.activities._context import step_prompt
+from think.engine.activities._heartbeat import StreamStalled, heartbeating, within_stall_timeout
+from think.engine.activities._resources import ActivityResources
+from think.engine.activities._step_budget import budget_message, budget_spent, time_left
+from think.engine.activities._step_outcomes import StepOutcomes
+from think.engine.activities._step_stream import StepStream
+from think.engine.activities._tool_plan import (
+    client_tool_names,
+    paused_status,
+    plan_calls,
+    recorded_calls,
+)
+from think.engine.activities._turn_state import end_turn, start_turn
+from think.exceptions import STALE_ATTEMPT, ModelError, OutputValidationError
+from think.models import (
+    Finish,
+    ModelRequest,
+    OutputSpec,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallStart,
+    ToolSpec,
+    output_spec,
+    supports_native_output,
+    validate_output,
+)
+from think.storage import TurnRecord
+from think.streaming import ChunkWriter, Fence, StaleAttempt, append, claim, step_is_open
+from think.streaming._builder import MessageBuilder
+from think.workflows._inputs import ModelStepInput, ModelStepResult
+
+ANSWER_TOOL = "final_answer"
+"""Structured output without a native mode: the tool whose call is the answer."""
+
+
+@dataclass
+class _Loaded:
+    """What `load` read for a step that is to call the model."""
+
+    turn: TurnRecord
+    agent: Think
+    fence: Fence
+    interrupted: bool
+    """A retry after a crash or a stall that left this step open in the stream."""
+    transcript: list[UIMessage]
+
+
+@dataclass
+class _Streamed:
+    """What `stream` got from the model."""
+
+    finish: Finish
+    calls: list[Any]
+    approvals: list[dict[str, Any]]
+    rest: list[dict[str, Any]]
+    """Chunks still buffered, written in `record`'s transaction."""
+
+
+class StepAttempt:
+    """One attempt at step `inp.step` of turn `inp.turn_id`."""
+
+    def __init__(
+        self,
+        res: ActivityResources,
+        compactions: Compactions,
+        outcomes: StepOutcomes,
+        inp: ModelStepInput,
+    ) -> None:
+        self.res = res
+        self.compactions = compactions
+        self.outcomes = outcomes
+        self.inp = inp
+
+    async def run(self) -> ModelStepResult:
+        try:
+            loaded = await self.load()
+            if isinstance(loaded, ModelStepResult):
+                return loaded
+            return await self._call_model(loaded)
+        except StaleAttempt as exc:
+            # A newer attempt took the step's fence (this one's worker was presumed dead):
+            # stand down without retrying; the workflow drops this attempt's outcome.
+            raise ApplicationError(str(exc), type=STALE_ATTEMPT, non_retryable=True) from exc
+
+    # -- load ------------------------------------------------------------------------------
+
+    async def load(self) -> _Loaded | ModelStepResult:
+        inp, store = self.inp, self.res.store
+        async with store.db.transaction() as conn:
+            turn = await store.lock_turn(conn, inp.turn_id, queue=True)
+            agent = self.res.bound_agent(turn)
+            if turn.terminal:
+                return ModelStepResult(ended=True, status=turn.status)
+            if turn.steps_done > inp.step:
+                # A previous attempt finished this step but its completion never reached
+                # Temporal: answer from what it recorded instead of calling the model again.
+                return _recorded_step(turn, inp.step, agent)
+            turn = await start_turn(store, conn, turn)
+            if turn.terminal:
+                return ModelStepResult(ended=True, status=turn.status)  # skipped as it started
+            spent = budget_spent(agent, turn) if inp.step > 0 else None
+            if spent is not None:
+                which, used, limit = spent
+                # Checked between steps: the turn keeps what it has and stops asking the model.
+                await end_turn(
+                    store,
+                    conn,
+                    turn,
+                    status="interrupted",
+                    message=turn.message
+                    or {"id": turn.message_id, "role": "assistant", "parts": []},
+                    chunks=[],
+                    error=budget_message(which, used, limit),
+                    finish_reason="length",
+                )
+            else:
+                fence = await claim(conn, turn.id, f"step-{inp.step}")
+                # A retry after a crash or a stall: the abandoned attempt may have streamed
+                # part of this step, which clients must drop before this attempt streams it.
+                interrupted = fence.attempt > 1 and await step_is_open(conn, turn.id)
+                transcript = await self.res.paths.path(
+                    conn,
+                    turn.conversation_uid,
+                    turn.parent_id,
+                    revision=turn.messages_revision,
+                    byte_budget=agent.hydration_byte_budget,
+                )
+        if inp.step > 0:
+            await self.outcomes.step_finished(agent, turn, inp.step - 1)
+        if spent is not None:
+            await observe.budget_exhausted(turn, which, used, limit)
+            await observe.finished(turn, "interrupted", finish_reason="length")
+            respond = overrides(agent, "on_chat_response")
+            return ModelStepResult(ended=True, status="interrupted", respond=respond)
+        return _Loaded(turn, agent, fence, interrupted, transcript)
+
+    # -- assemble --------------------------------------------------------------------------
+
+    async def assemble(
+        self, loaded: _Loaded, builder: MessageBuilder
+    ) -> tuple[StepSetup, ModelRequest, str | None]:
+        """The step's setup, its request, and the tool that stands for a structured answer
+        when the model has no native structured output. Raises `HookFailed`."""
+        agent, turn, step = loaded.agent, loaded.turn, self.inp.step
+        # Summaries in place of what they cover; compacts first if the window is near.
+        transcript = await self.compactions.model_context(agent, turn, loaded.transcript, step)
+        prompt = await step_prompt(agent, turn, step, self.res.store)  # context blocks
+        setup = await assemble(
+            agent, turn, transcript, builder.message, step, self.res.settings, prompt=prompt
+        )
+        specs = [t.spec for t in setup.tools.values()] + setup.client_specs
+        native: OutputSpec | None = None
+        answer_tool: str | None = None
+        if setup.output is not None:
+            wanted = output_spec(setup.output)
+            if supports_native_output(setup.model):
+                native = wanted
+            else:
+                # No native structured output: the answer comes as a call of a tool of ours.
+                answer_tool = ANSWER_TOOL
+                specs.append(
+                    ToolSpec(
+                        name=ANSWER_TOOL,
+                        description="Give your final answer by calling this tool, once.",
+                        parameters=wanted.json_schema,
+                    )
+                )
+        request = ModelRequest(
+            model=setup.model.name,
+            messages=setup.messages,
+            tools=specs,
+            output=native,
+            metadata={"conversation-id": turn.conversation_id, "turn-id": turn.id},
+        )
+        return setup, request, answer_tool
+
+    # -- stream, and what goes wrong on the way ----------------------------------------------
+
+    async def _call_model(self, loaded: _Loaded) -> ModelStepResult:
+        agent, turn, fence = loaded.agent, loaded.turn, loaded.fence
+        builder = MessageBuilder(turn.message)
+        try:
+            setup, request, answer_tool = await self.assemble(loaded, builder)
+        except HookFailed as exc:
+            return await self.outcomes.fail(agent, turn, exc.stage, exc.cause, fence)
+        writer = ChunkWriter(
+            self.res.store.db, turn.id, fence, interval=self.res.settings.chunk_flush_interval
+        )
+        step = StepStream(
+            builder,
+            writer,
+            self.inp.step,
+            send_reasoning=setup.send_reasoning,
+            on_chunk=agent.on_chunk if overrides(agent, "on_chunk") else None,
+            answer_tool=answer_tool,
+        )
+        streamed = await self.stream(loaded, setup, request, step)
+        if isinstance(streamed, ModelStepResult):
+            return streamed
+        return await self.record(loaded, setup, step, streamed)
+
+    async def stream(
+        self, loaded: _Loaded, setup: StepSetup, request: ModelRequest, step: StepStream
+    ) -> _Streamed | ModelStepResult:
+        agent, turn, fence = loaded.agent, loaded.turn, loaded.fence
+        builder, writer = step.builder, step.writer
+        finish = Finish()
+        try:
+            if loaded.interrupted:
+                # Clients keep the step's `step-start` and drop what followed it; the draft
+                # never held the abandoned attempt's parts, so it just starts the step.
+                step.writer.emit({"type": "reset-step"})
+                step.builder.apply({"type": "start-step"})
+            else:
+                step.emit({"type": "start-step"})
+            # Closed here, not by the garbage collector, when the step fails mid-stream (say
+            # Postgres went away): the model's HTTP stream ends now instead of generating on,
+            # and asyncio no longer logs "aclose(): asynchronous generator is already running".
+            async with (
+                heartbeating(),
+                cancellable(
+                    self.res.store, self.res.cancels, turn.id, noted=turn.error is not None
+                ) as cancel,
+                # The time budget also cuts a step short, not only the next one.
+                asyncio.timeout(time_left(turn, setup.time_budget)) as budget,
+                contextlib.aclosing(
+                    within_stall_timeout(setup.model.stream(request), setup.stall_timeout)
+                ) as events,
+            ):
+                async for event in events:
+                    if isinstance(event, TextDelta):
+                        step.text(event.delta)
+                    elif isinstance(event, ReasoningDelta):
+                        step.reasoning(event.delta)
+                    elif isinstance(event, ToolCallStart):
+                        step.tool_start(event.tool_call_id, event.tool_name)
+                    elif isinstance(event, ToolCallDelta):
+                        step.tool_delta(event.tool_call_id, event.delta)
+                    elif isinstance(event, Finish):
+                        finish = event
+            calls, approvals = await plan_calls(agent, turn, step.close(), builder, setup.tools)
+            for chunk in approvals:
+                step.emit(chunk)
+            step.finish_step()
+            rest = await writer.drain()
+        except asyncio.CancelledError:
+            details = activity.cancellation_details()
+            if cancel.requested:
+                # The turn was cancelled (`POST …/cancel`, through Postgres): keep what the
+                # model said so far, end the stream with `abort`, and tell the workflow.
+                await asyncio.shield(self.outcomes.store_cancelled(turn.id, builder, step, writer))
+                return ModelStepResult(ended=True, status="aborted")
+            if (
+                details is not None
+                and details.cancel_requested
+                and await asyncio.shield(cancel_noted(self.res.store, turn.id))
+            ):
+                # Cancelled by the workflow (its cancel reached it through Temporal): the same.
+                # Only a cancel someone asked for counts: a local activity is also cancelled
+                # when its workflow task was lost (its worker froze past the task's timeout).
+                await asyncio.shield(self.outcomes.store_cancelled(turn.id, builder, step, writer))
+            else:
+                # Not a cancel: this attempt timed out (a heartbeat arrived late under load),
+                # or the worker is shutting down. Another attempt owns the step now; write
+                # nothing more (its fence would refuse it anyway).
+                await writer.abort()
+            raise
+        except StaleAttempt:
+            await writer.abort()
+            raise
+        except TimeoutError:
+            if not budget.expired():
+                raise
+            return await self.outcomes.out_of_time(agent, turn, step, fence, setup.time_budget or 0)
+        except ModelError as exc:
+            await observe.request_failed(turn, self.inp.step, fence.attempt, exc)
+            if isinstance(exc, StreamStalled):
+                await observe.stalled(turn, self.inp.step, exc.seconds)
+            # Context overflow: compacts and retries the step (raises), or ends the turn.
+            overflow = await self.compactions.on_overflow(agent, turn, step, fence, exc)
+            if overflow is not None:
+                return await self.outcomes.fail(
+                    agent, turn, "model", overflow, fence, step, classification="context_overflow"
+                )
+            if not exc.retryable:
+                return await self.outcomes.fail(agent, turn, "model", exc, fence, step)
+            return await self.outcomes.recover(agent, turn, step, fence, exc)
+        return _Streamed(finish, calls, approvals, rest)
+
+    # -- record ----------------------------------------------------------------------------
+
+    async def record(
+        self, loaded: _Loaded, setup: StepSetup, step: StepStream, streamed: _Streamed
+    ) -> ModelStepResult:
+        agent, turn, fence, store = loaded.agent, loaded.turn, loaded.fence, self.res.store
+        builder, finish, index = step.builder, streamed.finish, self.inp.step
+        steps = [*turn.usage.get("steps", [])][:index]
+        steps.append(
+            {
+                "model": setup.model.name,
+                "input_tokens": finish.usage.input_tokens,
+                "output_tokens": finish.usage.output_tokens,
+                "finish_reason": finish.finish_reason,
+            }
+        )
+        usage = {
+            "input_tokens": turn.usage.get("input_tokens", 0) + finish.usage.input_tokens,
+            "output_tokens": turn.usage.get("output_tokens", 0) + finish.usage.output_tokens,
+            "steps": steps,
+        }
+        ended = not step.called_tools
+        config: dict[str, Any] = {"config": setup.config} if setup.new_config else {}
+        if ended and setup.output is not None:
+            try:
+                value = validate_output(setup.output, step.partial_text)
+            except OutputValidationError as exc:
+                return await self.outcomes.fail(
+                    agent, turn, "output", exc, fence, step, streamed.rest
+                )
+            config["output"] = to_jsonable_python(value)
+        async with store.db.transaction() as conn:
+            current = await store.lock_turn(conn, turn.id, queue=ended)
+            if current.terminal:
+                # Cancelled while we were streaming: that outcome stands.
+                return ModelStepResult(ended=True, status=current.status)
+            if ended:
+                await end_turn(
+                    store,
+                    conn,
+                    turn,
+                    status="completed",
+                    message=builder.message,
+                    chunks=streamed.rest,
+                    fence=fence,
+                    finish_reason=finish.finish_reason,
+                    steps_done=index + 1,
+                    usage=usage,
+                    **config,
+                )
+            else:
+                clients = client_tool_names(turn)
+                status = paused_status(builder.message, clients, setup.tools)
+                await append(
+                    conn,
+                    turn.id,
+                    streamed.rest,
+                    fence,
+                    message=builder.message,
+                    steps_done=index + 1,
+                    usage=usage,
+                    status=status,
+                    **config,
+                )
+        done = turn.model_copy(update={"usage": usage, "message": builder.message})
+        if ended:
+            await self.outcomes.step_finished(agent, done, index)
+            await observe.finished(done, "completed", finish_reason=finish.finish_reason)
+        for chunk in streamed.approvals:
+            name = next(
+                c.tool_name for c in streamed.calls if c.tool_call_id == chunk["toolCallId"]
+            )
+            await observe.approval_requested(turn, chunk, name)
+        return ModelStepResult(
+            ended=ended,
+            status="completed" if ended else "running",
+            max_steps=setup.max_steps,
+            model=setup.model.name,
+            tool_calls=streamed.calls,
+            called_tools=step.called_tools,
+            finish_reason=finish.finish_reason,
+            input_tokens=finish.usage.input_tokens,
+            output_tokens=finish.usage.output_tokens,
+            respond=ended and overrides(agent, "on_chat_response"),
+            compact=ended and self.compactions.compacts_after_turns(agent),
+        )
+
+
+def _recorded_step(turn: TurnRecord, step: int, agent: Think) -> ModelStepResult:
+    steps: list[list[dict[str, Any]]] = []
+    for part in (turn.message or {}).get("parts", []):
+        if part.get("type") == "step-start":
+            steps.append([])
+        elif steps:
+            steps[-1].append(part)
+    parts = steps[step] if step < len(steps) else []
+    called = any(str(p.get("type", "")).startswith("tool-") for p in parts)
+    return ModelStepResult(
+        max_steps=(turn.config or {}).get("max_steps", agent.max_steps),
+        tool_calls=recorded_calls(turn, parts, turn_tools(agent, turn)),
+        called_tools=called,
+        finish_reason="tool-calls" if called else "stop",
+    )

@@ -1,0 +1,261 @@
+"""How a model step ends when it does not simply answer: out of time, failed, retried or
+given up by the agent's `chat_recovery`, cancelled. Each ends the turn (or records what the
+retry keeps) under the conversation's and the turn's locks, unless a cancel ended it first.
+
+A stale attempt (a newer attempt took the step's fence) raises `StaleAttempt` from here as from
+anywhere in the step: `StepAttempt.run` settles it, in one place.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from typing import Any
+
+from temporalio.exceptions import ApplicationError
+
+from think.agent._recovery import ChatRecoveryContext, ChatRecoveryOptions
+from think.agent._think import Think
+from think.agent._turn_hooks import ChatErrorStage, StepFinishContext
+from think.engine.activities import _observe as observe
+from think.engine.activities._assembly import maybe_await, overrides, previous_steps
+from think.engine.activities._errors import chat_error_text
+from think.engine.activities._resources import ActivityResources
+from think.engine.activities._step_budget import budget_message, elapsed
+from think.engine.activities._step_stream import StepStream
+from think.engine.activities._turn_state import end_turn
+from think.exceptions import MODEL_RETRY, ModelError
+from think.models._overflow import ChatErrorClass
+from think.storage import TurnRecord
+from think.streaming import ChunkWriter, Fence, StaleAttempt, append, count_failure
+from think.streaming._builder import MessageBuilder
+from think.workflows._inputs import ModelStepResult
+
+log = logging.getLogger("think.engine.activities")
+
+
+class StepOutcomes:
+    """The endings of a model step other than its answer, shared by every step of a worker."""
+
+    def __init__(self, res: ActivityResources) -> None:
+        self.res = res
+
+    async def out_of_time(
+        self, agent: Think, turn: TurnRecord, step: StepStream, fence: Fence, limit: float
+    ) -> ModelStepResult:
+        """The time budget ran out mid-step: keep what the model said, end `interrupted`."""
+        rest = await step.writer.drain()
+        closing = [*step.interrupt(), {"type": "finish-step"}]
+        step.builder.apply({"type": "finish-step"})
+        spent = elapsed(turn)
+        earlier = await self.end_once(
+            turn,
+            status="interrupted",
+            message=step.builder.message,
+            chunks=[*rest, *closing],
+            fence=fence,
+            error=budget_message("seconds", spent, limit),
+            finish_reason="length",
+        )
+        if earlier is not None:
+            return ModelStepResult(ended=True, status=earlier)
+        await observe.budget_exhausted(turn, "seconds", spent, limit)
+        await observe.finished(turn, "interrupted", finish_reason="length")
+        respond = overrides(agent, "on_chat_response")
+        return ModelStepResult(ended=True, status="interrupted", respond=respond)
+
+    async def end_once(self, turn: TurnRecord, **outcome: Any) -> str | None:
+        """End the turn with `outcome` (see `end_turn`), unless it has ended already (a cancel
+        won the race): then nothing changes, and its status is returned."""
+        async with self.res.store.db.transaction() as conn:
+            current = await self.res.store.lock_turn(conn, turn.id, queue=True)
+            if current.terminal:
+                return current.status
+            await end_turn(self.res.store, conn, turn, **outcome)
+        return None
+
+    async def step_finished(self, agent: Think, turn: TurnRecord, step: int) -> None:
+        """`on_step_finish` for a step whose tool results are all in (at least once: a retried
+        activity may report it again)."""
+        if not overrides(agent, "on_step_finish"):
+            return
+        results = previous_steps(turn.message, turn.usage)
+        if step >= len(results):
+            return
+        context = StepFinishContext(
+            **results[step].model_dump(),
+            agent=agent.name,
+            conversation_id=turn.conversation_id,
+            turn_id=turn.id,
+        )
+        try:
+            await maybe_await(agent.on_step_finish(context))
+        except Exception:
+            log.warning("on_step_finish of turn %s failed", turn.id, exc_info=True)
+
+    async def fail(
+        self,
+        agent: Think,
+        turn: TurnRecord,
+        stage: ChatErrorStage,
+        exc: BaseException,
+        fence: Fence,
+        step: StepStream | None = None,
+        drained: list[dict[str, Any]] | None = None,
+        classification: ChatErrorClass | None = None,
+    ) -> ModelStepResult:
+        """End the turn as `error`, keeping what it produced, with what `on_chat_error` says.
+        `drained`: chunks the caller already took from the step's writer; `classification`:
+        what `on_chat_error` is told the failure was, when the caller knows better."""
+        chunks: list[dict[str, Any]] = []
+        message = turn.message or {"id": turn.message_id, "role": "assistant", "parts": []}
+        if step is not None:
+            pending = drained if drained is not None else await step.writer.drain()
+            chunks = [*pending, *step.interrupt()]
+            if step.has_output:
+                message = step.builder.message
+            else:
+                chunks = []  # only the `start-step` it wrote: close the stream cleanly
+        text = await chat_error_text(
+            agent, turn, stage, exc, bool(message["parts"]), classification=classification
+        )
+        earlier = await self.end_once(
+            turn,
+            status="error",
+            message=message,
+            chunks=[*chunks, {"type": "error", "errorText": text}],
+            fence=fence,
+            error=text,
+        )
+        if earlier is not None:
+            return ModelStepResult(ended=True, status=earlier)
+        await observe.finished(turn, "error")
+        respond = bool(message["parts"]) and overrides(agent, "on_chat_response")
+        return ModelStepResult(ended=True, status="error", respond=respond)
+
+    async def recover(
+        self,
+        agent: Think,
+        turn: TurnRecord,
+        step: StepStream,
+        fence: Fence,
+        exc: ModelError,
+    ) -> ModelStepResult:
+        """A retryable failure (an error, a dropped or stalled stream): retry the step while the
+        agent's `chat_recovery` budget lasts and `on_chat_recovery` agrees, then end the turn
+        as `interrupted`."""
+        rest = await step.writer.drain()
+        budget = agent.chat_recovery.max_attempts
+        cause = str(exc)
+        async with self.res.store.db.transaction() as conn:
+            # The budget counts the model's failures, not Temporal's attempts: an attempt lost
+            # to a Postgres or Temporal outage says nothing about the model.
+            failures = await count_failure(conn, turn.id, fence)
+        options = ChatRecoveryOptions()
+        if failures < budget:
+            options = await recovery_options(agent, turn, step, failures, cause)
+        recovering = {
+            "type": "data-recovering",
+            "data": {"attempt": failures + 1, "max_attempts": budget, "cause": cause},
+            "transient": True,
+        }
+        if failures < budget and options.continue_ and options.persist and step.has_output:
+            # Keep what the model said as a finished step; the next step continues from it.
+            kept = [*rest, *step.interrupt(), {"type": "finish-step"}, recovering]
+            step.builder.apply({"type": "finish-step"})
+            async with self.res.store.db.transaction() as conn:
+                await append(
+                    conn,
+                    turn.id,
+                    kept,
+                    fence,
+                    message=step.builder.message,
+                    steps_done=step.step + 1,
+                )
+            await observe.recovery(turn, step.step, failures, budget, cause, exhausted=False)
+            return ModelStepResult(
+                max_steps=agent.max_steps, called_tools=True, finish_reason="other"
+            )
+        if failures < budget and options.continue_:
+            log.warning("turn %s: model failure %d of %d: %s", turn.id, failures, budget, cause)
+            async with self.res.store.db.transaction() as conn:
+                await append(conn, turn.id, [*rest, recovering], fence)
+            await observe.recovery(turn, step.step, failures, budget, cause, exhausted=False)
+            raise ApplicationError(cause, type=MODEL_RETRY) from exc
+        if not options.continue_:
+            cause = f"on_chat_recovery ended the turn after: {cause}"
+            budget = failures
+        log.warning("turn %s interrupted after %d attempts: %s", turn.id, budget, cause)
+        # Drop the failed step's partial output and answer with the terminal message instead.
+        builder = MessageBuilder(turn.message)
+        builder.apply({"type": "start-step"})
+        notice = agent.chat_recovery.terminal_message
+        closing: list[dict[str, Any]] = [
+            {"type": "reset-step"},
+            {"type": "text-start", "id": "interrupted"},
+            {"type": "text-delta", "id": "interrupted", "delta": notice},
+            {"type": "text-end", "id": "interrupted"},
+            {"type": "finish-step"},
+        ]
+        for chunk in closing[1:]:
+            builder.apply(chunk)
+        earlier = await self.end_once(
+            turn,
+            status="interrupted",
+            message=builder.message,
+            chunks=[*rest, *closing],
+            fence=fence,
+            error=f"interrupted after {budget} attempts: {cause}",
+            finish_reason="interrupted",
+        )
+        if earlier is not None:
+            return ModelStepResult(ended=True, status=earlier)
+        await observe.recovery(turn, step.step, failures, budget, cause, exhausted=True)
+        await observe.finished(turn, "interrupted", finish_reason="interrupted")
+        respond = overrides(agent, "on_chat_response")
+        return ModelStepResult(ended=True, status="interrupted", respond=respond)
+
+    async def store_cancelled(
+        self, turn_id: str, builder: MessageBuilder, step: StepStream, writer: ChunkWriter
+    ) -> None:
+        try:
+            # Everything the builder holds must reach the stream too, or the stored message
+            # would differ from what clients rebuild.
+            rest = await writer.drain()
+        except StaleAttempt:
+            return  # a newer attempt owns the turn; it will see the cancel itself
+        async with self.res.store.db.transaction() as conn:
+            turn = await self.res.store.lock_turn(conn, turn_id, queue=True)
+            if turn.terminal:
+                return
+            chunks = rest + step.interrupt()
+            await end_turn(
+                self.res.store,
+                conn,
+                turn,
+                status="aborted",
+                message=builder.message,
+                chunks=[*chunks, {"type": "abort", "reason": turn.error or "cancelled"}],
+                fence=writer.fence,  # a superseded attempt must not end the turn
+                error=turn.error or "cancelled",
+            )
+        await observe.finished(turn, "aborted", reason=turn.error or "cancelled")
+
+
+async def recovery_options(
+    agent: Think, turn: TurnRecord, step: StepStream, failures: int, cause: str
+) -> ChatRecoveryOptions:
+    context = ChatRecoveryContext(
+        agent=agent.name,
+        conversation_id=turn.conversation_id,
+        turn_id=turn.id,
+        step=step.step,
+        failures=failures,
+        max_attempts=agent.chat_recovery.max_attempts,
+        cause=cause,
+        partial_text=step.partial_text,
+    )
+    answer = agent.on_chat_recovery(context)
+    if inspect.isawaitable(answer):
+        answer = await answer
+    return answer if isinstance(answer, ChatRecoveryOptions) else ChatRecoveryOptions()
