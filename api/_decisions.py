@@ -26,6 +26,8 @@ from think.server import (
     SUBMIT_TOOL_RESULT,
     ToolDecision,
     ToolResultSubmission,
+    client_tool_names,
+    tool_part_name,
     turn_workflow_id,
     wait_for_turn,
 )
@@ -83,8 +85,7 @@ async def submit_tool_result(
     res: Resources, turn: TurnRecord, result: ToolResultSubmission
 ) -> tuple[TurnRecord, bool]:
     part = _tool_part(turn, result.tool_call_id)
-    clients = {str(t["name"]) for t in turn.request.client_tools}
-    if part is None or str(part.get("type", ""))[len("tool-") :] not in clients:
+    if part is None or tool_part_name(part) not in client_tool_names(turn):
         raise Problem(
             404, f"turn {turn.id!r} has no client tool call {result.tool_call_id!r} to answer"
         )

@@ -1,5 +1,6 @@
-"""The logic behind the turn routes: admission, waiting and cancelling (shared with the Python
-turn API in `think.turns._admission`), and the `Turn` view.
+"""The logic behind the turn routes: admission, waiting and cancelling (the one front door,
+shared with the Python turn API: `think.server.admit_submission`), the `Turn` view (a
+selection of `think.server.turn_view`) and the answer of a route that admits a turn.
 
 Admission is two steps: a Postgres transaction (which decides idempotency and the order of
 the conversation's turns, and outlives Temporal's retention), then the start of the turn's
@@ -10,79 +11,72 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Literal
 
+from fastapi import Request
+from fastapi.responses import JSONResponse, Response
+
+from api._sse import stream_response
 from api.deps import Resources
 from api.errors import Problem
-from api.schemas import (
-    PendingApproval,
-    PendingClientTool,
-    QueuedBehind,
-    SubmitTurnBody,
-    TurnOut,
-)
+from api.schemas import QueuedBehind, SubmitTurnBody, TurnOut
 from think import server
-from think.server import RESEND_AFTER, DispatchFailed, hand_off
-from think.storage import (
-    PAUSED_STATUSES,
-    TERMINAL_STATUSES,
-    Admission,
-    TurnRecord,
-    TurnRequest,
-    queue_head,
-)
+from think.server import DispatchFailed, Think
+from think.storage import PAUSED_STATUSES, Admission, TurnRecord, queue_head
 
 log = logging.getLogger("think.api.turns")
 
-__all__ = ["RESEND_AFTER", "cancel", "schedule", "submit", "turn_out", "wait_for_turn"]
+__all__ = [
+    "admitted",
+    "cancel",
+    "dispatch",
+    "submit",
+    "turn_out",
+    "wait_for_turn",
+]
 
 DEFAULT_WAIT = 600.0
 HEAD_CHECK_EVERY = 1.0
 """Seconds between looks at the turn ahead while a wait-mode request's turn is pending."""
-
-
-def request_hash(body: SubmitTurnBody) -> str:
-    return server.request_hash(body.fingerprint())
+SHOWN_AS_VIEWED = frozenset(TurnOut.model_fields) - {"message"}
+"""The fields of `Turn` that are the turn view's as they are; `message` is shown only when
+the turn has settled or the request waited for it."""
 
 
 async def submit(
     res: Resources,
     *,
     tenant: str,
-    agent: str,
+    agent: type[Think],
     conversation_id: str,
     body: SubmitTurnBody,
     idempotency_key: str | None,
 ) -> Admission:
-    concurrency, debounce = server.resolve_concurrency(res.registry.get(agent), body.concurrency)
-    request = TurnRequest(
-        messages=body.messages(),
-        parent_id=body.parent_id,
-        body=body.body,
-        client_tools=[t.model_dump() for t in body.client_tools],
-        concurrency=concurrency,
-        debounce_seconds=debounce,
-    )
     try:
-        return await server.admit(
+        return await server.admit_submission(
             res.store,
             res.temporal,
             res.settings.task_queue,
+            agent,
             tenant=tenant,
-            agent=agent,
             conversation_id=conversation_id,
-            request=request,
-            request_hash=request_hash(body),
-            idempotency_key=idempotency_key,
+            messages=body.messages(),
+            input=body.input_json(),
+            parent_id=body.parent_id,
+            body=body.body,
+            client_tools=[t.model_dump() for t in body.client_tools],
+            concurrency=body.concurrency,
             submission_id=body.submission_id,
+            idempotency_key=idempotency_key,
         )
     except DispatchFailed as exc:
         raise _unavailable(exc) from exc
 
 
-async def schedule(res: Resources, turn: TurnRecord) -> None:
+async def dispatch(res: Resources, admission: Admission) -> None:
+    """Start a recorded regenerate as admission starts any submission (`server.dispatch`)."""
     try:
-        await hand_off(res.store, res.temporal, res.settings.task_queue, turn.id)
+        await server.dispatch(res.store, res.temporal, res.settings.task_queue, admission)
     except DispatchFailed as exc:
         raise _unavailable(exc) from exc
 
@@ -93,6 +87,11 @@ def _unavailable(exc: DispatchFailed) -> Problem:
         f"{exc}; the turn is recorded: retry the request with the same Idempotency-Key",
         turn_id=exc.turn_id,
     )
+
+
+def base_url(request: Request) -> str:
+    """Where this gateway is reached, for the URLs a `Turn` carries."""
+    return str(request.base_url).rstrip("/")
 
 
 def _turn_url(turn: TurnRecord, base: str) -> str:
@@ -107,45 +106,14 @@ def turn_out(
     with_message: bool,
     queued_behind: TurnRecord | None = None,
 ) -> TurnOut:
+    """HTTP's `Turn`: the shared turn view, with the message only in wait mode or once the
+    turn has settled, and the URLs to follow it."""
+    view = server.turn_view(turn, accepted=accepted)
     url = _turn_url(turn, base)
-    show = with_message or turn.status in TERMINAL_STATUSES or turn.status in PAUSED_STATUSES
-    parts: list[dict[str, Any]] = (turn.message or {}).get("parts", [])
-    clients = {str(t["name"]) for t in turn.request.client_tools}
+    shown = {name: value for name, value in view if name in SHOWN_AS_VIEWED}
     return TurnOut(
-        turn_id=turn.id,
-        conversation_id=turn.conversation_id,
-        agent=turn.agent,
-        status=turn.status,
-        accepted=accepted,
-        idempotency_key=turn.idempotency_key,
-        created_at=turn.created_at,
-        started_at=turn.started_at,
-        completed_at=turn.completed_at,
-        message_id=turn.message_id,
-        message=turn.message if show else None,
-        error=turn.error,
-        usage=turn.usage,
-        output=turn.output,
-        answered_by=turn.answered_by,
-        pending_approvals=[
-            PendingApproval(
-                approval_id=p["approval"]["id"],
-                tool_call_id=p["toolCallId"],
-                tool_name=p["type"][5:],
-                input=p.get("input"),
-            )
-            for p in parts
-            if p.get("state") == "approval-requested" and not turn.terminal
-        ],
-        pending_client_tools=[
-            PendingClientTool(
-                tool_call_id=p["toolCallId"], tool_name=p["type"][5:], input=p.get("input")
-            )
-            for p in parts
-            if p.get("state") == "input-available"
-            and p["type"][5:] in clients
-            and not turn.terminal
-        ],
+        **shown,
+        message=view.message if with_message or server.settled(turn) else None,
         queued_behind=None
         if queued_behind is None
         else QueuedBehind(
@@ -156,6 +124,34 @@ def turn_out(
         stream_url=f"{url}/stream",
         status_url=url,
     )
+
+
+async def admitted(
+    request: Request,
+    res: Resources,
+    admission: Admission,
+    *,
+    mode: Literal["submit", "wait", "stream"],
+    wait_timeout: float | None,
+) -> Response:
+    """The answer of a route that admitted a turn (a submission, a regenerate): the stream,
+    the turn once it settles (wait), or the record (202 new, 200 a repeat)."""
+    turn = admission.turn
+    if mode == "stream":
+        return stream_response(res, turn.id, -1)
+    status = 202 if admission.accepted else 200
+    queued_behind = None
+    if mode == "wait":
+        turn, queued_behind = await wait_for_turn(res, turn, wait_timeout)
+        status = 200
+    out = turn_out(
+        turn,
+        accepted=admission.accepted,
+        base=base_url(request),
+        with_message=mode == "wait",
+        queued_behind=queued_behind,
+    )
+    return JSONResponse(out.model_dump(mode="json"), status_code=status)
 
 
 async def wait_for_turn(

@@ -1,4 +1,7 @@
-"""Request and response bodies of the HTTP API (API.md), separate from storage records."""
+"""Request and response bodies of the HTTP API (API.md), separate from storage records.
+
+`TurnOut` is a selection of the turn view every door shares (`think.server.TurnView`), whose
+`PendingApproval` and `PendingClientTool` it shows as they are."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
-from think.server import ID, UIMessage
+from think.server import ID, PendingApproval, PendingClientTool, UIMessage
 from think.storage import MessageConcurrency
 
 ID_PATTERN = f"^{ID.pattern}$"
@@ -189,14 +192,10 @@ class SubmitTurnBody(_Body):
             return [self.input]
         return list(self.input)
 
-    def fingerprint(self) -> dict[str, Any]:
-        """What an idempotent retry must repeat exactly (the mode may differ). The fields
-        added later count only when given, so a key's hash stays what it was."""
-        found = self.model_dump(mode="json", exclude={"mode", "wait_timeout"})
-        for field in ("concurrency", "submission_id"):
-            if found[field] is None:
-                del found[field]
-        return found
+    def input_json(self) -> Any:
+        """The input as the body carried it, for the idempotency fingerprint
+        (`think.server.turn_fingerprint`, the one `ThinkService` uses too)."""
+        return self.model_dump(mode="json", include={"input"})["input"]
 
 
 class CancelTurnBody(_Body):
@@ -213,19 +212,6 @@ class ToolResultBody(_Body):
 
     output: Any = None
     error: str | None = Field(default=None, min_length=1, max_length=100_000)
-
-
-class PendingApproval(BaseModel):
-    approval_id: str
-    tool_call_id: str
-    tool_name: str
-    input: Any
-
-
-class PendingClientTool(BaseModel):
-    tool_call_id: str
-    tool_name: str
-    input: Any
 
 
 class QueuedBehind(BaseModel):

@@ -7,14 +7,11 @@ Reading a path (`GET …/messages`, the active one or the one to `leaf_id`) is i
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Request
-from fastapi.responses import JSONResponse
 
 from api import _turns
-from api._sse import stream_response
 from api.deps import AgentClass, ConversationId, ExistingConversation, Res, Tenant
 from api.routes.conversations import conversation_out
 from api.schemas import (
@@ -120,24 +117,7 @@ async def regenerate(
         idempotency_key=idempotency_key,
         body=body.body,
     )
-    turn = admission.turn
-    # As for a submission: a repeat re-sends the turn to Temporal only if it may have been
-    # lost (still pending a while after it was accepted).
-    age = datetime.now(UTC) - turn.created_at
-    if admission.accepted or (turn.status == "pending" and age > _turns.RESEND_AFTER):
-        await _turns.schedule(res, turn)
-    if body.mode == "stream":
-        return stream_response(res, turn.id, -1)
-    status = 202 if admission.accepted else 200
-    queued_behind = None
-    if body.mode == "wait":
-        turn, queued_behind = await _turns.wait_for_turn(res, turn, body.wait_timeout)
-        status = 200
-    out = _turns.turn_out(
-        turn,
-        accepted=admission.accepted,
-        base=str(request.base_url).rstrip("/"),
-        with_message=body.mode == "wait",
-        queued_behind=queued_behind,
+    await _turns.dispatch(res, admission)
+    return await _turns.admitted(
+        request, res, admission, mode=body.mode, wait_timeout=body.wait_timeout
     )
-    return JSONResponse(out.model_dump(mode="json"), status_code=status)

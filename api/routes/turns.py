@@ -32,10 +32,6 @@ router = APIRouter(tags=["turns"])
 TURN = "/v1/agents/{agent}/conversations/{cid}/turns/{turn_id}"
 
 
-def _base(request: Request) -> str:
-    return str(request.base_url).rstrip("/")
-
-
 @router.post(
     "/v1/agents/{agent}/conversations/{cid}/turns",
     status_code=202,
@@ -71,27 +67,14 @@ async def submit_turn(
     admission = await _turns.submit(
         res,
         tenant=tenant,
-        agent=agent.name,
+        agent=agent,
         conversation_id=cid,
         body=body,
         idempotency_key=idempotency_key,
     )
-    turn = admission.turn
-    if body.mode == "stream":
-        return stream_response(res, turn.id, -1)
-    status = 202 if admission.accepted else 200
-    queued_behind = None
-    if body.mode == "wait":
-        turn, queued_behind = await _turns.wait_for_turn(res, turn, body.wait_timeout)
-        status = 200
-    out = _turns.turn_out(
-        turn,
-        accepted=admission.accepted,
-        base=_base(request),
-        with_message=body.mode == "wait",
-        queued_behind=queued_behind,
+    return await _turns.admitted(
+        request, res, admission, mode=body.mode, wait_timeout=body.wait_timeout
     )
-    return JSONResponse(out.model_dump(mode="json"), status_code=status)
 
 
 def _server_tool_names(agent: type[Think]) -> set[str]:
@@ -122,7 +105,7 @@ async def get_turn(
     request: Request, res: Res, conv: ExistingConversation, turn_id: TurnId
 ) -> TurnOut:
     turn = await _turn(res, conv, turn_id)
-    return _turns.turn_out(turn, accepted=True, base=_base(request), with_message=False)
+    return _turns.turn_out(turn, accepted=True, base=_turns.base_url(request), with_message=False)
 
 
 @router.get("/v1/agents/{agent}/conversations/{cid}/turns", response_model=TurnsOut)
@@ -134,7 +117,7 @@ async def list_turns(
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> TurnsOut:
     turns = await res.store.list_turns(conv.uid, status=status or (), limit=limit)
-    base = _base(request)
+    base = _turns.base_url(request)
     return TurnsOut(
         turns=[_turns.turn_out(t, accepted=True, base=base, with_message=False) for t in turns]
     )
@@ -223,7 +206,7 @@ async def cancel_turn(
     turn = await _turn(res, conv, turn_id)
     changed = await _turns.cancel(res, turn, (body or CancelTurnBody()).reason)
     current = await _turn(res, conv, turn_id)
-    out = _turns.turn_out(current, accepted=True, base=_base(request), with_message=False)
+    out = _turns.turn_out(current, accepted=True, base=_turns.base_url(request), with_message=False)
     return JSONResponse(out.model_dump(mode="json"), status_code=202 if changed else 200)
 
 
@@ -259,7 +242,7 @@ async def decide_approval(
 
 
 def _answered(request: Request, turn: TurnRecord, applied: bool) -> JSONResponse:
-    out = _turns.turn_out(turn, accepted=True, base=_base(request), with_message=False)
+    out = _turns.turn_out(turn, accepted=True, base=_turns.base_url(request), with_message=False)
     return JSONResponse(out.model_dump(mode="json"), status_code=200 if applied else 202)
 
 

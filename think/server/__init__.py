@@ -4,8 +4,13 @@ named here, so the framework's insides can move without breaking them.
 
 - connecting: `Settings`, `connect` (Temporal, with the data converter and tracing),
   `AgentRegistry`;
-- turns: `admit`, `request_hash`, `resolve_concurrency`, `wait_for_turn`, `settled`, `follow`
-  (the SSE replay loop), `cancel_turn`, `hand_off`, `DispatchFailed`, `RESEND_AFTER`;
+- turns, the one front door shared with `ThinkService`: `admit_submission` (a submission's
+  mode, request and idempotency fingerprint, then `admit`), `dispatch` (what follows an
+  admission's commit, a regenerate's too), `turn_fingerprint`, `request_hash`,
+  `resolve_concurrency`, `wait_for_turn`, `settled`, `follow` (the SSE replay loop),
+  `cancel_turn`, `hand_off`, `DispatchFailed`, `RESEND_AFTER`;
+- the turn view every door shows: `turn_view`, `TurnView`, `PendingApproval`,
+  `PendingClientTool`, `client_tool_names`, `tool_part_name`;
 - decisions sent to a paused turn: `ToolDecision`, `ToolResultSubmission`, `APPROVE`,
   `SUBMIT_TOOL_RESULT`, `turn_workflow_id`;
 - the worker: `run_worker`, `build_worker`, `sweep_once`, `workflow_runner`, `WORKFLOWS`.
@@ -15,18 +20,26 @@ from think._messages import ID, UIMessage, new_id
 from think._settings import Settings
 from think.agent import AgentRegistry, Think
 from think.engine._worker import build_worker, run_worker, sweep_once, workflow_runner
-from think.turns import ThinkService
-from think.turns._admission import (
-    RESEND_AFTER,
+from think.turns import (
+    DispatchFailed,
+    PendingApproval,
+    PendingClientTool,
+    ThinkService,
+    TurnView,
     admit,
+    admit_submission,
     cancel_turn,
+    client_tool_names,
+    dispatch,
     follow,
+    hand_off,
     request_hash,
-    resolve_concurrency,
-    settled,
+    tool_part_name,
+    turn_fingerprint,
+    turn_view,
     wait_for_turn,
 )
-from think.turns._dispatch import DispatchFailed, hand_off
+from think.turns._admission import RESEND_AFTER, resolve_concurrency, settled
 from think.workflows import WORKFLOWS
 from think.workflows._connect import connect
 from think.workflows._inputs import ToolDecision, ToolResultSubmission
@@ -40,16 +53,22 @@ __all__ = [
     "WORKFLOWS",
     "AgentRegistry",
     "DispatchFailed",
+    "PendingApproval",
+    "PendingClientTool",
     "Settings",
     "Think",
     "ThinkService",
     "ToolDecision",
     "ToolResultSubmission",
+    "TurnView",
     "UIMessage",
     "admit",
+    "admit_submission",
     "build_worker",
     "cancel_turn",
+    "client_tool_names",
     "connect",
+    "dispatch",
     "follow",
     "hand_off",
     "new_id",
@@ -58,6 +77,9 @@ __all__ = [
     "run_worker",
     "settled",
     "sweep_once",
+    "tool_part_name",
+    "turn_fingerprint",
+    "turn_view",
     "turn_workflow_id",
     "wait_for_turn",
     "workflow_runner",

@@ -2,22 +2,51 @@
 turn's workflow (`hand_off`), waiting for and following a turn, cancelling one, and the Python
 turn API (`ThinkService`, `ConversationHandle`).
 
-One front door: the gateway (`api/`), `ThinkService` and the worker all admit through
-`admit` here. Imported by `engine`, `schedules`, `server` and the apps.
+One front door: the gateway (`api/`), `ThinkService` and the worker (through `ThinkService`)
+all admit through `admit_submission` here, with one idempotency fingerprint
+(`turn_fingerprint`), and show a turn through one view (`turn_view`); a regenerate, recorded
+by `Store.regenerate`, is started by the same rule (`dispatch`). Imported by `engine`,
+`server` and the apps.
 """
 
-from think.turns._admission import admit, cancel_turn, follow, wait_for_turn
+from think.turns._admission import (
+    admit,
+    admit_submission,
+    cancel_turn,
+    dispatch,
+    follow,
+    wait_for_turn,
+)
 from think.turns._dispatch import DispatchFailed, hand_off, start_turn_workflow
+from think.turns._fingerprint import request_hash, turn_fingerprint
 from think.turns._service import ConversationHandle, ThinkService
+from think.turns._views import (
+    PendingApproval,
+    PendingClientTool,
+    TurnView,
+    client_tool_names,
+    tool_part_name,
+    turn_view,
+)
 
 __all__ = [
     "ConversationHandle",
     "DispatchFailed",
+    "PendingApproval",
+    "PendingClientTool",
     "ThinkService",
+    "TurnView",
     "admit",
+    "admit_submission",
     "cancel_turn",
+    "client_tool_names",
+    "dispatch",
     "follow",
     "hand_off",
+    "request_hash",
     "start_turn_workflow",
+    "tool_part_name",
+    "turn_fingerprint",
+    "turn_view",
     "wait_for_turn",
 ]

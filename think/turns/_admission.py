@@ -1,5 +1,10 @@
 """Turn admission, waiting, following and cancelling: one implementation for the gateway
-(`api/`) and the Python turn API (`think.ThinkService`), so both behave the same.
+(`api/`), the Python turn API (`think.ThinkService`) and the worker (which submits through
+`ThinkService`), so every door behaves the same.
+
+`admit_submission` is the front door itself: the request's mode, its `TurnRequest` and its
+idempotency fingerprint (`think.turns._fingerprint`), built once for every door. A regenerate
+is recorded differently (`Store.regenerate`) and then goes through the same `dispatch`.
 
 Admission is two steps: one Postgres transaction under the conversation's row lock (which
 decides idempotency, the queue's order and what the submission's `message_concurrency` does to
@@ -12,16 +17,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import json
 import logging
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast, get_args
 
 from temporalio.client import Client
 from temporalio.service import RPCError
 
+from think._messages import UIMessage
 from think.agent._think import Think
 from think.exceptions import UserError
 from think.storage import (
@@ -35,6 +39,7 @@ from think.storage import (
 )
 from think.streaming import CANCEL_CHANNEL, TERMINAL_CHUNKS, ChunkListener, append, read
 from think.turns._dispatch import hand_off, start_turn_workflow
+from think.turns._fingerprint import request_hash, turn_fingerprint
 from think.workflows._names import turn_workflow_id
 
 log = logging.getLogger("think.admission")
@@ -47,12 +52,6 @@ RECHECK_EVERY = 5.0
 MODES: tuple[str, ...] = get_args(MessageConcurrency)
 
 
-def request_hash(fingerprint: dict[str, Any]) -> str:
-    """What an idempotent retry must repeat exactly, hashed."""
-    canonical = json.dumps(fingerprint, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()
-
-
 def resolve_concurrency(
     agent: type[Think], override: str | None
 ) -> tuple[MessageConcurrency, float | None]:
@@ -63,6 +62,61 @@ def resolve_concurrency(
         raise UserError(f"message_concurrency {mode!r} is not one of {', '.join(MODES)}")
     debounce = float(agent.debounce_seconds) if mode == "debounce" else None
     return cast(MessageConcurrency, mode), debounce
+
+
+async def admit_submission(
+    store: Store,
+    temporal: Client,
+    task_queue: str,
+    agent: type[Think],
+    *,
+    tenant: str,
+    conversation_id: str,
+    messages: list[UIMessage],
+    input: Any,
+    parent_id: str | None = None,
+    body: dict[str, Any] | None = None,
+    client_tools: Sequence[dict[str, Any]] = (),
+    concurrency: MessageConcurrency | None = None,
+    default_concurrency: MessageConcurrency | None = None,
+    submission_id: str | None = None,
+    continuation: bool = False,
+    idempotency_key: str | None = None,
+) -> Admission:
+    """Admit a submission as any door received it: its mode, its request and its
+    fingerprint, then `admit`.
+
+    `messages` are what the turn appends, `input` the same as HTTP's body carries it (for the
+    fingerprint); `client_tools` are normalised specs. `concurrency` is the caller's override
+    (part of the fingerprint); `default_concurrency` replaces the agent's mode without being
+    part of it (the Python API queues a submission made from inside the conversation's own
+    turn, which "latest" or "interrupt" would otherwise cancel).
+    """
+    mode, debounce = resolve_concurrency(agent, concurrency or default_concurrency)
+    request = TurnRequest(
+        messages=messages,
+        parent_id=parent_id,
+        body=body or {},
+        client_tools=list(client_tools),
+        concurrency=mode,
+        debounce_seconds=debounce,
+        continuation=continuation,
+    )
+    fingerprint = turn_fingerprint(
+        request, input=input, concurrency=concurrency, submission_id=submission_id
+    )
+    return await admit(
+        store,
+        temporal,
+        task_queue,
+        tenant=tenant,
+        agent=agent.name,
+        conversation_id=conversation_id,
+        request=request,
+        request_hash=request_hash(fingerprint),
+        idempotency_key=idempotency_key,
+        submission_id=submission_id,
+    )
 
 
 async def admit(
@@ -78,15 +132,9 @@ async def admit(
     idempotency_key: str | None = None,
     submission_id: str | None = None,
 ) -> Admission:
-    """Record the submission, then start it if it is the conversation's turn to run.
-
-    A repeat of a known key or submission id answers the existing record; it is re-sent to
-    Temporal only when it is still `pending` a while after it was accepted (the one gap in
-    admission: a sender that died between the Postgres commit and the Temporal call). Raises
-    `DispatchFailed` when Temporal cannot be reached: the turn is recorded, and a retry with
-    the same key sends it again. An "interrupt" or "rollback" submission cancels the running
-    turn once it is recorded.
-    """
+    """Record the submission, then start it if it is the conversation's turn to run
+    (`dispatch`). Raises `DispatchFailed` when Temporal cannot be reached: the turn is
+    recorded, and a retry with the same key sends it again."""
     admission = await store.admit_turn(
         tenant=tenant,
         agent=agent,
@@ -96,6 +144,18 @@ async def admit(
         idempotency_key=idempotency_key,
         submission_id=submission_id,
     )
+    await dispatch(store, temporal, task_queue, admission)
+    return admission
+
+
+async def dispatch(store: Store, temporal: Client, task_queue: str, admission: Admission) -> None:
+    """What follows an admission's commit (a submission's, or a regenerate's): cancel the
+    turn an "interrupt" or "rollback" supersedes, and start the turn if it runs now.
+
+    A repeat of a known key or submission id is re-sent to Temporal only when it is still
+    `pending` a while after it was accepted (the one gap in admission: a sender that died
+    between the Postgres commit and the Temporal call); before that it is surely in flight.
+    """
     turn = admission.turn
     if admission.interrupt is not None:
         running = await store.get_turn(admission.interrupt)
@@ -107,7 +167,6 @@ async def admit(
         await start_turn_workflow(temporal, task_queue, turn)
     elif not admission.accepted and turn.status == "pending" and age > RESEND_AFTER:
         await hand_off(store, temporal, task_queue, turn.id)
-    return admission
 
 
 def settled(turn: TurnRecord) -> bool:

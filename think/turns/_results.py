@@ -1,5 +1,5 @@
 """What the Python turn API answers: a turn's result, a submission record, and the callback
-`chat()` drives."""
+`chat()` drives. Both answers are built from the one turn view (`think.turns._views`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from think._messages import UIMessage
-from think.storage import TERMINAL_STATUSES, TurnRecord, TurnStatus
+from think.storage import TERMINAL_STATUSES, TurnStatus
 
 
 class TurnResult(BaseModel):
@@ -95,34 +95,3 @@ class StreamCallback:
 
     def on_interrupted(self) -> Awaitable[None] | None:
         return None
-
-
-def submission_of(turn: TurnRecord, *, accepted: bool = True) -> Submission:
-    return Submission(
-        turn_id=turn.id,
-        conversation_id=turn.conversation_id,
-        agent=turn.agent,
-        status=turn.status,
-        accepted=accepted,
-        idempotency_key=turn.idempotency_key,
-        created_at=turn.created_at,
-        started_at=turn.started_at,
-        completed_at=turn.completed_at,
-        message_id=turn.message_id,
-        error=turn.error,
-        answered_by=turn.answered_by,
-    )
-
-
-def result_of(turn: TurnRecord, *, accepted: bool = True) -> TurnResult:
-    message = turn.message if turn.message and turn.message.get("parts") else None
-    return TurnResult(
-        turn_id=turn.id,
-        status=turn.status,
-        message=UIMessage.model_construct(**message) if message else None,
-        output=turn.output,
-        error=turn.error,
-        answered_by=turn.answered_by,
-        continuation=turn.request.continuation,
-        accepted=accepted,
-    )

@@ -1,0 +1,50 @@
+"""A turn's chunks for Python code: `TurnStream` (what `run_turn(mode="stream")` answers,
+replayed by the same loop as HTTP's SSE, `follow`) and the callback `chat()` drives."""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from think.storage import Admission
+from think.turns._admission import follow
+from think.turns._results import TurnResult
+
+if TYPE_CHECKING:
+    from think.turns._conversation import ConversationHandle
+
+
+class TurnStream:
+    """A submitted turn's UI message chunks: `async for chunk in stream`, from its first
+    chunk to its last (`finish`, `error` or `abort`); `await stream.result()` afterwards."""
+
+    def __init__(self, conversation: ConversationHandle, admission: Admission) -> None:
+        self._conversation = conversation
+        self.turn_id = admission.turn.id
+        self.accepted = admission.accepted
+
+    def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+        return self._chunks()
+
+    async def _chunks(self) -> AsyncIterator[dict[str, Any]]:
+        service = self._conversation.service
+        listener = await service.listener()
+        async with contextlib.aclosing(follow(service.store, listener, self.turn_id)) as chunks:
+            async for _, chunk in chunks:
+                yield chunk
+
+    async def result(self, wait_timeout: float | None = None) -> TurnResult:
+        return await self._conversation.result(self.turn_id, wait_timeout=wait_timeout)
+
+
+async def call_back(callback: Any, name: str, *args: Any) -> None:
+    """Call `callback.<name>(*args)` if it has that method, awaiting it if it is async: a
+    `chat()` callback may implement any of `StreamCallback`'s methods, either way."""
+    method = getattr(callback, name, None)
+    if method is None:
+        return
+    answer = method(*args)
+    if inspect.isawaitable(answer):
+        await answer

@@ -1,0 +1,149 @@
+"""The turn view: what every door shows of a turn, read from its record in one place.
+
+HTTP's `Turn` (`api.schemas.TurnOut`), the Python API's `TurnResult` and `Submission` are
+each a selection of this view, so a field means the same thing wherever it is read and a new
+one is added once. Which tool calls a paused turn waits for (its pending approvals and client
+tool calls) is decided here too, from the turn's stored message.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from think._messages import UIMessage
+from think.storage import TurnRecord, TurnStatus
+from think.turns._results import Submission, TurnResult
+
+TOOL_PART_PREFIX = "tool-"
+"""A static tool call's part type is `tool-<name>`."""
+
+
+class PendingApproval(BaseModel):
+    """A tool call the turn paused for, until a person approves or denies it."""
+
+    approval_id: str
+    tool_call_id: str
+    tool_name: str
+    input: Any
+
+
+class PendingClientTool(BaseModel):
+    """A call of one of the request's client tools, until the client sends its result."""
+
+    tool_call_id: str
+    tool_name: str
+    input: Any
+
+
+def tool_part_name(part: dict[str, Any]) -> str:
+    """The tool a `tool-<name>` part calls."""
+    return str(part.get("type", ""))[len(TOOL_PART_PREFIX) :]
+
+
+def client_tool_names(turn: TurnRecord) -> set[str]:
+    """The client tools the turn's request declared: calls of these wait for the client."""
+    return {str(t["name"]) for t in turn.request.client_tools}
+
+
+def _parts(turn: TurnRecord) -> list[dict[str, Any]]:
+    return list((turn.message or {}).get("parts", []))
+
+
+def pending_approvals(turn: TurnRecord) -> list[PendingApproval]:
+    """The approval requests of the turn's message that no one has decided (none once the
+    turn has ended)."""
+    if turn.terminal:
+        return []
+    return [
+        PendingApproval(
+            approval_id=part["approval"]["id"],
+            tool_call_id=part["toolCallId"],
+            tool_name=tool_part_name(part),
+            input=part.get("input"),
+        )
+        for part in _parts(turn)
+        if part.get("state") == "approval-requested"
+    ]
+
+
+def pending_client_tools(turn: TurnRecord) -> list[PendingClientTool]:
+    """The client tool calls of the turn's message still waiting for a result (none once the
+    turn has ended)."""
+    if turn.terminal:
+        return []
+    clients = client_tool_names(turn)
+    return [
+        PendingClientTool(
+            tool_call_id=part["toolCallId"], tool_name=tool_part_name(part), input=part.get("input")
+        )
+        for part in _parts(turn)
+        if part.get("state") == "input-available" and tool_part_name(part) in clients
+    ]
+
+
+class TurnView(BaseModel):
+    """Everything a door shows of a turn. `accepted` is about the call that asked (False when
+    it repeated a known idempotency key or submission id), not about the turn."""
+
+    model_config = ConfigDict(frozen=True)
+
+    turn_id: str
+    conversation_id: str
+    agent: str
+    status: TurnStatus
+    accepted: bool
+    idempotency_key: str | None
+    created_at: datetime
+    started_at: datetime | None
+    completed_at: datetime | None
+    message_id: str | None
+    message: dict[str, Any] | None
+    error: str | None
+    usage: dict[str, Any]
+    output: Any
+    answered_by: str | None
+    continuation: bool
+    pending_approvals: list[PendingApproval]
+    pending_client_tools: list[PendingClientTool]
+
+    def submission(self) -> Submission:
+        """The submission record (`submit` mode, `get_submission`): no message."""
+        return Submission(
+            **{name: value for name, value in self if name in Submission.model_fields}
+        )
+
+    def result(self) -> TurnResult:
+        """How the turn ended, or where it stands (`wait` mode): the message only when it
+        has parts."""
+        message = self.message if self.message and self.message.get("parts") else None
+        fields = {name: value for name, value in self if name in TurnResult.model_fields}
+        return TurnResult(
+            **{**fields, "message": UIMessage.model_construct(**message) if message else None}
+        )
+
+
+def turn_view(turn: TurnRecord, *, accepted: bool = True) -> TurnView:
+    """The view of a turn as it stands in its record."""
+    return TurnView(
+        turn_id=turn.id,
+        conversation_id=turn.conversation_id,
+        agent=turn.agent,
+        status=turn.status,
+        accepted=accepted,
+        idempotency_key=turn.idempotency_key,
+        created_at=turn.created_at,
+        started_at=turn.started_at,
+        completed_at=turn.completed_at,
+        message_id=turn.message_id,
+        message=turn.message,
+        error=turn.error,
+        usage=turn.usage,
+        output=turn.output,
+        answered_by=turn.answered_by,
+        continuation=turn.request.continuation,
+        pending_approvals=pending_approvals(turn),
+        pending_client_tools=pending_client_tools(turn),
+    )
