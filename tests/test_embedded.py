@@ -134,7 +134,7 @@ def test_think_migrate_is_idempotent(services: Services, tmp_path: Path) -> None
 
 
 def test_second_think_dev_in_the_same_directory_is_refused(tmp_path: Path) -> None:
-    from think.cli import _dev_lock
+    from think.cli._dev import _dev_lock
 
     home = tmp_path / ".think"
     home.mkdir()

