@@ -1,4 +1,4 @@
-"""The typed UI message stream protocol (`think/streaming/_protocol.py`).
+"""The typed UI message stream protocol (`think/_protocol.py`).
 
 The chunk and part types are checked field by field against the AI SDK's own schemas, read out
 of the installed `ai` package by `tests/node/schema.mjs`: each chunk of `uiMessageChunkSchema`
@@ -249,19 +249,10 @@ def test_the_builder_names_tool_parts_with_the_helper() -> None:
     assert builder.parts[0]["type"] == tool_part_type("get_weather")
 
 
-# A tool part's type is cut or built by hand nowhere but in `_protocol.py`, except in the files
-# listed here, which belong to parts of the layout still being restructured; a file leaves the
-# list when it moves to the helpers, and no file joins it.
+# A tool part's type is cut or built by hand nowhere but in `_protocol.py`.
 _HAND_SLICED = re.compile(
     r"""\[5:\]|len\(["']tool-["']\)|startswith\(["']tool-["']\)|f["']tool-\{"""
 )
-_NOT_YET_ON_THE_HELPERS = {
-    "think/_messages.py",
-    "think/engine/activities/_turn.py",
-    "think/engine/activities/_model_step.py",  # where main's restructure moves _turn.py's code
-    "api/_decisions.py",
-    "api/_turns.py",
-}
 
 
 def test_no_hand_sliced_tool_part_types() -> None:
@@ -271,4 +262,4 @@ def test_no_hand_sliced_tool_part_types() -> None:
         for path in (ROOT / folder).rglob("*.py")
         if path.name != "_protocol.py" and _HAND_SLICED.search(path.read_text())
     }
-    assert sliced <= _NOT_YET_ON_THE_HELPERS
+    assert sliced == set()

@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from think._protocol import is_static_tool_part, is_tool_part, tool_name
+
 Role = Literal["user", "assistant", "system"]
 
 
@@ -69,9 +71,10 @@ def text_of(parts: list[dict[str, Any]]) -> str:
         kind = str(part.get("type", ""))
         if kind == "text":
             out.append(str(part.get("text", "")))
-        elif kind.startswith("tool-") or kind == "dynamic-tool":
-            name = part.get("toolName") if kind == "dynamic-tool" else kind[len("tool-") :]
-            out.append(str(name or ""))
+        elif is_tool_part(part):
+            # A dynamic part without its `toolName` (never one of ours) still indexes its content.
+            static = is_static_tool_part(part)
+            out.append(tool_name(part) if static else str(part.get("toolName") or ""))
             for key in ("input", "output", "errorText"):
                 value = part.get(key)
                 if isinstance(value, str):

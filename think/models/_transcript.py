@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from think._messages import UIMessage
-from think.streaming._protocol import is_tool_part, tool_name
+from think._protocol import is_tool_part, tool_name
 
 INTERRUPTED_TOOL_RESULT = "The tool call was interrupted before it produced a result."
 

@@ -35,8 +35,8 @@ from think.storage._stream_log import append
 if TYPE_CHECKING:
     # UIMessageChunk is named in annotations only: storage keeps chunks as opaque JSONB, and
     # streaming, which types them, is the layer above.
+    from think._protocol import UIMessageChunk
     from think.storage._store import Store
-    from think.streaming._protocol import UIMessageChunk
 
 
 class ConversationBusy(UserError):

@@ -1,20 +1,7 @@
 """The stream log (Postgres + NOTIFY), its writer for activities and its listener for readers,
 and the types of what it carries: the AI SDK's UI message chunks and parts (`_protocol.py`)."""
 
-from think.storage._stream_log import (
-    CANCEL_CHANNEL,
-    CHANNEL,
-    TERMINAL_CHUNKS,
-    Fence,
-    StaleAttempt,
-    append,
-    claim,
-    count_failure,
-    read,
-    step_is_open,
-)
-from think.streaming._listener import ChunkListener
-from think.streaming._protocol import (
+from think._protocol import (
     DATA_PREFIX,
     DYNAMIC_TOOL,
     TOOL_PART_PREFIX,
@@ -31,6 +18,19 @@ from think.streaming._protocol import (
     tool_name,
     tool_part_type,
 )
+from think.storage._stream_log import (
+    CANCEL_CHANNEL,
+    CHANNEL,
+    TERMINAL_CHUNKS,
+    Fence,
+    StaleAttempt,
+    append,
+    claim,
+    count_failure,
+    read,
+    step_is_open,
+)
+from think.streaming._listener import ChunkListener
 from think.streaming._writer import ChunkWriter
 
 __all__ = [

@@ -12,7 +12,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from think.streaming._protocol import tool_part_type
+from think._protocol import tool_part_type
 
 
 class MessageBuilder:

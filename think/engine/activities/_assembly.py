@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from temporalio.exceptions import ApplicationError
 
 from think._messages import UIMessage
+from think._protocol import tool_name
 from think._settings import Settings
 from think.agent._think import Think
 from think.agent._turn_hooks import (
@@ -40,7 +41,6 @@ from think.models import ModelClient, ToolSpec, resolve_model
 from think.models._transcript import to_chat_messages
 from think.sessions._truncation import truncate
 from think.storage import TurnRecord
-from think.streaming._protocol import tool_name
 from think.tools._tool import Tool
 
 if TYPE_CHECKING:

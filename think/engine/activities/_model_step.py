@@ -25,6 +25,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from think._messages import UIMessage
+from think._protocol import is_static_tool_part
 from think.agent._think import Think
 from think.engine.activities import _observe as observe
 from think.engine.activities._assembly import HookFailed, StepSetup, assemble, overrides, turn_tools
@@ -416,7 +417,7 @@ def _recorded_step(turn: TurnRecord, step: int, agent: Think) -> ModelStepResult
         elif steps:
             steps[-1].append(part)
     parts = steps[step] if step < len(steps) else []
-    called = any(str(p.get("type", "")).startswith("tool-") for p in parts)
+    called = any(is_static_tool_part(p) for p in parts)
     return ModelStepResult(
         max_steps=(turn.config or {}).get("max_steps", agent.max_steps),
         tool_calls=recorded_calls(turn, parts, turn_tools(agent, turn)),

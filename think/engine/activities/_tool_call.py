@@ -17,6 +17,7 @@ from typing import Any, Literal
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from think._protocol import ToolApprovalResponseChunk, UIMessageChunk
 from think.agent._think import Think
 from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
 from think.engine.activities import _observe as observe
@@ -28,7 +29,6 @@ from think.exceptions import ToolError
 from think.storage import TurnRecord, first_answer
 from think.streaming import append
 from think.streaming._builder import MessageBuilder
-from think.streaming._protocol import ToolApprovalResponseChunk, UIMessageChunk
 from think.tools._tool import Tool, ToolContext, tool_output_json
 from think.workflows._inputs import (
     ToolCallInput,

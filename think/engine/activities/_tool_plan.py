@@ -13,10 +13,10 @@ import logging
 from typing import Any
 
 from think._messages import new_id
+from think._protocol import is_static_tool_part, tool_name
 from think.agent._think import Think
 from think.storage import TurnRecord
 from think.streaming._builder import MessageBuilder
-from think.streaming._protocol import is_static_tool_part, tool_name
 from think.tools._tool import Tool, ToolContext, ToolPolicy
 from think.workflows._inputs import ToolCallRef, ToolRun
 

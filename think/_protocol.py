@@ -12,15 +12,11 @@ They are `TypedDict`s, not pydantic models: a chunk is a plain dict on the wire,
 and in every hot loop (a token is a chunk), so the types cost nothing at run time, and what
 reaches us from storage or a client is checked where it enters (`UIMessage`), not per chunk.
 
-Why here, in `think.streaming`: the stream is what these types describe, and the modules that
-branch on a chunk's or a part's type sit at or above this layer (the builder, the activities,
-sessions, models' transcript, the gateway). `think.storage`, below, keeps chunks and parts
-opaque (it stores and returns JSONB and reads no more of a chunk than its `type`), so it
-names these types only in annotations, under `if TYPE_CHECKING:`. One reader sits lower
-still: `think._messages`' `text_of` (the search text), which cannot import the helpers; this
-module imports nothing from `think`, so it can move down beside `_messages` should that need
-them. The framework's own modules import it as `think.streaming._protocol`, not through the
-package face, which would open the stream log (psycopg) for a few class definitions.
+Why at the root, beside `think._messages`: every layer reads chunks or parts — the builder,
+the activities, sessions, models' transcript, the gateway, and `_messages`' search text — and
+this module imports nothing from `think`, so it sits below them all. `think.storage` keeps
+chunks and parts opaque (JSONB in, JSONB out), naming these types only in annotations.
+`think.streaming` re-exports them as part of its face.
 
 A tool part is one type whose `state` changes in place, not one type per state as the SDK's
 TypeScript spells it: the builder moves a part from `input-streaming` to `output-available`
