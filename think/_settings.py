@@ -151,8 +151,6 @@ class Settings(BaseModel):
 
     def require_database_url(self) -> str:
         if not self.database_url:
-            from think.exceptions import ConfigurationError
-
             raise ConfigurationError(
                 "no Postgres configured: set THINK_DATABASE_URL, or start `think dev` "
                 "(which runs an embedded Postgres) in this directory or one above it, or "
@@ -162,8 +160,6 @@ class Settings(BaseModel):
 
     def require_temporal_address(self) -> str:
         if not self.temporal_address:
-            from think.exceptions import ConfigurationError
-
             raise ConfigurationError(
                 "no Temporal configured: set TEMPORAL_ADDRESS, or start `think dev` "
                 "(which runs the Temporal dev server) in this directory or one above it, or "

@@ -13,6 +13,8 @@ import copy
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
+from think._current import current_conversation
+
 if TYPE_CHECKING:
     from think.storage import MessageConcurrency
     from think.turns._service import (
@@ -59,8 +61,6 @@ class ConversationMethods:
 
     async def conversation(self) -> ConversationHandle:
         """The conversation of the turn this agent instance serves."""
-        from think._current import current_conversation
-
         return await current_conversation()
 
     @overload

@@ -22,6 +22,7 @@ from typing import Any, TypeAlias, overload
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import to_jsonable_python
 
+from think._current import current_conversation
 from think.exceptions import ToolError, UserError
 from think.models import ToolSpec
 from think.tools._schema import (
@@ -73,8 +74,6 @@ class ToolContext(ToolCallIdentity):
     async def conversation(self) -> ConversationHandle:
         """This turn's conversation, for the turn API: `submit_messages` (it runs after this
         turn) and `add_messages` work from a tool; a blocking call raises `UserError`."""
-        from think._current import current_conversation
-
         return await current_conversation()
 
 
