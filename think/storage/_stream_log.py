@@ -38,6 +38,10 @@ class StaleAttempt(ThinkError):
     """A newer attempt of the same activity has taken over; this one must stop writing."""
 
 
+class TurnEnded(ThinkError):
+    """`append(..., while_open=True)` found the turn ended (a cancel won the race)."""
+
+
 _CLAIM = """
     UPDATE turns
     SET fences = jsonb_set(fences, ARRAY[%(key)s],
@@ -51,6 +55,7 @@ _APPEND = """
         UPDATE turns SET next_seq = next_seq + %(n)s{columns}
         WHERE id = %(turn)s
           AND (%(key)s::text IS NULL OR (fences ->> %(key)s)::int = %(attempt)s)
+          AND (NOT %(open)s OR completed_at IS NULL)
         RETURNING next_seq - %(n)s AS start
     ), inserted AS (
         INSERT INTO stream_chunks (turn_id, seq, attempt, chunk)
@@ -63,6 +68,8 @@ _APPEND = """
 """Reserve sequence numbers (fenced), set the turn's columns, insert the chunks and announce
 them: one round trip. `{columns}` is filled from `_turn_columns.assignments`."""
 _APPEND_PLAIN = _APPEND.format(columns="")
+
+_ENDED = "SELECT 1 FROM turns WHERE id = %(turn)s AND completed_at IS NOT NULL"
 
 _READ = """
     SELECT seq, chunk FROM stream_chunks WHERE turn_id = %(turn)s AND seq > %(after)s
@@ -88,12 +95,16 @@ async def append(
     turn_id: str,
     chunks: Sequence[Mapping[str, Any]],
     fence: Fence | None = None,
+    *,
+    while_open: bool = False,
     **columns: Any,
 ) -> int:
     """Append chunks in the caller's transaction and NOTIFY; returns the last sequence number.
     Any mapping will do: typed chunks (`think.streaming.UIMessageChunk`) and plain dicts alike.
     `columns` are turn columns set in the same statement (`Store.update_turn`'s), only if the
-    fence holds.
+    fence holds. `while_open`: only if the turn has not ended either (else `TurnEnded`), which
+    lets a writer that would lock the turn only to check that skip the lock and the
+    transaction around it.
 
     The `UPDATE` that reserves sequence numbers also takes the turn's row lock, so concurrent
     writers of one turn (parallel tool calls) get disjoint, gap-free ranges.
@@ -116,9 +127,12 @@ async def append(
             "attempt": attempt,
             "chunks": json.dumps(list(chunks)),
             "channel": CHANNEL,
+            "open": while_open,
         },
     )
     if row is None:
+        if while_open and await fetch_one(conn, _ENDED, {"turn": turn_id}) is not None:
+            raise TurnEnded(f"turn {turn_id!r} has ended")
         raise StaleAttempt(f"attempt {attempt} of turn {turn_id!r} is stale")
     return int(row["start"]) + len(chunks) - 1
 

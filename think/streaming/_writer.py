@@ -40,6 +40,7 @@ class ChunkWriter:
         self._last_flush = 0.0
         self._content_sent = False
         self._closing = asyncio.Event()
+        self._content_arrived = asyncio.Event()
         self._error: BaseException | None = None
 
     @property
@@ -51,6 +52,8 @@ class ChunkWriter:
         if self._error is not None:
             raise self._error
         self._buffer.append(chunk)
+        if chunk["type"] in _CONTENT:
+            self._content_arrived.set()
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._drain())
 
@@ -64,6 +67,16 @@ class ChunkWriter:
                             await asyncio.wait_for(self._closing.wait(), wait)
                         if self._closing.is_set():
                             return
+                elif not self._has_content():
+                    # A step's `start-step` goes out with its first content, not alone: one
+                    # round trip (and one wake-up of every reader) less before the first token,
+                    # the latency a user feels. A model slow to start still shows it after
+                    # `interval`.
+                    self._content_arrived.clear()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._content_arrived.wait(), self._interval)
+                    if self._closing.is_set():
+                        return
                 batch, self._buffer = self._buffer, []
                 # One statement (reserve, insert, NOTIFY): atomic on an autocommit
                 # connection, without a BEGIN and a COMMIT round trip around it.
@@ -81,9 +94,13 @@ class ChunkWriter:
             self._error = exc
             raise
 
+    def _has_content(self) -> bool:
+        return any(c["type"] in _CONTENT for c in self._buffer)
+
     async def drain(self) -> list[dict[str, Any]]:
         """Stop batching; wait for a batch in flight and return the chunks not yet written."""
         self._closing.set()
+        self._content_arrived.set()
         if self._task is not None:
             task, self._task = self._task, None
             with contextlib.suppress(Exception):
@@ -95,6 +112,7 @@ class ChunkWriter:
 
     async def abort(self) -> None:
         self._closing.set()
+        self._content_arrived.set()
         if self._task is not None and not self._task.done():
             self._task.cancel()
             # We are discarding this writer: whatever its last batch raised no longer matters.

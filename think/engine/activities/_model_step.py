@@ -59,7 +59,15 @@ from think.models import (
     validate_output,
 )
 from think.storage import TurnRecord
-from think.streaming import ChunkWriter, Fence, StaleAttempt, append, claim, step_is_open
+from think.streaming import (
+    ChunkWriter,
+    Fence,
+    StaleAttempt,
+    TurnEnded,
+    append,
+    claim,
+    step_is_open,
+)
 from think.streaming._builder import MessageBuilder
 from think.workflows._inputs import ModelStepInput, ModelStepResult
 
@@ -352,12 +360,12 @@ class StepAttempt:
                     agent, turn, "output", exc, fence, step, streamed.rest
                 )
             config["output"] = to_jsonable_python(value)
-        async with store.db.transaction() as conn:
-            current = await store.lock_turn(conn, turn.id, queue=ended)
-            if current.terminal:
-                # Cancelled while we were streaming: that outcome stands.
-                return ModelStepResult(ended=True, status=current.status)
-            if ended:
+        if ended:
+            async with store.db.transaction() as conn:
+                current = await store.lock_turn(conn, turn.id, queue=True)
+                if current.terminal:
+                    # Cancelled while we were streaming: that outcome stands.
+                    return ModelStepResult(ended=True, status=current.status)
                 await end_turn(
                     store,
                     conn,
@@ -371,20 +379,29 @@ class StepAttempt:
                     usage=usage,
                     **config,
                 )
-            else:
-                clients = client_tool_names(turn)
-                status = paused_status(builder.message, clients, setup.tools)
-                await append(
-                    conn,
-                    turn.id,
-                    streamed.rest,
-                    fence,
-                    message=builder.message,
-                    steps_done=index + 1,
-                    usage=usage,
-                    status=status,
-                    **config,
-                )
+        else:
+            clients = client_tool_names(turn)
+            status = paused_status(builder.message, clients, setup.tools)
+            try:
+                # One statement, no lock taken first: nothing but a cancel writes the turn
+                # while its step streams, and `while_open` refuses the write if one ended it.
+                async with store.db.connection() as conn:
+                    await append(
+                        conn,
+                        turn.id,
+                        streamed.rest,
+                        fence,
+                        while_open=True,
+                        message=builder.message,
+                        steps_done=index + 1,
+                        usage=usage,
+                        status=status,
+                        **config,
+                    )
+            except TurnEnded:
+                ended_as = await store.get_turn(turn.id)
+                assert ended_as is not None  # turns are never deleted while they run
+                return ModelStepResult(ended=True, status=ended_as.status)
         done = turn.model_copy(update={"usage": usage, "message": builder.message})
         if ended:
             await self.outcomes.step_finished(agent, done, index)
