@@ -49,6 +49,16 @@ _TURN_SELECT = _submissions.TURN_SELECT
 _TURN_BY_ID = _TURN_SELECT + " WHERE t.id = %(id)s"
 _TURN_BY_ID_IN = _TURN_SELECT + " WHERE t.id = %(id)s AND t.conversation_uid = %(c)s"
 _LOCK_TURN = _TURN_BY_ID + " FOR UPDATE OF t"
+_CLAIM_STEP = """
+    UPDATE turns t
+    SET fences = jsonb_set(t.fences, ARRAY[%(key)s],
+        to_jsonb(COALESCE((t.fences ->> %(key)s)::int, 0) + 1))
+    FROM conversations c
+    WHERE t.id = %(id)s AND c.uid = t.conversation_uid
+    RETURNING t.*, c.id AS conversation_id, c.tenant AS tenant,
+              COALESCE(c.config, '{}') AS conversation_config, c.messages_revision,
+              (t.fences ->> %(key)s)::int AS claimed_attempt
+"""
 _LOCK_TURN_QUEUE = (
     "SELECT 1 FROM conversations "
     "WHERE uid = (SELECT conversation_uid FROM turns WHERE id = %(id)s) FOR UPDATE"
@@ -329,6 +339,16 @@ class Store:
                 conn, query, {"c": conversation_uid, "status": list(status), "limit": limit}
             )
         return [_turn_record(r) for r in rows]
+
+    async def claim_step(self, conn: Conn, turn_id: str, key: str) -> tuple[TurnRecord, int]:
+        """Take the fence `key` for a new attempt (as `claim` does) and read the turn, in one
+        statement on an autocommit connection: what a model step after the first needs before
+        it calls the model. Returns the turn as it then stands and the attempt's number."""
+        row = await fetch_one(conn, _CLAIM_STEP, {"id": turn_id, "key": key})
+        if row is None:
+            raise UserError(f"turn {turn_id!r} does not exist")
+        attempt = int(row.pop("claimed_attempt"))
+        return _turn_record(row), attempt
 
     async def lock_turn(self, conn: Conn, turn_id: str, *, queue: bool = False) -> TurnRecord:
         """The turn, under its row lock. `queue`: take its conversation's lock first, as a

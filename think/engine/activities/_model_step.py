@@ -1,13 +1,14 @@
 """One attempt at one model step, in phases, each with what it needs passed in:
 
-- `load`: the first transaction, under the conversation's and the turn's locks: a step a
-  previous attempt finished answers from its record; the first step starts the turn; the
-  budgets are checked between steps; the step's fence is claimed; the transcript is read.
+- `load`: the step's fence is claimed and the transcript read; a step a previous attempt
+  finished answers from its record. The first step starts the turn, in a transaction under
+  the conversation's and the turn's locks; a later one needs one statement, and checks the
+  budgets first.
 - `assemble`: the agent's hooks build the request (context, prompt, tools, output).
 - `stream`: the model's answer becomes chunks, batched into the stream log; the calls it made
   are planned.
-- `record`: the second transaction stores the step, and ends the turn when it answered
-  without tools.
+- `record`: the step is stored: in one statement when it called tools, else in the
+  transaction that ends the turn.
 
 What goes wrong is settled by `StepOutcomes` (out of time, failed, retried, cancelled); a
 stale attempt, wherever it is found, by `run` alone.
@@ -127,6 +128,8 @@ class StepAttempt:
     # -- load ------------------------------------------------------------------------------
 
     async def load(self) -> _Loaded | ModelStepResult:
+        if self.inp.step > 0:
+            return await self._load_later_step()
         inp, store = self.inp, self.res.store
         async with store.db.transaction() as conn:
             turn = await store.lock_turn(conn, inp.turn_id, queue=True)
@@ -140,23 +143,36 @@ class StepAttempt:
             turn = await start_turn(store, conn, turn)
             if turn.terminal:
                 return ModelStepResult(ended=True, status=turn.status)  # skipped as it started
-            spent = budget_spent(agent, turn) if inp.step > 0 else None
-            if spent is not None:
-                which, used, limit = spent
-                # Checked between steps: the turn keeps what it has and stops asking the model.
-                await end_turn(
-                    store,
-                    conn,
-                    turn,
-                    status="interrupted",
-                    message=turn.message
-                    or {"id": turn.message_id, "role": "assistant", "parts": []},
-                    chunks=[],
-                    error=budget_message(which, used, limit),
-                    finish_reason="length",
-                )
-            else:
-                fence = await claim(conn, turn.id, f"step-{inp.step}")
+            fence = await claim(conn, turn.id, f"step-{inp.step}")
+            # A retry after a crash or a stall: the abandoned attempt may have streamed part
+            # of this step, which clients must drop before this attempt streams it.
+            interrupted = fence.attempt > 1 and await step_is_open(conn, turn.id)
+            transcript = await self.res.paths.path(
+                conn,
+                turn.conversation_uid,
+                turn.parent_id,
+                revision=turn.messages_revision,
+                byte_budget=agent.hydration_byte_budget,
+            )
+        return _Loaded(turn, agent, fence, interrupted, transcript)
+
+    async def _load_later_step(self) -> _Loaded | ModelStepResult:
+        """`load` for a step after the first: the turn has started, so claiming the step's
+        fence and reading the turn is one statement, with no transaction around it; a spent
+        budget ends the turn in a transaction of its own (`end_once`, under the locks)."""
+        inp, store = self.inp, self.res.store
+        async with store.db.connection() as conn:
+            turn, attempt = await store.claim_step(conn, inp.turn_id, f"step-{inp.step}")
+            agent = self.res.bound_agent(turn)
+            if turn.terminal:
+                return ModelStepResult(ended=True, status=turn.status)
+            if turn.steps_done > inp.step:
+                # A previous attempt finished this step but its completion never reached
+                # Temporal: answer from what it recorded instead of calling the model again.
+                return _recorded_step(turn, inp.step, agent)
+            spent = budget_spent(agent, turn)
+            if spent is None:
+                fence = Fence(key=f"step-{inp.step}", attempt=attempt)
                 # A retry after a crash or a stall: the abandoned attempt may have streamed
                 # part of this step, which clients must drop before this attempt streams it.
                 interrupted = fence.attempt > 1 and await step_is_open(conn, turn.id)
@@ -167,14 +183,25 @@ class StepAttempt:
                     revision=turn.messages_revision,
                     byte_budget=agent.hydration_byte_budget,
                 )
-        if inp.step > 0:
-            await self.outcomes.step_finished(agent, turn, inp.step - 1)
-        if spent is not None:
-            await observe.budget_exhausted(turn, which, used, limit)
-            await observe.finished(turn, "interrupted", finish_reason="length")
-            respond = overrides(agent, "on_chat_response")
-            return ModelStepResult(ended=True, status="interrupted", respond=respond)
-        return _Loaded(turn, agent, fence, interrupted, transcript)
+        await self.outcomes.step_finished(agent, turn, inp.step - 1)
+        if spent is None:
+            return _Loaded(turn, agent, fence, interrupted, transcript)
+        # Checked between steps: the turn keeps what it has and stops asking the model.
+        which, used, limit = spent
+        earlier = await self.outcomes.end_once(
+            turn,
+            status="interrupted",
+            message=turn.message or {"id": turn.message_id, "role": "assistant", "parts": []},
+            chunks=[],
+            error=budget_message(which, used, limit),
+            finish_reason="length",
+        )
+        if earlier is not None:
+            return ModelStepResult(ended=True, status=earlier)
+        await observe.budget_exhausted(turn, which, used, limit)
+        await observe.finished(turn, "interrupted", finish_reason="length")
+        respond = overrides(agent, "on_chat_response")
+        return ModelStepResult(ended=True, status="interrupted", respond=respond)
 
     # -- assemble --------------------------------------------------------------------------
 
