@@ -163,10 +163,14 @@ class Store:
         agent: str,
         conversation_id: str,
         metadata: dict[str, Any] | None = None,
+        lock: bool = False,
     ) -> tuple[Conversation, bool]:
-        """Get the conversation, creating it first if needed; says whether it was created."""
+        """Get the conversation, creating it first if needed; says whether it was created.
+        `lock`: under the conversation's row lock (the queue's, `lock_queue`), taken by the
+        same statement that finds it, or held since this transaction inserted it."""
         key = {"tenant": tenant, "agent": agent, "id": conversation_id}
-        row = await fetch_one(conn, _FIND_CONVERSATION, key)
+        find = _FIND_CONVERSATION + " FOR UPDATE" if lock else _FIND_CONVERSATION
+        row = await fetch_one(conn, find, key)
         if row is not None:
             return _conversation(row), False
         row = await fetch_one(
@@ -177,7 +181,7 @@ class Store:
         if row is not None:
             return _conversation(row), True
         # Created by a concurrent request since our first look.
-        row = await fetch_one(conn, _FIND_CONVERSATION, key)
+        row = await fetch_one(conn, find, key)
         assert row is not None
         return _conversation(row), False
 

@@ -210,16 +210,15 @@ async def record(
     if not request.messages and not request.continuation and request.regenerates is None:
         raise UserError("a submission needs at least one message")
     async with store.db.transaction() as conn:
+        # Every admission of the conversation, and every transaction that ends one of its
+        # turns, takes its row lock: the queue's order is the order they took it in.
         conversation, _ = await store.ensure_conversation(
-            conn, tenant=tenant, agent=agent, conversation_id=conversation_id
+            conn, tenant=tenant, agent=agent, conversation_id=conversation_id, lock=True
         )
         uid = conversation.uid
         known = await _known(conn, uid, request_hash, idempotency_key, submission_id)
         if known is not None:
             return known
-        # Every admission of the conversation, and every transaction that ends one of its
-        # turns, takes this lock: the queue's order is the order they took it in.
-        await conn.execute(_LOCK_CONVERSATION, {"c": uid})
         queue = await fetch_all(conn, _ACTIVE_TURNS, {"c": uid})
         if request.concurrency == "drop" and queue:
             raise ConversationBusy(conversation_id, queue[0]["id"])
