@@ -59,7 +59,7 @@ from think.models import (
     supports_native_output,
     validate_output,
 )
-from think.storage import TurnRecord
+from think.storage import Conn, TurnRecord
 from think.streaming import (
     ChunkWriter,
     Fence,
@@ -144,16 +144,19 @@ class StepAttempt:
             if turn.terminal:
                 return ModelStepResult(ended=True, status=turn.status)  # skipped as it started
             fence = await claim(conn, turn.id, f"step-{inp.step}")
-            # A retry after a crash or a stall: the abandoned attempt may have streamed part
-            # of this step, which clients must drop before this attempt streams it.
-            interrupted = fence.attempt > 1 and await step_is_open(conn, turn.id)
-            transcript = await self.res.paths.path(
-                conn,
-                turn.conversation_uid,
-                turn.parent_id,
-                revision=turn.messages_revision,
-                byte_budget=agent.hydration_byte_budget,
-            )
+            return await self._loaded(conn, turn, agent, fence)
+
+    async def _loaded(self, conn: Conn, turn: TurnRecord, agent: Think, fence: Fence) -> _Loaded:
+        """The step's transcript, and whether this attempt must first reset what an abandoned
+        one streamed of the step (a retry after a crash or a stall)."""
+        interrupted = fence.attempt > 1 and await step_is_open(conn, turn.id)
+        transcript = await self.res.paths.path(
+            conn,
+            turn.conversation_uid,
+            turn.parent_id,
+            revision=turn.messages_revision,
+            byte_budget=agent.hydration_byte_budget,
+        )
         return _Loaded(turn, agent, fence, interrupted, transcript)
 
     async def _load_later_step(self) -> _Loaded | ModelStepResult:
@@ -173,19 +176,10 @@ class StepAttempt:
             spent = budget_spent(agent, turn)
             if spent is None:
                 fence = Fence(key=f"step-{inp.step}", attempt=attempt)
-                # A retry after a crash or a stall: the abandoned attempt may have streamed
-                # part of this step, which clients must drop before this attempt streams it.
-                interrupted = fence.attempt > 1 and await step_is_open(conn, turn.id)
-                transcript = await self.res.paths.path(
-                    conn,
-                    turn.conversation_uid,
-                    turn.parent_id,
-                    revision=turn.messages_revision,
-                    byte_budget=agent.hydration_byte_budget,
-                )
+                loaded = await self._loaded(conn, turn, agent, fence)
         await self.outcomes.step_finished(agent, turn, inp.step - 1)
         if spent is None:
-            return _Loaded(turn, agent, fence, interrupted, transcript)
+            return loaded
         # Checked between steps: the turn keeps what it has and stops asking the model.
         which, used, limit = spent
         earlier = await self.outcomes.end_once(
