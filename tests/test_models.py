@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator, Iterator
 
 import openai
 import pytest
-from openai.types.chat import ChatCompletionChunk
 
 from think._settings import Settings
 from think.exceptions import ModelError
@@ -115,16 +114,15 @@ async def test_reasoning_content_becomes_reasoning_deltas(
     assert all(isinstance(e, ReasoningDelta) for e in events[:first_text])
 
 
-def chunk(delta: dict[str, object]) -> ChatCompletionChunk:
-    return ChatCompletionChunk.model_validate(
-        {
-            "id": "chatcmpl-1",
-            "object": "chat.completion.chunk",
-            "created": 0,
-            "model": "m",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
-        }
-    )
+def chunk(delta: dict[str, object]) -> dict[str, object]:
+    """A `chat.completion.chunk` as the stream hands it over: its JSON object."""
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+    }
 
 
 def reasoning_of(*deltas: dict[str, object]) -> list[str]:

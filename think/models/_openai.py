@@ -19,10 +19,8 @@ import openai
 import orjson
 from openai.types.chat import (
     ChatCompletion,
-    ChatCompletionChunk,
     ChatCompletionToolParam,
 )
-from openai.types.chat.chat_completion_chunk import ChoiceDelta, ChoiceDeltaToolCall
 
 from think.exceptions import ModelError
 from think.models._base import (
@@ -103,7 +101,7 @@ def response_format(spec: OutputSpec) -> dict[str, Any]:
     }
 
 
-def reasoning_text(delta: ChoiceDelta) -> str:
+def reasoning_text(delta: Mapping[str, Any]) -> str:
     """The reasoning a chunk carries, in whichever field the server puts it.
 
     DeepSeek, llama.cpp and older vLLM say `reasoning_content`; newer vLLM, Ollama and OpenRouter
@@ -114,10 +112,10 @@ def reasoning_text(delta: ChoiceDelta) -> str:
     sends no reasoning at all: its summaries exist only in the Responses API.
     """
     for name in ("reasoning_content", "reasoning"):
-        value = getattr(delta, name, None)
+        value = delta.get(name)
         if isinstance(value, str) and value:
             return value
-    details = getattr(delta, "reasoning_details", None)
+    details = delta.get("reasoning_details")
     if not isinstance(details, list):
         return ""
     parts: list[str] = []
@@ -223,7 +221,9 @@ class OpenAIModel:
                 content=orjson.dumps(body),
                 cast_to=ChatCompletion,
                 stream=True,
-                stream_cls=openai.AsyncStream[ChatCompletionChunk],
+                # Chunks as the JSON objects they are: building a pydantic model of each (the
+                # SDK's `construct`, field by field) was most of the SDK's cost per token.
+                stream_cls=openai.AsyncStream[object],
                 options={
                     "headers": {
                         "Content-Type": "application/json",
@@ -294,44 +294,57 @@ class _StreamState:
         self.finish_reason: str | None = None
         self.usage = Usage()
 
-    def feed(self, chunk: ChatCompletionChunk) -> list[ModelEvent]:
-        if chunk.usage is not None:
+    def feed(self, chunk: object) -> list[ModelEvent]:
+        """One `chat.completion.chunk`, as its JSON object (what else a server sends is
+        ignored)."""
+        if not isinstance(chunk, dict):
+            return []
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
             self.usage = Usage(
-                input_tokens=chunk.usage.prompt_tokens or 0,
-                output_tokens=chunk.usage.completion_tokens or 0,
+                input_tokens=usage.get("prompt_tokens") or 0,
+                output_tokens=usage.get("completion_tokens") or 0,
             )
         events: list[ModelEvent] = []
-        for choice in chunk.choices:
-            if choice.index != 0:
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
-            events.extend(self._delta(choice.delta))
-            if choice.finish_reason is not None:
-                self.finish_reason = choice.finish_reason
+            delta = choice.get("delta")
+            if isinstance(delta, dict):
+                events.extend(self._delta(delta))
+            if choice.get("finish_reason") is not None:
+                self.finish_reason = choice["finish_reason"]
         return events
 
-    def _delta(self, delta: ChoiceDelta) -> list[ModelEvent]:
+    def _delta(self, delta: Mapping[str, Any]) -> list[ModelEvent]:
         events: list[ModelEvent] = []
         reasoning = reasoning_text(delta)
         if reasoning:
             events.append(ReasoningDelta(delta=reasoning))
-        if delta.content:
-            events.append(TextDelta(delta=delta.content))
-        if delta.refusal:
-            events.append(TextDelta(delta=delta.refusal))
-        for tool_call in delta.tool_calls or []:
-            events.extend(self._tool_call(tool_call))
+        if delta.get("content"):
+            events.append(TextDelta(delta=delta["content"]))
+        if delta.get("refusal"):
+            events.append(TextDelta(delta=delta["refusal"]))
+        for tool_call in delta.get("tool_calls") or ():
+            if isinstance(tool_call, dict):
+                events.extend(self._tool_call(tool_call))
         return events
 
-    def _tool_call(self, delta: ChoiceDeltaToolCall) -> list[ModelEvent]:
-        index = delta.index if delta.index is not None else len(self.calls)
+    def _tool_call(self, delta: Mapping[str, Any]) -> list[ModelEvent]:
+        index = delta.get("index")
+        if not isinstance(index, int):
+            index = len(self.calls)
         call = self.calls.get(index)
         if call is None:
-            call = self.calls[index] = _ToolCall(id=delta.id or f"call_{uuid.uuid4().hex[:24]}")
-        function = delta.function
-        if function is not None and function.name and call.name is None:
-            call.name = function.name
-        if function is not None and function.arguments:
-            call.pending.append(function.arguments)
+            call = self.calls[index] = _ToolCall(
+                id=delta.get("id") or f"call_{uuid.uuid4().hex[:24]}"
+            )
+        function = delta.get("function")
+        if isinstance(function, dict):
+            if function.get("name") and call.name is None:
+                call.name = function["name"]
+            if function.get("arguments"):
+                call.pending.append(function["arguments"])
         # Some servers send the name after the id; hold fragments until the call can be started.
         return self._drain(call) if call.name is not None else []
 
