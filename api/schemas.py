@@ -9,7 +9,16 @@ import math
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Strict,
+    StrictBool,
+    Tag,
+    field_validator,
+)
 
 from think.server import ID, PendingApproval, PendingClientTool, UIMessage
 from think.storage import MessageConcurrency
@@ -46,6 +55,10 @@ def _unstorable(value: Any) -> str | None:
         elif isinstance(item, list):
             stack.extend((f"{where}[{i}]", depth + 1, child) for i, child in enumerate(item))
     return None
+
+
+WaitTimeout = Annotated[float, Strict()]
+"""Seconds as a JSON number: `true` or `"5"` is a 422, not 1 or 5 seconds."""
 
 
 class _Body(BaseModel):
@@ -99,7 +112,7 @@ class SiblingsOut(BaseModel):
 
 class SwitchBranchBody(_Body):
     leaf_id: str = Field(min_length=1, max_length=200)
-    exact: bool = Field(
+    exact: StrictBool = Field(
         default=False,
         description="true: make `leaf_id` itself the active leaf, not the newest leaf below it",
     )
@@ -109,7 +122,7 @@ class RegenerateBody(_Body):
     message_id: str = Field(min_length=1, max_length=200)
     mode: Literal["submit", "wait", "stream"] = "submit"
     body: dict[str, Any] = Field(default_factory=dict)
-    wait_timeout: float | None = Field(default=None, gt=0, le=3600)
+    wait_timeout: WaitTimeout | None = Field(default=None, gt=0, le=3600)
 
 
 class SearchHitOut(BaseModel):
@@ -162,7 +175,7 @@ class SubmitTurnBody(_Body):
     parent_id: str | None = Field(default=None, min_length=1)
     body: dict[str, Any] = Field(default_factory=dict)
     client_tools: list[ClientTool] = Field(default_factory=list)
-    wait_timeout: float | None = Field(default=None, gt=0, le=3600)
+    wait_timeout: WaitTimeout | None = Field(default=None, gt=0, le=3600)
     concurrency: MessageConcurrency | None = Field(
         default=None,
         description="Overrides the agent's message_concurrency for this submission: what it "
@@ -203,7 +216,7 @@ class CancelTurnBody(_Body):
 
 
 class ApprovalBody(_Body):
-    approved: bool
+    approved: StrictBool  # "yes" or 1 must not approve a call: only true and false do
     reason: str | None = Field(default=None, max_length=2000)
 
 

@@ -88,6 +88,11 @@ async def test_approve_over_http_runs_the_tool(
     assert [w.id for w in found] == [handle.id]
 
     url = f"{turn['status_url']}/approvals/{pending['approval_id']}"
+    # Only true and false decide: "yes", 1 or "true" approved a call before they were refused.
+    for loose in ("yes", 1, "true", None):
+        refused = await api.post(url, json={"approved": loose})
+        assert refused.status_code == 422, refused.text
+        assert [e["field"] for e in refused.json()["errors"]] == ["approved"]
     decided = await api.post(url, json={"approved": True})
     assert decided.status_code == 200, decided.text
     assert decided.json()["pending_approvals"] == []

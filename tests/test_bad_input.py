@@ -214,6 +214,13 @@ BAD_SUBMISSIONS = [
     pytest.param(
         body({"input": "hi", "wait_timeout": "soon"}), 422, "wait_timeout", id="timeout-str"
     ),
+    # a coercion would change the meaning: a string or a boolean is not a number of seconds
+    pytest.param(
+        body({"input": "hi", "wait_timeout": "5"}), 422, "wait_timeout", id="timeout-numeric-str"
+    ),
+    pytest.param(
+        body({"input": "hi", "wait_timeout": True}), 422, "wait_timeout", id="timeout-bool"
+    ),
     # other fields
     pytest.param(body({"input": "hi", "inputs": "x"}), 422, "inputs", id="unknown-field"),
     pytest.param(body({"input": "hi", "parent_id": ""}), 422, "parent_id", id="parent-empty"),
@@ -704,7 +711,7 @@ async def test_list_turns_bad_query(
     assert_problem(response, 422, field)
 
 
-@pytest.mark.parametrize("value", ["abc", "1.5", "1e3", "0x10", "½"])
+@pytest.mark.parametrize("value", ["abc", "1.5", "1e3", "0x10", "½", "1_0", "+3", "\u0663"])
 async def test_last_event_id_not_an_integer(
     api: httpx.AsyncClient, done: dict[str, Any], value: str
 ) -> None:

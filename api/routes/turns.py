@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -26,6 +27,9 @@ from think.storage import delete_turn as delete_turn_of
 from think.storage import delete_turns as delete_turns_of
 
 log = logging.getLogger("think.api.turns")
+
+_SEQUENCE_NUMBER = re.compile(r"-?[0-9]+")
+"""A `Last-Event-ID`: a chunk's sequence number in ASCII digits (a negative one replays all)."""
 
 router = APIRouter(tags=["turns"])
 
@@ -179,14 +183,15 @@ async def stream_turn(
     await _turn(res, conv, turn_id)
     after = -1
     if last_event_id is not None and last_event_id.strip():
-        try:
+        # Digits only: `int()` would also read "1_0" as 10, and "+3" or "٣" as 3.
+        if _SEQUENCE_NUMBER.fullmatch(last_event_id.strip()):
             after = int(last_event_id)
-        except ValueError:
+        else:
             raise Problem(
                 400,
                 f"Last-Event-ID must be a chunk sequence number, got {last_event_id!r}",
                 errors=[{"field": "Last-Event-ID", "message": "not an integer"}],
-            ) from None
+            )
     return stream_response(res, turn_id, after)
 
 
