@@ -7,6 +7,7 @@ from pathlib import Path
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from think.schedules import ScheduledOccurrence
 from think.server import workflow_runner
 from think.workflows import WORKFLOWS
 
@@ -15,7 +16,7 @@ HISTORIES = Path(__file__).parent / "histories"
 
 def replayer() -> Replayer:
     return Replayer(
-        workflows=WORKFLOWS,
+        workflows=[*WORKFLOWS, ScheduledOccurrence],
         data_converter=pydantic_data_converter,
         workflow_runner=workflow_runner(),
     )

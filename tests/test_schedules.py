@@ -5,6 +5,7 @@ often it is delivered; a handler gets its `ScheduledRun`, with retries."""
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -16,10 +17,9 @@ import pytest
 from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio.client import Client, WorkflowFailureError
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
-from temporalio.worker import Replayer
 
+from tests._replay import HISTORIES, replayer
 from tests._schedules import (
     Deployment,
     delete_schedules,
@@ -36,12 +36,10 @@ from think.schedules import (
     CATCHUP_WINDOW,
     OCCURRENCE_WORKFLOW,
     OVERLAP,
-    ScheduledOccurrence,
     ScheduleRef,
 )
 from think.schedules._inputs import OccurrenceInput, OccurrenceResult
 from think.schedules._names import occurrence_key
-from think.server import workflow_runner
 
 AGENTS = "tests.schedule_agents:Digest,tests.schedule_agents:PerConversation"
 KEYS = {"Authorization": "Bearer k-default"}
@@ -362,12 +360,14 @@ async def test_occurrence_histories_replay_in_the_sandbox(
         with contextlib.suppress(WorkflowFailureError):
             await handle.result()
         histories.append(await handle.fetch_history())
-    replayer = Replayer(
-        workflows=[ScheduledOccurrence],
-        data_converter=pydantic_data_converter,
-        workflow_runner=workflow_runner(),
-    )
     for history in histories:
-        result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
+        result = await replayer().replay_workflow(history, raise_on_replay_failure=True)
         assert result.replay_failure is None
     assert len(histories[0].events) <= 11  # one activity: the history stays small
+    names = ("scheduled-occurrence", "scheduled-occurrence-failed")
+    for name, history in zip(names, histories, strict=True):
+        # Only new files, as in test_replay.py: tests/histories/ is what running workflows
+        # look like, and test_committed_history_replays replays every one of them.
+        path = HISTORIES / f"{name}.json"
+        if os.environ.get("THINK_RECORD_HISTORIES") and not path.exists():
+            path.write_text(history.to_json())
