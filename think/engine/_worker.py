@@ -17,6 +17,7 @@ from think._current import BindTurns
 from think._settings import Settings
 from think.agent._registry import AgentRegistry
 from think.engine.activities import SubmissionActivities, TurnActivities
+from think.engine.activities._resources import ActivityResources
 from think.engine.activities._turn_state import end_abandoned
 from think.schedules import (
     ScheduleActivities,
@@ -88,7 +89,10 @@ def build_worker(
     """`service` is what hooks and tools reach through `current_conversation()` (one built
     from the worker's own store and client when not given)."""
     service = service or ThinkService(
-        store=activities.store, temporal=client, settings=settings, registry=activities.registry
+        store=activities.res.store,
+        temporal=client,
+        settings=settings,
+        registry=activities.res.registry,
     )
     return Worker(
         client,
@@ -96,7 +100,7 @@ def build_worker(
         workflows=[*WORKFLOWS, ScheduledOccurrence],
         activities=[
             *activities.activities(),
-            *SubmissionActivities(activities.store).activities(),
+            *SubmissionActivities(activities.res.store).activities(),
             *ScheduleActivities(service).activities(),
         ],
         # Every activity of a turn runs with the turn bound: the turn API for hooks and tools,
@@ -214,10 +218,11 @@ async def run_worker(settings: Settings) -> None:
     armed = await reconcile_conversations(service)
     if armed:
         log.info("scheduled tasks of conversations re-armed: %d", armed)
-    activities = TurnActivities(store, registry, settings)
-    activities.temporal = client
-    activities.cancels = ChunkListener(settings.libpq_url, CANCEL_CHANNEL)
-    await activities.cancels.start()
+    cancels = ChunkListener(settings.libpq_url, CANCEL_CHANNEL)
+    await cancels.start()
+    activities = TurnActivities(
+        ActivityResources(store, registry, settings, temporal=client, cancels=cancels)
+    )
     worker = build_worker(client, settings, activities, service)
     housekeeping = [
         asyncio.create_task(_prune_forever(store, settings.chunk_retention_seconds)),
@@ -231,6 +236,6 @@ async def run_worker(settings: Settings) -> None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        await activities.cancels.stop()
+        await cancels.stop()
         await service.close()
         await db.close()

@@ -13,11 +13,8 @@ import logging
 from typing import Any
 
 from temporalio import activity
-from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
-from think._settings import Settings
-from think.agent._registry import AgentRegistry
 from think.agent._turn_hooks import ChatResponseResult
 from think.engine.activities import _observe as observe
 from think.engine.activities._assembly import maybe_await, overrides
@@ -29,8 +26,6 @@ from think.engine.activities._resources import ActivityResources
 from think.engine.activities._step_outcomes import StepOutcomes
 from think.engine.activities._tool_call import ToolCalls
 from think.engine.activities._turn_state import end_turn
-from think.storage import Store
-from think.streaming import ChunkListener
 from think.workflows._inputs import (
     CommitInput,
     CommitResult,
@@ -48,40 +43,13 @@ log = logging.getLogger("think.engine.activities")
 
 
 class TurnActivities:
-    """The activities of a turn, sharing one store, agent registry and settings per worker.
+    """The activities of a turn, sharing one `ActivityResources` per worker."""
 
-    `temporal` starts the conversation's next turn when one ends; `cancels` (a listener on
-    `think_cancel`) lets a cancel reach a streaming step at once. The worker sets both."""
-
-    def __init__(self, store: Store, registry: AgentRegistry, settings: Settings) -> None:
-        self.res = ActivityResources(store, registry, settings)
-        self.tool_calls = ToolCalls(self.res)
-        self.compactions = Compactions(self.res)
-        self.outcomes = StepOutcomes(self.res)
-
-    @property
-    def store(self) -> Store:
-        return self.res.store
-
-    @property
-    def registry(self) -> AgentRegistry:
-        return self.res.registry
-
-    @property
-    def temporal(self) -> Client | None:
-        return self.res.temporal
-
-    @temporal.setter
-    def temporal(self, client: Client | None) -> None:
-        self.res.temporal = client
-
-    @property
-    def cancels(self) -> ChunkListener | None:
-        return self.res.cancels
-
-    @cancels.setter
-    def cancels(self, listener: ChunkListener | None) -> None:
-        self.res.cancels = listener
+    def __init__(self, res: ActivityResources) -> None:
+        self.res = res
+        self.tool_calls = ToolCalls(res)
+        self.compactions = Compactions(res)
+        self.outcomes = StepOutcomes(res)
 
     def activities(self) -> list[Any]:
         return [
