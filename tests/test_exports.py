@@ -27,6 +27,8 @@ def test_think_exports() -> None:
         "ContextProvider",
         "ConversationBusy",
         "ConversationHandle",
+        "FetchTarget",
+        "FetchTools",
         "MessageConcurrency",
         "ModelClient",
         "ModelError",

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from think.sessions._session import ContextOverflow, Proactive, Session
     from think.storage import ConversationBusy, MessageConcurrency, SubmissionConflict
     from think.storage._compactions import Compaction
+    from think.tools._fetch import FetchTarget, FetchTools
     from think.tools._tool import Tool, ToolContext, ToolPolicy, tool
     from think.turns._service import (
         ConversationHandle,
@@ -79,6 +80,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "ContextBlock": ("think.sessions._context_blocks", "ContextBlock"),
     "ContextOverflow": ("think.sessions._session", "ContextOverflow"),
     "ContextProvider": ("think.sessions._context_blocks", "ContextProvider"),
+    "FetchTarget": ("think.tools._fetch", "FetchTarget"),
+    "FetchTools": ("think.tools._fetch", "FetchTools"),
     "ConversationBusy": ("think.storage", "ConversationBusy"),
     "ConversationHandle": ("think.turns._service", "ConversationHandle"),
     "MessageConcurrency": ("think.storage", "MessageConcurrency"),
@@ -145,6 +148,8 @@ __all__ = [
     "ContextProvider",
     "ConversationBusy",
     "ConversationHandle",
+    "FetchTarget",
+    "FetchTools",
     "MessageConcurrency",
     "ModelClient",
     "ModelError",

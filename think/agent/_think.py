@@ -31,7 +31,9 @@ from think.sessions._context_blocks import ContextBlock, checked_blocks, set_con
 from think.sessions._session import ContextOverflow, Session
 from think.sessions._truncation import check_step
 from think.storage._records import MessageConcurrency
+from think.tools._fetch import FetchTools
 from think.tools._tool import Tool
+from think.tools._workspace import WORKSPACE_TOOLS
 
 if TYPE_CHECKING:
     # Types only: think.schedules builds on the agent, not the other way round.
@@ -87,6 +89,13 @@ class Think(ConversationMethods):
     and retry a step the provider refused as too long, or compact before a step that nears
     the window. Needs `configure_session` with `on_compaction` and a `classify_chat_error`."""
 
+    fetch_tools: ClassVar[FetchTools | None] = None
+    """Allowlisted, read-only HTTP tools (`fetch_url`, `fetch_<target>`): see
+    docs/built-in-tools.md. None (the default): no fetch tools."""
+    workspace_tools: ClassVar[bool] = False
+    """True gives the model the workspace tools (`read`, `ls`, `find`, `grep`, `write`,
+    `edit`, `delete`) over the conversation's own workspace, kept in Postgres."""
+
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if not cls.__dict__.get("name"):
@@ -99,6 +108,10 @@ class Think(ConversationMethods):
             raise UserError(
                 f"{cls.__name__}.chat_stream_stall_timeout={stall!r} must be a number of "
                 "seconds, or None or 0 for no stall watchdog"
+            )
+        if cls.fetch_tools is not None and not isinstance(cls.fetch_tools, FetchTools):
+            raise UserError(
+                f"{cls.__name__}.fetch_tools={cls.fetch_tools!r} must be a FetchTools(...) or None"
             )
         budget = cls.hydration_byte_budget
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
@@ -229,4 +242,15 @@ class Think(ConversationMethods):
         memory = set_context_tool(checked_blocks(self.configure_context()))
         if memory is not None:
             tools.setdefault(memory.name, memory)
+        for built_in in self.built_in_tools():
+            tools.setdefault(built_in.name, built_in)  # a tool of the agent's own name wins
         return tools
+
+    def built_in_tools(self) -> list[Tool]:
+        """The tools the class attributes switch on: fetch, workspace, skills."""
+        out: list[Tool] = []
+        if self.fetch_tools is not None:
+            out += self.fetch_tools.tools()
+        if self.workspace_tools:
+            out += WORKSPACE_TOOLS
+        return out
