@@ -29,6 +29,7 @@ def test_think_exports() -> None:
         "ConversationHandle",
         "FetchTarget",
         "FetchTools",
+        "MediaEviction",
         "MessageConcurrency",
         "ModelClient",
         "ModelError",
@@ -68,6 +69,7 @@ def test_think_exports() -> None:
         "current_conversation",
         "default_context_overflow_classifier",
         "default_token_counter",
+        "skills",
         "tool",
     ]
     for name in think.__all__:

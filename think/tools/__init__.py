@@ -10,9 +10,11 @@ tools an agent may add to `get_tools()` or switch on with a class attribute.
 - `search_history`: the model searches its own conversation;
 - `FetchTools` / `FetchTarget` (`Think.fetch_tools`): allowlisted, SSRF-safe HTTP reads;
 - `WORKSPACE_TOOLS` (`Think.workspace_tools = True`): `read`, `ls`, `find`, `grep`,
-  `write`, `edit`, `delete` over the conversation's workspace (`current_workspace()`).
+  `write`, `edit`, `delete` over the conversation's workspace (`current_workspace()`);
+- `skills` (`Think.get_skills()`): Agent Skills sources, parser and catalog.
 """
 
+from think.tools import skills
 from think.tools._fetch import DEFAULT_ACCEPT, MODEL_HEADERS, FetchTarget, FetchTools
 from think.tools._fetch_guard import AddressRefused, Connector, Resolver, system_resolver
 from think.tools._fetch_url import DisallowedURL, address_refusal, parse_url
@@ -39,6 +41,7 @@ __all__ = [
     "media_result",
     "parse_url",
     "search_history",
+    "skills",
     "system_resolver",
     "tool",
 ]

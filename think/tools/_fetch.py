@@ -207,13 +207,17 @@ class FetchTools:
         self.spill_to_workspace = spill_to_workspace
         self.resolver: Resolver = resolver or system_resolver
         self.connector: Connector = connector or httpcore.AnyIOBackend()
+        self._tools: list[Tool] | None = None
 
     # -- the tools ----------------------------------------------------------------------------
 
     def tools(self) -> list[Tool]:
-        out = [self._url_tool()] if self.patterns else []
-        out += [self._target_tool(name) for name in self.targets]
-        return out
+        """`fetch_url` (with an allowlist) and one `fetch_<name>` per target; built once."""
+        if self._tools is None:
+            built = [self._url_tool()] if self.patterns else []
+            built += [self._target_tool(name) for name in self.targets]
+            self._tools = built
+        return list(self._tools)
 
     def _url_tool(self) -> Tool:
         fetcher = self
