@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from examples.researcher import SKILLS, Researcher
 from think import skills
 from think.tools.skills import SkillError, load_catalog, parse_skill, render_catalog
 
@@ -121,3 +122,14 @@ async def test_the_first_source_wins(caplog: pytest.LogCaptureFixture) -> None:
 
 async def test_an_empty_catalog_renders_nothing() -> None:
     assert render_catalog(await load_catalog([skills.manifest("none", [])])) == ""
+
+
+async def test_the_example_agents_skills_are_valid() -> None:
+    catalog = await load_catalog([skills.directory(SKILLS)])
+    assert [f.skill.warnings for f in catalog.visible()] == [[]]
+    names = set(Researcher().tools_by_name())
+    assert names == {
+        "fetch_url",
+        *("read", "ls", "find", "grep", "write", "edit", "delete"),
+        *("activate_skill", "read_skill_resource"),
+    }
