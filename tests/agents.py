@@ -631,7 +631,7 @@ class Fetcher(Helper):
     docs.example.com is a public-looking address only it routes, to that server."""
 
     name = "fetcher"
-    max_steps = 6
+    max_steps = 8
 
     def get_tools(self) -> list[Tool]:
         port = int(self.get_config().get("port", 9))

@@ -286,6 +286,7 @@ def docs_server() -> Iterator[Any]:
 async def test_the_fetch_tools_end_to_end(
     service: ThinkService,
     fake_model: FakeOpenAIServer,
+    api: httpx.AsyncClient,
     stack: Stack,
     docs_server: Any,
     cid: str,
@@ -301,6 +302,7 @@ async def test_the_fetch_tools_end_to_end(
             "fetch_url", {"url": "http://docs.example.com/v1/docs/go/?to=http://127.1:PORT/"}
         ),
         tool_call("fetch_docs", {"path": "/admin"}),
+        tool_call("fetch_docs", {"path": "/v1/docs/bin", "response": "workspace"}),
         text("Read."),
     )
     assert (await conversation.run_turn("Look it up.")).status == "completed"
@@ -314,6 +316,12 @@ async def test_the_fetch_tools_end_to_end(
     assert answers[3]["code"] == "disallowed_redirect"
     assert answers[4]["code"] == "disallowed_url"
     assert "LeakAttempt" not in json.dumps(answers)
+    saved = json.loads(last_result(fake_model, cid, 5))
+    assert saved["ok"] is True and saved["response"] == "workspace", saved
+    assert saved["path"].startswith("/workspace/fetched/127.0.0.1/")
+    kept = await api.get(f"/v1/agents/fetcher/conversations/{cid}/workspace{saved['path'][10:]}")
+    assert kept.content == bytes(range(256))
+    assert kept.headers["content-type"] == "application/octet-stream"
     got = await emitted(stack, cid, "chat.turn.finished")
     fetches = [e for e in got if e.type == "tool.fetch"]
     assert [(e.tool_name, e.ok, e.code) for e in fetches] == [
@@ -322,5 +330,6 @@ async def test_the_fetch_tools_end_to_end(
         ("fetch_url", False, "disallowed_url"),
         ("fetch_url", False, "disallowed_redirect"),
         ("fetch_docs", False, "disallowed_url"),
+        ("fetch_docs", True, None),
     ]
     assert fetches[3].redirects == 1

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests._fetch_fixtures import PUBLIC_IP, LeakAttempt, Resolver, Sealed, local_server
-from think import FetchTarget, FetchTools, UserError
+from think import FetchTarget, FetchTools, Think, UserError, tool
 from think.tools import address_refusal, parse_url
 
 REFUSED_LITERALS = [
@@ -222,6 +222,8 @@ def test_every_spelling_reads_as_its_address() -> None:
     assert parse_url("http://0x7f.1/").host == "127.0.0.1"
     assert parse_url("http://017700000001/").host == "127.0.0.1"
     assert parse_url("http://3232235777/").host == "192.168.1.1"
+    assert parse_url("http://1.2.3/").host == "1.2.0.3"
+    assert parse_url("http://1.0x10203/").host == "1.1.2.3"
     assert parse_url("http://[::FFFF:7f00:1]/").host == "::ffff:7f00:1"
     assert parse_url("http://Bücher.example/a/./b/../c").host == "xn--bcher-kva.example"
     assert parse_url("http://x.com/a/./b/../c").path == "/a/c"
@@ -321,3 +323,26 @@ async def test_text_asked_as_json_and_unknown_modes() -> None:
     assert names == ["fetch_url", "fetch_docs_api"]
     spec = both.tools()[1].spec
     assert sorted(spec.parameters["properties"]) == ["headers", "path", "response"]
+
+
+def test_the_class_attribute_adds_the_tools_and_is_checked() -> None:
+    @tool(name="fetch_url")
+    async def mine(url: str) -> str:
+        """My own fetch."""
+        return url
+
+    class Reader(Think):
+        fetch_tools = FetchTools(
+            allowlist=["https://x.com"], targets={"api": FetchTarget(base_url="http://a.b")}
+        )
+
+    class Replaced(Reader):
+        def get_tools(self) -> list[Any]:
+            return [mine]
+
+    assert {"fetch_url", "fetch_api"} <= set(Reader().tools_by_name())
+    assert Replaced().tools_by_name()["fetch_url"] is mine  # a tool of the agent's name wins
+    with pytest.raises(UserError, match="fetch_tools"):
+
+        class Wrong(Think):
+            fetch_tools = {"allowlist": ["https://x.com"]}  # type: ignore[assignment]
