@@ -575,6 +575,10 @@ class Fragile(Helper):
         self._breaks("get_tools")
         return super().get_tools()
 
+    def get_skills(self) -> list[skills.SkillSource]:
+        self._breaks("get_skills")
+        return []
+
     def repair_interrupted_tool_part(self, part: dict[str, Any]) -> dict[str, Any]:
         self._breaks("repair_interrupted_tool_part")
         return super().repair_interrupted_tool_part(part)
