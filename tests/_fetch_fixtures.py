@@ -87,6 +87,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, "text/plain", b"x" * 5000)
         elif route.endswith("/big"):
             self._send(200, "text/plain", b"y" * 50_000)
+        elif route.endswith("/latin1"):
+            self._send(200, "text/plain; charset=iso-8859-1", "café".encode("latin-1"))
+        elif route.endswith("/oddcharset"):
+            self._send(200, "text/plain; charset=x-no-such-codec", "naïve".encode())
         elif route.endswith("/bin"):
             self._send(200, "application/octet-stream", bytes(range(256)))
         elif route.endswith("/missing"):

@@ -308,7 +308,13 @@ async def test_failures_are_values(
         assert result["message"]
 
 
-async def test_text_asked_as_json_and_unknown_modes() -> None:
+async def test_the_declared_charset_decodes_the_body(server: Any) -> None:
+    tools = _target(server)
+    assert (await tools.fetch_target("docs", "/v1/docs/latin1"))["body"] == "café"
+    assert (await tools.fetch_target("docs", "/v1/docs/oddcharset"))["body"] == "naïve"
+
+
+async def test_configuration_is_checked() -> None:
     with pytest.raises(UserError, match="target name"):
         FetchTools(targets={"bad name": FetchTarget(base_url="http://127.0.0.1:1")})
     with pytest.raises(UserError, match="allowlist entry"):

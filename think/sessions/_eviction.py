@@ -13,9 +13,9 @@ and the client keep the file part as it was. The bytes are written to the conver
 workspace (raw, with their media type, not as a data URL) the first time a part is evicted.
 
 The cut-off: messages older than the newest `keep_recent_messages` (at least the 4 the model
-always reads whole), moving in steps of `Think.truncation_step` like truncation, so evicting
-does not rewrite the prompt prefix on the turns where truncation leaves it alone. Only parts
-of at least `min_part_bytes` are evicted.
+always reads whole), moving in steps of `Think.truncation_step` like truncation (8 when
+truncation is off), so evicting does not rewrite the prompt prefix on the turns where
+truncation leaves it alone. Only parts of at least `min_part_bytes` are evicted.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ from think.sessions._truncation import KEEP_WHOLE
 from think.storage import Workspace
 
 EVICTED_DIR = "attachments/evicted"
+DEFAULT_STEP = 8
+"""The cut-off's step when read-time truncation is off."""
 """Where evicted media is kept, in the conversation's workspace."""
 
 
@@ -74,7 +76,9 @@ def eviction_cutoff(count: int, settings: MediaEviction, step: int | float | Non
     keep = max(settings.keep_recent_messages, KEEP_WHOLE)
     if count <= keep:
         return 0
-    stride = int(step) if isinstance(step, int) and step >= 1 else 1
+    # Truncation off (None, inf) still evicts, in the default's steps: the prefix then
+    # changes once every 8 messages rather than on every turn.
+    stride = int(step) if isinstance(step, int) and step >= 1 else DEFAULT_STEP
     return (count - keep) // stride * stride
 
 

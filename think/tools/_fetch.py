@@ -558,7 +558,10 @@ class FetchTools:
                 status=status,
                 final_url=url.url,
             )
-        text = data.decode(answer.charset_encoding or "utf-8", errors="replace")
+        try:
+            text = data.decode(answer.charset_encoding or "utf-8", errors="replace")
+        except LookupError:  # a charset Python does not know
+            text = data.decode("utf-8", errors="replace")
         if response == "json" or (response == "auto" and kind == "json"):
             try:
                 parsed = json.loads(text)
