@@ -39,7 +39,16 @@ def _transcript(count: int) -> list[UIMessage]:
 
 @pytest.mark.parametrize(
     ("count", "step", "cut"),
-    [(8, 8, 0), (9, 8, 0), (16, 8, 8), (23, 8, 8), (24, 8, 16), (9, 1, 1), (9, None, 0), (16, None, 8)],
+    [
+        (8, 8, 0),
+        (9, 8, 0),
+        (16, 8, 8),
+        (23, 8, 8),
+        (24, 8, 16),
+        (9, 1, 1),
+        (9, None, 0),
+        (16, None, 8),
+    ],
 )
 def test_the_cutoff_moves_in_truncation_steps(count: int, step: int | None, cut: int) -> None:
     assert eviction_cutoff(count, MediaEviction(), step) == cut
