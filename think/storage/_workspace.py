@@ -17,6 +17,7 @@ replacement that was already made.
 
 from __future__ import annotations
 
+import builtins
 import mimetypes
 import re
 from collections.abc import Awaitable, Callable
@@ -141,6 +142,20 @@ class Workspace:
                 self._params(like=_like(prefix)),
             )
         return [WorkspaceEntry.model_validate(dict(r)) for r in rows]
+
+    async def read_all(self, directory: str = "", *, max_size: int) -> builtins.list[WorkspaceFile]:
+        """Every file under `directory` of at most `max_size` bytes, with its content, in one
+        query (for `grep`)."""
+        prefix = workspace_path(directory, allow_root=True)
+        async with self.db.connection() as conn:
+            rows = await fetch_all(
+                conn,
+                "SELECT path, data, media_type, size, updated_at FROM workspace_files "
+                "WHERE conversation_uid = %(c)s AND (path LIKE %(like)s OR path = %(p)s) "
+                "AND size <= %(max)s ORDER BY path",
+                self._params(like=_like(prefix), p=prefix, max=max_size),
+            )
+        return [WorkspaceFile.model_validate(dict(r)) for r in rows]
 
     async def write(self, path: str, data: bytes | str, media_type: str | None = None) -> int:
         """Create or replace a file; returns its size. Idempotent: the same write twice leaves

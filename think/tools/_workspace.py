@@ -37,6 +37,8 @@ MAX_LINE_CHARS = 2000
 MAX_MEDIA_BYTES = 10 * 1024 * 1024
 """The largest image or PDF `read` passes to the model."""
 MAX_GREP_RESULTS = 200
+MAX_GREP_BYTES = 5 * 1024 * 1024
+"""Larger files are left out of `grep`."""
 
 
 async def current_workspace() -> Workspace:
@@ -188,21 +190,21 @@ async def grep(
             f"the pattern {pattern!r} is not a valid regular expression: {exc}"
         ) from None
     clean = _checked(path, allow_root=True)
-    workspace = await current_workspace()
     base = f"{clean}/" if clean else ""
-    entries = await workspace.list(clean)
-    if clean and not entries and await workspace.exists(clean):
-        paths = [clean]
-    else:
-        paths = [e.path for e in entries if glob is None or glob_match(glob, e.path[len(base) :])]
+    files = await (await current_workspace()).read_all(clean, max_size=MAX_GREP_BYTES)
     hits: list[str] = []
-    for file_path in paths:
-        found = await workspace.read(file_path)
-        if found is None or not _is_text(found.media_type, found.data):
+    for found in files:
+        if (
+            found.path != clean
+            and glob is not None
+            and not glob_match(glob, found.path[len(base) :])
+        ):
+            continue
+        if not _is_text(found.media_type, found.data):
             continue
         for n, line in enumerate(found.text().splitlines(), start=1):
             if regex.search(line):
-                hits.append(f"{file_path}:{n}: {line[:MAX_LINE_CHARS]}")
+                hits.append(f"{found.path}:{n}: {line[:MAX_LINE_CHARS]}")
                 if len(hits) >= MAX_GREP_RESULTS:
                     hits.append(f"… stopped at {MAX_GREP_RESULTS} matches; narrow the search")
                     return "\n".join(hits)
