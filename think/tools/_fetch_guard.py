@@ -15,6 +15,7 @@ without a packet leaving the machine even if the checks were broken.
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import socket
 import ssl
@@ -130,15 +131,20 @@ class _Body(httpx.AsyncByteStream):
         await self._response.aclose()
 
 
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One per process: loading the CA bundle costs ~18 ms, most of a local fetch."""
+    return ssl.create_default_context(cafile=certifi.where())
+
+
 class GuardedTransport(httpx.AsyncBaseTransport):
     """httpx's transport hook over an httpcore pool on a `GuardedBackend`; no proxy, no
     environment (`HTTP_PROXY` would route around the guard)."""
 
     def __init__(self, backend: GuardedBackend) -> None:
-        context = ssl.create_default_context(cafile=certifi.where())
         self.backend = backend
         self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=context, network_backend=backend, max_connections=4, retries=0
+            ssl_context=_ssl_context(), network_backend=backend, max_connections=4, retries=0
         )
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
