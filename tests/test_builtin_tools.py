@@ -10,6 +10,8 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import text as sql
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests._fetch_fixtures import local_server
 from tests._logs import emitted
@@ -18,6 +20,7 @@ from tests.agents import Fetcher, Skilled, Workspaced
 from think import ThinkService, UIMessage
 from think._current import BOUND, _Binding
 from think.storage import Workspace
+from think.storage._tables import WorkspaceFileRow, WorkspaceOpRow
 from think.testing import FakeOpenAIServer, text, tool_call
 from think.tools import ToolContext
 from think.tools._workspace import edit
@@ -333,3 +336,19 @@ async def test_the_fetch_tools_end_to_end(
         ("fetch_docs", True, None),
     ]
     assert fetches[3].redirects == 1
+
+
+@pytest.mark.parametrize("row", [WorkspaceFileRow, WorkspaceOpRow])
+async def test_the_workspace_tables_match_their_mirror(engine: AsyncEngine, row: Any) -> None:
+    async with engine.connect() as db:
+        rows = (
+            await db.execute(
+                sql(
+                    "SELECT column_name, is_nullable FROM information_schema.columns "
+                    "WHERE table_name = :t ORDER BY ordinal_position"
+                ),
+                {"t": row.__tablename__},
+            )
+        ).all()
+    mirror = [(c.name, "YES" if c.nullable else "NO") for c in row.__table__.columns]
+    assert [tuple(r) for r in rows] == mirror
