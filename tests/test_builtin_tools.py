@@ -19,6 +19,7 @@ from tests._stack import Stack
 from tests.agents import Fetcher, Skilled, Workspaced
 from think import ThinkService, UIMessage
 from think._current import BOUND, _Binding
+from think.client import AsyncThinkClient, NotFoundError
 from think.storage import Workspace
 from think.storage._tables import WorkspaceFileRow, WorkspaceOpRow
 from think.testing import FakeOpenAIServer, text, tool_call
@@ -49,7 +50,11 @@ async def _uid(service: ThinkService, agent: str, cid: str, tenant: str = "defau
 
 
 async def test_the_workspace_tools_end_to_end(
-    service: ThinkService, fake_model: FakeOpenAIServer, api: httpx.AsyncClient, cid: str
+    service: ThinkService,
+    fake_model: FakeOpenAIServer,
+    api: httpx.AsyncClient,
+    stack: Stack,
+    cid: str,
 ) -> None:
     fake_model.script(
         cid,
@@ -102,6 +107,15 @@ async def test_the_workspace_tools_end_to_end(
     assert escape.json()["errors"][0]["field"] == "path"
     bad_prefix = await api.get(base, params={"prefix": "../x"})
     assert bad_prefix.status_code == 422 and bad_prefix.json()["errors"][0]["field"] == "prefix"
+
+    # And through the Python client.
+    async with AsyncThinkClient(stack.api_url) as client:
+        files = await client.workspace_files("workspaced", cid, prefix="notes")
+        assert [(f.path, f.media_type) for f in files] == [("notes/todo.md", "text/markdown")]
+        content = await client.read_workspace_file("workspaced", cid, "/workspace/notes/todo.md")
+        assert content == b"buy tea\ncall Ann\n"
+        with pytest.raises(NotFoundError):
+            await client.read_workspace_file("workspaced", cid, "notes/nope.md")
 
 
 async def test_one_conversation_never_sees_anothers_files(
