@@ -107,3 +107,25 @@ def test_media_eviction_is_checked_at_class_definition() -> None:
 
         class Wrong(Think):
             media_eviction = "yes"  # type: ignore[assignment]
+
+
+def test_a_read_pdf_goes_to_the_model_as_a_file() -> None:
+    pdf = b"%PDF-1.4 tiny"
+    part = {
+        "type": "tool-read",
+        "toolCallId": "c1",
+        "state": "output-available",
+        "input": {"path": "docs/spec.pdf"},
+        "output": media_result("docs/spec.pdf", "application/pdf", pdf),
+    }
+    converted = to_chat_messages("", [UIMessage(id="t", role="assistant", parts=[part])])
+    assert converted[1] == {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": f"docs/spec.pdf (application/pdf, {len(pdf)} bytes) is attached below.",
+    }
+    data = "data:application/pdf;base64," + base64.b64encode(pdf).decode()
+    assert converted[2] == {
+        "role": "user",
+        "content": [{"type": "file", "file": {"filename": "spec.pdf", "file_data": data}}],
+    }

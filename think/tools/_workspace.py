@@ -62,6 +62,13 @@ def media_result(path: str, media_type: str, data: bytes) -> dict[str, Any]:
     }
 
 
+def is_model_media(media_type: str) -> bool:
+    """A type `read` shows the model as itself: raster images and PDFs (an SVG is text)."""
+    return (
+        media_type.startswith("image/") and media_type != "image/svg+xml"
+    ) or media_type == "application/pdf"
+
+
 def _checked(path: str, *, allow_root: bool = False) -> str:
     try:
         return workspace_path(path, allow_root=allow_root)
@@ -103,7 +110,7 @@ async def read_tool(path: str, offset: int = 1, limit: int = MAX_READ_LINES) -> 
     found = await (await current_workspace()).read(clean)
     if found is None:
         raise ToolError(f"there is no file {clean!r} in the workspace; `ls` or `find` lists them")
-    if found.media_type.startswith("image/") or found.media_type == "application/pdf":
+    if is_model_media(found.media_type):
         if found.size > MAX_MEDIA_BYTES:
             raise ToolError(f"{clean!r} is {found.size} bytes, over the {MAX_MEDIA_BYTES} to show")
         return media_result(clean, found.media_type, found.data)

@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from think.exceptions import ToolError
 from think.storage import guess_media_type
 from think.tools._tool import Tool
-from think.tools._workspace import current_workspace, media_result
+from think.tools._workspace import current_workspace, is_model_media, media_result
 
 log = logging.getLogger("think.skills")
 
@@ -447,7 +447,7 @@ def skill_tools(sources: Callable[[], Sequence[SkillSource]]) -> list[Tool]:
             listed = ", ".join(found.resources) or "none"
             raise ToolError(f"skill {name!r} has no file {relative!r}; its files: {listed}")
         data, media_type = read
-        if media_type.startswith("image/") or media_type == "application/pdf":
+        if is_model_media(media_type):
             return media_result(f"{name}/{relative}", media_type, data)
         text = data.decode("utf-8", errors="replace")
         if len(text) > MAX_RESOURCE_CHARS:
