@@ -294,5 +294,9 @@ class Think(ConversationMethods):
         if self.workspace_tools:
             out += WORKSPACE_TOOLS
         if self.get_skills():
-            out += skill_tools(self.get_skills)
+            # Once per instance: a worker makes one per activity, and asks several times.
+            cached: list[Tool] | None = self.__dict__.get("_skill_tools")
+            if cached is None:
+                cached = self.__dict__["_skill_tools"] = skill_tools(self.get_skills)
+            out += cached
         return out

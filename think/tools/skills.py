@@ -26,6 +26,7 @@ files with `read_skill_resource`.
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -457,6 +458,20 @@ def skill_tools(sources: Callable[[], Sequence[SkillSource]]) -> list[Tool]:
         return text
 
     return [
-        Tool(activate_skill, name=ACTIVATE_SKILL),
-        Tool(read_skill_resource, name=READ_SKILL_RESOURCE),
+        _bound(_TEMPLATES, ACTIVATE_SKILL, activate_skill),
+        _bound(_TEMPLATES, READ_SKILL_RESOURCE, read_skill_resource),
     ]
+
+
+_TEMPLATES: dict[str, Tool] = {}
+"""Each skill tool, built once: its schema is the same for every agent, and building one
+(a pydantic model and its JSON Schema) costs about as much as a short tool call."""
+
+
+def _bound(templates: dict[str, Tool], name: str, fn: Callable[..., Any]) -> Tool:
+    template = templates.get(name)
+    if template is None:
+        template = templates[name] = Tool(fn, name=name)
+    bound = copy.copy(template)
+    bound.fn = fn
+    return bound
