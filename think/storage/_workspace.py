@@ -143,6 +143,20 @@ class Workspace:
             )
         return [WorkspaceEntry.model_validate(dict(r)) for r in rows]
 
+    async def read_many(self, paths: builtins.list[str]) -> dict[str, WorkspaceFile]:
+        """The files among `paths` that exist, by path, in one query."""
+        clean = [workspace_path(p) for p in paths]
+        if not clean:
+            return {}
+        async with self.db.connection() as conn:
+            rows = await fetch_all(
+                conn,
+                "SELECT path, data, media_type, size, updated_at FROM workspace_files "
+                "WHERE conversation_uid = %(c)s AND path = ANY(%(ps)s)",
+                self._params(ps=clean),
+            )
+        return {r["path"]: WorkspaceFile.model_validate(dict(r)) for r in rows}
+
     async def read_all(self, directory: str = "", *, max_size: int) -> builtins.list[WorkspaceFile]:
         """Every file under `directory` of at most `max_size` bytes, with its content, in one
         query (for `grep`)."""

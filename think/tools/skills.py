@@ -278,14 +278,18 @@ class _Workspace:
             head, slash, tail = rest.partition("/")
             if slash:
                 grouped.setdefault(head, []).append(tail)
+        manifests = {
+            name: f"{self.root}/{name}/{SKILL_FILE}".lstrip("/")
+            for name, files in grouped.items()
+            if SKILL_FILE in files
+        }
+        texts = await workspace.read_many(list(manifests.values()))
         out = []
-        for name, files in sorted(grouped.items()):
-            if SKILL_FILE not in files:
+        for name, path in sorted(manifests.items()):
+            found = texts.get(path)
+            if found is None:  # deleted between the listing and the read
                 continue
-            found = await workspace.read(f"{self.root}/{name}/{SKILL_FILE}".lstrip("/"))
-            if found is None:
-                continue
-            resources = tuple(sorted(f for f in files if f != SKILL_FILE))
+            resources = tuple(sorted(f for f in grouped[name] if f != SKILL_FILE))
             out.append((name, found.text(), resources))
         return out
 
