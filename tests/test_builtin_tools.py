@@ -137,6 +137,13 @@ async def test_one_conversation_never_sees_anothers_files(
             "Error: there is no file 'secret.txt' in the workspace; `ls` or `find` lists them"
         )
         assert answers[1] == "The workspace is empty."
+    # From Python: the conversation's own workspace has the file, the others do not.
+    mine = await service.conversation(Workspaced, cid).workspace()
+    kept = await mine.read("secret.txt")
+    assert kept is not None and kept.text() == "42"
+    for conversation, tenant in ((other, "default"), (cid, "tenant-b")):
+        theirs = await service.conversation(Workspaced, conversation, tenant=tenant).workspace()
+        assert await theirs.list() == [] and await theirs.read("secret.txt") is None
     # Over HTTP too: the other conversation's listing is empty, its file a 404.
     listing = await api.get(f"/v1/agents/workspaced/conversations/{other}/workspace")
     assert listing.json() == {"files": []}

@@ -14,6 +14,7 @@ tools an agent may add to `get_tools()` or switch on with a class attribute.
 - `skills` (`Think.get_skills()`): Agent Skills sources, parser and catalog.
 """
 
+from think.storage import Workspace, WorkspaceEntry, WorkspaceFile
 from think.tools import skills
 from think.tools._fetch import DEFAULT_ACCEPT, MODEL_HEADERS, FetchTarget, FetchTools
 from think.tools._fetch_guard import AddressRefused, Connector, Resolver, system_resolver
@@ -36,6 +37,9 @@ __all__ = [
     "ToolCallIdentity",
     "ToolContext",
     "ToolPolicy",
+    "Workspace",
+    "WorkspaceEntry",
+    "WorkspaceFile",
     "address_refusal",
     "current_workspace",
     "media_result",
