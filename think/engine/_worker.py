@@ -152,7 +152,9 @@ async def sweep_once(client: Client, store: Store, settings: Settings, older_tha
         # The workflow ignores an answer it has already; a lost Signal is sent again.
         signal = APPROVE if row["kind"] == "approval" else SUBMIT_TOOL_RESULT
         handle = client.get_workflow_handle(
-            turn_workflow_id(row["agent"], row["conversation_id"], row["turn_id"])
+            turn_workflow_id(
+                row["agent"], row["conversation_id"], row["turn_id"], tenant=row["tenant"]
+            )
         )
         try:
             await handle.signal(signal, row["answer"])

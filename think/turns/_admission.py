@@ -261,7 +261,7 @@ async def cancel_turn(
     if aborted:
         await hand_off(store, temporal, task_queue, turn.id)
     handle = temporal.get_workflow_handle(
-        turn_workflow_id(turn.agent, turn.conversation_id, turn.id)
+        turn_workflow_id(turn.agent, turn.conversation_id, turn.id, tenant=turn.tenant)
     )
     try:
         await handle.cancel()
