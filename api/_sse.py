@@ -15,7 +15,7 @@ from typing import Any
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from api.deps import Resources
-from think import server
+from think import metrics, server
 
 PING_EVERY = 15.0
 HEADERS = {
@@ -41,13 +41,17 @@ def _ping() -> ServerSentEvent:
 async def follow(res: Resources, turn_id: str, after: int) -> AsyncIterator[ServerSentEvent]:
     """The turn's chunks after `after`, then live ones (`think.turns.server.follow`, which the
     Python turn API streams from too), and always `[DONE]` at the end."""
-    # Closed here, not by the garbage collector, when the client goes away mid-stream.
-    async with contextlib.aclosing(
-        server.follow(res.store, res.listener, turn_id, after)
-    ) as chunks:
-        async for seq, chunk in chunks:
-            yield encode(seq, chunk)
-    yield DONE
+    metrics.STREAMS_OPEN.inc()
+    try:
+        # Closed here, not by the garbage collector, when the client goes away mid-stream.
+        async with contextlib.aclosing(
+            server.follow(res.store, res.listener, turn_id, after)
+        ) as chunks:
+            async for seq, chunk in chunks:
+                yield encode(seq, chunk)
+        yield DONE
+    finally:
+        metrics.STREAMS_OPEN.dec()
 
 
 def stream_response(res: Resources, turn_id: str, after: int) -> EventSourceResponse:

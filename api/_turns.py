@@ -90,8 +90,13 @@ def _unavailable(exc: DispatchFailed) -> Problem:
 
 
 def base_url(request: Request) -> str:
-    """Where this gateway is reached, for the URLs a `Turn` carries."""
-    return str(request.base_url).rstrip("/")
+    """What the URLs a `Turn` carries start with: THINK_PUBLIC_URL, or nothing (a path).
+
+    Not `request.base_url`: that is the Host header, which the client chooses, so a forged
+    Host would have put another site into the URLs a gateway hands out (and a cache could
+    keep them for everyone)."""
+    public: str | None = request.app.state.resources.settings.public_url
+    return public or ""
 
 
 def _turn_url(turn: TurnRecord, base: str) -> str:

@@ -53,6 +53,13 @@ class Settings(BaseModel):
     """Bearer key -> tenant. Empty: one tenant (`default`), no authentication."""
     home: Path = Path(".think")
     """Where `think dev` keeps embedded data and the endpoints file."""
+    public_url: str | None = None
+    """`THINK_PUBLIC_URL`: where clients reach the gateway (`https://chat.example.com`), the
+    base of a turn's `stream_url` and `status_url`. Unset, they are paths (`/v1/...`): never
+    built from the request's Host header, which any client can set."""
+    worker_metrics_port: int | None = None
+    """`THINK_WORKER_METRICS_PORT`: a worker serves Prometheus metrics at `/metrics` on this
+    port (all interfaces). Unset: none (two workers on one host need two ports)."""
     max_body_bytes: int = 16 * 1024 * 1024
     """`THINK_MAX_BODY_BYTES`: bodies over it answer 413; a pasted document or an image must fit."""
     chunk_retention_seconds: float = 24 * 3600
@@ -95,9 +102,17 @@ class Settings(BaseModel):
             openai_api_key=env.get("OPENAI_API_KEY") or None,
             api_keys=api_keys,
             home=Path(env.get("THINK_HOME") or ".think"),
+            public_url=(env.get("THINK_PUBLIC_URL") or "").rstrip("/") or None,
             model_endpoints=parse_model_endpoints(env.get(MODEL_ENDPOINTS_VAR, ""), env),
             native_structured_output=_flag(env, NATIVE_OUTPUT_VAR, default=True),
         )
+        if settings.public_url and not settings.public_url.startswith(("http://", "https://")):
+            raise ConfigurationError(
+                f"THINK_PUBLIC_URL={settings.public_url!r}: expected an http:// or https:// URL "
+                "such as https://chat.example.com"
+            )
+        if env.get("THINK_WORKER_METRICS_PORT"):
+            settings.worker_metrics_port = _port(env, "THINK_WORKER_METRICS_PORT")
         if "THINK_MAX_BODY_BYTES" in env:
             settings.max_body_bytes = int(env["THINK_MAX_BODY_BYTES"])
         if env.get("THINK_WORKFLOW_SANDBOX", "").lower() in ("1", "true", "yes"):
@@ -227,3 +242,10 @@ def _flag(env: Mapping[str, str], name: str, *, default: bool) -> bool:
     if value in ("0", "false", "no", "off"):
         return False
     raise ConfigurationError(f"{name}={env[name]!r}: expected 1 or 0 (true/false, yes/no, on/off)")
+
+
+def _port(env: Mapping[str, str], name: str) -> int:
+    raw = env[name].strip()
+    if not raw.isascii() or not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise ConfigurationError(f"{name}={env[name]!r}: expected a TCP port, 1 to 65535")
+    return int(raw)

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from think import metrics
 from think._protocol import ToolApprovalResponseChunk, UIMessageChunk
 from think.agent._think import Think
 from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
@@ -49,6 +50,8 @@ class ToolCalls:
 
     @activity.defn(name=TOOL_CALL_ACTIVITY)
     async def tool_call(self, inp: ToolCallInput) -> ToolCallResult:
+        if activity.info().attempt > 1:
+            metrics.ACTIVITY_RETRIES.labels(TOOL_CALL_ACTIVITY).inc()
         turn = await self.res.store.get_turn(inp.turn_id)
         if turn is None:
             raise ApplicationError(f"turn {inp.turn_id!r} does not exist", non_retryable=True)
