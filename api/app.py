@@ -11,10 +11,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import _docs, _openapi, errors
+from api._limits import TenantLimits
 from api._listener import ChunkListener
 from api.deps import Resources, require_tenant
 from api.routes import agents, conversations, health, schedules, search, tree, turns
@@ -147,6 +149,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             temporal=temporal,
             listener=listener,
             registry=registry,
+            limits=TenantLimits(
+                per_minute=settings.submissions_per_minute,
+                burst=settings.submission_burst,
+                max_streams=settings.max_streams_per_tenant,
+            ),
         )
         try:
             yield
@@ -174,4 +181,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Inside HeadAsGet, which hands the app a copy of the scope: the route is set on that one.
     app.add_middleware(HttpMetrics)
     app.add_middleware(HeadAsGet)
+    if settings.cors_origins:
+        # Outermost: a preflight is answered before anything else sees it, and every answer
+        # (a 401 or a 429 too) carries the headers a browser needs to read it.
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST", "PUT", "DELETE"],
+            allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID"],
+            expose_headers=["x-think-turn-id", "Retry-After"],
+            max_age=600,
+        )
     return app

@@ -6,9 +6,11 @@ import secrets
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Header, Path, Request
+from pydantic import AfterValidator
 from temporalio.client import Client
 
+from api._limits import TenantLimits
 from api._listener import ChunkListener
 from api.errors import Problem
 from api.schemas import ID_PATTERN
@@ -25,6 +27,7 @@ class Resources:
     temporal: Client
     listener: ChunkListener
     registry: AgentRegistry
+    limits: TenantLimits
 
 
 # Every dependency is `async def`: FastAPI runs a plain `def` in its thread pool, a thread hop
@@ -78,3 +81,27 @@ async def _conversation(
 
 
 ExistingConversation = Annotated[Conversation, Depends(_conversation)]
+
+
+def _printable_ascii(key: str | None) -> str | None:
+    # A header arrives as bytes that Starlette reads as Latin-1: a UTF-8 `é` would be stored
+    # as `Ã©` and never match the same key sent by a client that encodes it otherwise. Keys
+    # are opaque tokens, so the honest answer is to refuse what is not plain ASCII.
+    if key is not None and not all(" " <= c <= "~" for c in key):
+        raise ValueError(
+            "must be printable ASCII (a UUID or another token); this one holds other bytes"
+        )
+    return key
+
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=255,
+        json_schema_extra={"pattern": "^[\\x20-\\x7e]+$"},
+        description="Printable ASCII, at most 255 characters: a retry with it is the same turn",
+    ),
+    AfterValidator(_printable_ascii),
+]

@@ -49,10 +49,13 @@ _TITLES = {
 class Problem(Exception):
     """Raise from a route to answer with a problem document."""
 
-    def __init__(self, status: int, detail: str, **extra: Any) -> None:
+    def __init__(
+        self, status: int, detail: str, *, headers: dict[str, str] | None = None, **extra: Any
+    ) -> None:
         super().__init__(detail)
         self.status = status
         self.detail = detail
+        self.headers = headers or {}
         self.extra = extra
 
 
@@ -135,7 +138,9 @@ async def _http(request: Request, exc: Exception) -> JSONResponse:
 
 async def _problem(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, Problem)
-    return problem_response(exc.status, exc.detail, **exc.extra)
+    response = problem_response(exc.status, exc.detail, **exc.extra)
+    response.headers.update(exc.headers)
+    return response
 
 
 async def _user_error(request: Request, exc: Exception) -> JSONResponse:

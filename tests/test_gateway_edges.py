@@ -3,6 +3,8 @@ the URLs it hands out, the tool-results body's exactly-one-of."""
 
 from __future__ import annotations
 
+import json
+import socket
 from collections.abc import Iterator
 
 import httpx
@@ -109,3 +111,85 @@ async def test_urls_use_the_public_url(
     assert turn["status_url"] == (
         f"https://chat.example.com{helper_path(cid)}/turns/{turn['turn_id']}"
     )
+
+
+@pytest.mark.parametrize("key", ["clé-1".encode(), b"k\xff", "k\u00a0".encode()])
+async def test_a_non_ascii_idempotency_key_is_refused(
+    api: httpx.AsyncClient, cid: str, key: bytes
+) -> None:
+    """Refused rather than stored as Starlette's Latin-1 reading of its bytes, which no other
+    client would send back the same."""
+    response = await api.post(
+        f"{helper_path(cid)}/turns", json={"input": "hi"}, headers={"Idempotency-Key": key}
+    )
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["field"] == "Idempotency-Key"
+    assert (await api.get(f"{helper_path(cid)}/turns")).status_code == 404  # nothing stored
+
+
+# -- below the app: what the HTTP parser refuses, and slow clients -----------------------------
+
+
+def _raw(url: str, request: bytes, *, wait: float = 30.0) -> bytes:
+    """Send `request` as is on a new connection to the gateway (127.0.0.1) and read until the
+    server closes it."""
+    host, port = httpx.URL(url).host, httpx.URL(url).port
+    assert host == "127.0.0.1"
+    with socket.create_connection((host, port), timeout=wait) as sock:
+        sock.sendall(request)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    return received
+
+
+def _problem(answer: bytes) -> tuple[int, dict[str, object]]:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = dict(line.lower().split(": ", 1) for line in lines[1:])
+    assert headers["content-type"] == "application/problem+json", answer[:300]
+    return status, json.loads(body)
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "status"),
+    [
+        (b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 1_000_000 + b"\r\n\r\n", 431),
+        (b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Nul: a\x00b\r\n\r\n", 400),
+        (b"GET /healthz HTTP/1.1\r\nHost: x\r\nNo colon here\r\n\r\n", 400),
+        (b"GARBAGE\r\n\r\n", 400),
+    ],
+    ids=["1MB-header", "NUL-in-header", "header-without-colon", "bad-request-line"],
+)
+def test_what_the_parser_refuses_is_a_problem(
+    stack: Stack, request_bytes: bytes, status: int
+) -> None:
+    got, body = _problem(_raw(stack.api_url, request_bytes))
+    assert got == status
+    assert body["status"] == status
+    assert str(body["detail"]).startswith("the request is not valid HTTP/1.1")
+
+
+@pytest.fixture(scope="module")
+def impatient_api(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    env = {**stack.env, "THINK_HEADER_TIMEOUT_SECONDS": "1"}
+    gateway = Stack(env=env, logs=tmp_path_factory.mktemp("impatient"))
+    try:
+        gateway.start_api()
+        yield gateway.api_url
+    finally:
+        gateway.stop()
+
+
+def test_headers_sent_too_slowly_are_cut_off(impatient_api: str) -> None:
+    """A slow-loris client (headers never finished) is answered 408 and closed by the server,
+    instead of holding the connection as long as it likes."""
+    got, body = _problem(_raw(impatient_api, b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: "))
+    assert got == 408
+    assert "did not arrive within 1 s" in str(body["detail"])
+
+
+def test_a_prompt_request_on_an_impatient_gateway_is_answered(impatient_api: str) -> None:
+    answer = _raw(impatient_api, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 200 ")

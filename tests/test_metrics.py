@@ -103,23 +103,29 @@ async def test_a_turn_moves_the_counters(
 async def test_a_live_stream_is_counted(
     measured: tuple[str, str], fake_model: FakeOpenAIServer, cid: str
 ) -> None:
+    """An open stream is counted while it is open (a turn paused for an approval keeps it
+    open), and its live chunks' lag is observed."""
     gateway, _ = measured
-    fake_model.script(cid, text("a long answer, streamed live"))
+    fake_model.script(cid, text("Deleting.") + tool_call("delete_file", {"path": "x"}))
+    base = f"/v1/agents/gatekeeper/conversations/{cid}"
     before = scrape(f"{gateway}/metrics")
     async with (
         httpx.AsyncClient(base_url=gateway, timeout=60) as api,
-        api.stream(
-            "POST", f"{helper_path(cid)}/turns", json={"input": "talk", "mode": "stream"}
-        ) as response,
+        api.stream("POST", f"{base}/turns", json={"input": "rm x", "mode": "stream"}) as response,
     ):
         assert response.status_code == 200
+        turn_id = response.headers["x-think-turn-id"]
+        lines = response.aiter_lines()
+        async for line in lines:
+            if "tool-approval-request" in line:
+                break
         during = scrape(f"{gateway}/metrics")
-        body = (await response.aread()).decode()
-    assert body.rstrip().endswith("data: [DONE]")
+        await api.post(f"{base}/turns/{turn_id}/cancel", json={})
+        rest = [line async for line in lines]
+    assert rest[-1] == "data: [DONE]" or "data: [DONE]" in rest
     after = scrape(f"{gateway}/metrics")
-    assert value(during, "think_sse_streams_open") == value(before, "think_sse_streams_open") + 1
-    assert value(after, "think_sse_streams_open") == value(before, "think_sse_streams_open")
-    lag = value(after, "think_stream_lag_seconds_count") - value(
-        before, "think_stream_lag_seconds_count"
-    )
-    assert lag >= 1
+    opened = value(before, "think_sse_streams_open")
+    assert value(during, "think_sse_streams_open") == opened + 1
+    assert value(after, "think_sse_streams_open") == opened
+    lag = "think_stream_lag_seconds_count"
+    assert value(after, lag) - value(before, lag) >= 2  # the text, the approval request, ...

@@ -10,7 +10,15 @@ from fastapi.responses import JSONResponse
 
 from api import _decisions, _turns
 from api._sse import stream_response
-from api.deps import AgentClass, ConversationId, ExistingConversation, Res, Tenant, TurnId
+from api.deps import (
+    AgentClass,
+    ConversationId,
+    ExistingConversation,
+    IdempotencyKey,
+    Res,
+    Tenant,
+    TurnId,
+)
 from api.errors import Problem
 from api.schemas import (
     ApprovalBody,
@@ -56,9 +64,7 @@ async def submit_turn(
     agent: AgentClass,
     cid: ConversationId,
     body: SubmitTurnBody,
-    idempotency_key: Annotated[
-        str | None, Header(alias="Idempotency-Key", min_length=1, max_length=255)
-    ] = None,
+    idempotency_key: IdempotencyKey = None,
 ) -> Any:
     taken = _server_tool_names(agent) if body.client_tools else set()
     for i, client_tool in enumerate(body.client_tools):
@@ -68,17 +74,23 @@ async def submit_turn(
                 f"client tool {client_tool.name!r} has the name of one of the agent's tools",
                 errors=[{"field": f"client_tools.{i}.name", "message": "name already taken"}],
             )
-    admission = await _turns.submit(
-        res,
-        tenant=tenant,
-        agent=agent,
-        conversation_id=cid,
-        body=body,
-        idempotency_key=idempotency_key,
-    )
-    return await _turns.admitted(
-        request, res, admission, mode=body.mode, wait_timeout=body.wait_timeout
-    )
+    release = _turns.limited(res, tenant, body.mode)
+    try:
+        admission = await _turns.submit(
+            res,
+            tenant=tenant,
+            agent=agent,
+            conversation_id=cid,
+            body=body,
+            idempotency_key=idempotency_key,
+        )
+        return await _turns.admitted(
+            request, res, admission, mode=body.mode, wait_timeout=body.wait_timeout, release=release
+        )
+    except BaseException:
+        if release is not None:
+            release()
+        raise
 
 
 def _server_tool_names(agent: type[Think]) -> set[str]:
@@ -176,6 +188,7 @@ async def delete_turn(res: Res, conv: ExistingConversation, turn_id: TurnId) -> 
 )
 async def stream_turn(
     res: Res,
+    tenant: Tenant,
     conv: ExistingConversation,
     turn_id: TurnId,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
@@ -192,7 +205,7 @@ async def stream_turn(
                 f"Last-Event-ID must be a chunk sequence number, got {last_event_id!r}",
                 errors=[{"field": "Last-Event-ID", "message": "not an integer"}],
             )
-    return stream_response(res, turn_id, after)
+    return stream_response(res, turn_id, after, res.limits.open_stream(tenant))
 
 
 @router.post(
