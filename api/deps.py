@@ -37,21 +37,39 @@ async def _resources(request: Request) -> Resources:
     return resources
 
 
-async def require_tenant(
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: the tenant, and the key's name when it has one (`key:tenant:name`)."""
+
+    tenant: str
+    key_name: str | None = None
+
+    @property
+    def label(self) -> str:
+        """As recorded with a decision: `key:<name>`, or `tenant:<tenant>` for its own key."""
+        return f"key:{self.key_name}" if self.key_name else f"tenant:{self.tenant}"
+
+
+async def require_principal(
     request: Request, resources: Annotated[Resources, Depends(_resources)]
-) -> str:
-    """The caller's tenant: from the bearer key when keys are configured, else `default`."""
+) -> Principal:
+    """The caller: from the bearer key when keys are configured, else tenant `default`."""
     keys = resources.settings.api_keys
     if not keys:
-        return "default"
+        return Principal("default")
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() == "bearer":
         for key, tenant in keys.items():
             # As bytes: `compare_digest` refuses a `str` that is not ASCII (a 500, not a 401).
             if secrets.compare_digest(token.strip().encode(), key.encode()):
-                return tenant
+                return Principal(tenant, resources.settings.api_key_names.get(key))
     raise Problem(401, "a valid `Authorization: Bearer <key>` header is required")
+
+
+async def require_tenant(principal: Annotated[Principal, Depends(require_principal)]) -> str:
+    """The caller's tenant (see `require_principal`)."""
+    return principal.tenant
 
 
 async def _agent(
@@ -63,6 +81,7 @@ async def _agent(
 
 Res = Annotated[Resources, Depends(_resources)]
 Tenant = Annotated[str, Depends(require_tenant)]
+Caller = Annotated[Principal, Depends(require_principal)]
 AgentClass = Annotated[type[Think], Depends(_agent)]
 ConversationId = Annotated[str, Path(pattern=ID_PATTERN, description="The conversation id")]
 # Turn ids are ours (`turn_<hex>`); checking their shape keeps e.g. a NUL out of the SQL (a 500).

@@ -51,6 +51,9 @@ class Settings(BaseModel):
     openai_api_key: str | None = None
     api_keys: dict[str, str] = Field(default_factory=dict)
     """Bearer key -> tenant. Empty: one tenant (`default`), no authentication."""
+    api_key_names: dict[str, str] = Field(default_factory=dict, repr=False)
+    """Bearer key -> its name, for keys given as `key:tenant:name` (a named approver's key,
+    `key:acme:ops-lead`); a key without a name is its tenant's own."""
     home: Path = Path(".think")
     """Where `think dev` keeps embedded data and the endpoints file."""
     public_url: str | None = None
@@ -103,9 +106,13 @@ class Settings(BaseModel):
         (see `with_dev_endpoints`) unless `find_dev_stack` is false (`think dev` itself)."""
         env = os.environ if env is None else env
         api_keys: dict[str, str] = {}
+        api_key_names: dict[str, str] = {}
         for pair in filter(None, (p.strip() for p in env.get("THINK_API_KEYS", "").split(","))):
-            key, sep, tenant = pair.partition(":")
+            key, sep, rest = pair.partition(":")
+            tenant, _, name = rest.partition(":")
             api_keys[key] = tenant if sep and tenant else "default"
+            if name:
+                api_key_names[key] = name
         agents = [
             a.strip() for a in env.get("THINK_AGENTS", DEFAULT_AGENTS).split(",") if a.strip()
         ]
@@ -118,6 +125,7 @@ class Settings(BaseModel):
             openai_base_url=env.get("OPENAI_BASE_URL") or None,
             openai_api_key=env.get("OPENAI_API_KEY") or None,
             api_keys=api_keys,
+            api_key_names=api_key_names,
             home=Path(env.get("THINK_HOME") or ".think"),
             public_url=(env.get("THINK_PUBLIC_URL") or "").rstrip("/") or None,
             model_endpoints=parse_model_endpoints(env.get(MODEL_ENDPOINTS_VAR, ""), env),

@@ -12,6 +12,7 @@ from api import _decisions, _turns
 from api._sse import stream_response
 from api.deps import (
     AgentClass,
+    Caller,
     ConversationId,
     ExistingConversation,
     IdempotencyKey,
@@ -237,6 +238,7 @@ ApprovalId = Annotated[str, Path(min_length=1, max_length=200, description="The 
     response_model=TurnOut,
     responses={
         202: {"description": "Recorded; the turn applies it when a worker picks it up"},
+        403: {"description": "The agent restricts its approvals to other keys (approvers)"},
         404: {"description": "The turn has no such approval request"},
         409: {"description": "The request is already decided, or the turn has ended"},
     },
@@ -244,6 +246,8 @@ ApprovalId = Annotated[str, Path(min_length=1, max_length=200, description="The 
 async def decide_approval(
     request: Request,
     res: Res,
+    caller: Caller,
+    agent: AgentClass,
     conv: ExistingConversation,
     turn_id: TurnId,
     approval_id: ApprovalId,
@@ -252,8 +256,18 @@ async def decide_approval(
     """Approve or deny a tool call the turn paused for. The decision is recorded at once,
     worker or not; 200 when the turn already shows it, 202 when it will once a worker runs."""
     turn = await _turn(res, conv, turn_id)
+    if agent.approvers is not None and caller.key_name not in agent.approvers:
+        raise Problem(
+            403,
+            f"this key may not decide {agent.name!r}'s approvals: the agent restricts them to "
+            "its approvers' keys (Think.approvers); ask one of them",
+        )
     decision = ToolDecision(
-        approval_id=approval_id, approved=body.approved, reason=body.reason, by="http"
+        approval_id=approval_id,
+        approved=body.approved,
+        reason=body.reason,
+        by="http",
+        principal=caller.label,
     )
     current, applied = await _decisions.decide(res, turn, decision)
     return _answered(request, current, applied)

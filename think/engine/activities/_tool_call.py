@@ -87,6 +87,7 @@ class ToolCalls:
                 decision.approved,
                 decision.reason,
                 decision.by,
+                decision.principal,
             )
             if not decision.approved:
                 await observe.tool_called(turn, inp.tool_name, inp.tool_call_id, "denied")
@@ -146,11 +147,12 @@ class ToolCalls:
         if not decision.approved:
             chunks.append({"type": "tool-output-denied", "toolCallId": tool_call_id})
         log.info(
-            "turn %s: tool call %s %s by %s",
+            "turn %s: tool call %s %s by %s%s",
             turn_id,
             tool_call_id,
             "approved" if decision.approved else "denied",
             decision.by,
+            f" ({decision.principal})" if decision.principal else "",
         )
         await self._record(agent, turn_id, tool_call_id, chunks)
 
