@@ -26,9 +26,14 @@ _WHY = {
     404: "No such agent, conversation or resource for this tenant",
     413: "The body is larger than THINK_MAX_BODY_BYTES",
     422: "A field has the wrong type or value; `errors` names it",
-    429: "Too many submissions for this tenant; retry after `Retry-After` seconds",
+    429: "Over a per-tenant limit (submissions a minute, open streams); retry after "
+    "`Retry-After` seconds",
     503: "Postgres or Temporal is unavailable for the moment; retry after `Retry-After`",
 }
+
+
+_LIMITED = {("post", "turns"), ("post", "regenerate"), ("get", "stream")}
+"""Operations under a per-tenant limit (api/_limits.py): submissions, and open streams."""
 
 
 def statuses(method: str, path: str, operation: dict[str, Any]) -> set[int]:
@@ -44,7 +49,7 @@ def statuses(method: str, path: str, operation: dict[str, Any]) -> set[int]:
         found |= {400, 413}
     if any(p.get("in") == "header" for p in operation.get("parameters", [])):
         found |= {400}
-    if method == "post" and path.endswith("/turns"):
+    if (method, path.rsplit("/", 1)[-1]) in _LIMITED:
         found |= {429}
     return found
 
