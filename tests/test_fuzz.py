@@ -29,7 +29,7 @@ from tests._stack import Stack
 from think.server import Settings
 
 EXAMPLES = 25
-"""Per operation and generation mode: ~1,000 requests in all, a few seconds of work."""
+"""Per operation, positive and negative cases drawn together: ~500 requests in all."""
 
 CHECKS = [
     not_a_server_error,
