@@ -211,6 +211,13 @@ class Gatekeeper(Helper):
         return [get_weather, slow, delete_file, transfer, launch, flaky, sluggish, add]
 
 
+class Guarded(Gatekeeper):
+    """Gatekeeper's tools, whose approvals only the `ops-lead` key may decide."""
+
+    name = "guarded"
+    approvers = frozenset({"ops-lead"})
+
+
 class Hooked(Helper):
     """Tool hooks: blocks `explode`, serves a cached weather, rewrites `add`, logs outcomes."""
 

@@ -40,7 +40,6 @@ SHORT_PREFIX = ".../conversations/"
 ROUTE = re.compile(r"`(GET|POST|PUT|PATCH|DELETE) ([^`\s]+)`")
 EXTENSION = "x-think-extension"
 NOT_SERVED_YET = {
-    ("GET", "/metrics"),
     ("GET", "/ui"),
 }
 """Documented in API.md's "Operations", not built yet."""

@@ -191,6 +191,8 @@ class ToolApprovalDecided(EventBase):
     approved: bool
     reason: str | None = None
     by: Literal["http", "update", "signal", "timeout"]
+    principal: str | None = None
+    """Who decided over HTTP (`key:<name>` or `tenant:<tenant>`); None from Temporal."""
 
 
 ThinkEvent = Annotated[

@@ -89,6 +89,10 @@ class Think(ConversationMethods):
     hydration_byte_budget: ClassVar[int] = 32 * 1024 * 1024
     """The bytes of stored messages (`messages.byte_size`) a model step reads, newest first;
     older messages are left out of the model's context (never out of storage)."""
+    approvers: ClassVar[frozenset[str] | None] = None
+    """Names of the API keys (`THINK_API_KEYS` entries `key:tenant:name`) that may decide
+    this agent's approval requests over HTTP; any other key is answered 403. None: any key
+    of the conversation's tenant."""
     context_overflow: ClassVar[ContextOverflow | None] = None
     """Recovery from context-window overflow (`ContextOverflow(reactive=True, ...)`): compact
     and retry a step the provider refused as too long, or compact before a step that nears

@@ -340,6 +340,17 @@ class Store:
         if taken is not None:
             raise MessageIdConflict(taken["id"], "is already a message of this conversation")
 
+    async def count_active_turns(self) -> dict[str, int]:
+        """Turns not ended, by status, across tenants (for metrics): one scan of the partial
+        index of active turns, however many turns have ended."""
+        async with self.db.connection() as conn:
+            rows = await fetch_all(
+                conn,
+                "SELECT status, count(*) AS n FROM turns WHERE completed_at IS NULL "
+                "GROUP BY status",
+            )
+        return {str(r["status"]): int(r["n"]) for r in rows}
+
     async def get_turn(
         self, turn_id: str, conversation_uid: str | None = None
     ) -> TurnRecord | None:

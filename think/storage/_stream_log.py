@@ -154,6 +154,22 @@ async def read(
     return [(int(r["seq"]), r["chunk"]) for r in rows]
 
 
+_READ_TIMED = """
+    SELECT seq, chunk, extract(epoch FROM created_at)::float8 AS written
+    FROM stream_chunks WHERE turn_id = %(turn)s AND seq > %(after)s
+    ORDER BY seq LIMIT %(limit)s
+"""
+
+
+async def read_timed(
+    conn: Conn, turn_id: str, after: int, limit: int = 1000
+) -> list[tuple[int, dict[str, Any], float]]:
+    """`read`, with each chunk's write time (Unix seconds, Postgres's clock: the start of the
+    transaction that appended it), for the stream-lag metric."""
+    rows = await fetch_all(conn, _READ_TIMED, {"turn": turn_id, "after": after, "limit": limit})
+    return [(int(r["seq"]), r["chunk"], float(r["written"])) for r in rows]
+
+
 _LAST_STEP_BOUNDARY = """
     SELECT chunk ->> 'type' AS type FROM stream_chunks
     WHERE turn_id = %(turn)s AND chunk ->> 'type' IN ('start-step', 'finish-step')

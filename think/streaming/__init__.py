@@ -30,6 +30,7 @@ from think.storage._stream_log import (
     claim,
     count_failure,
     read,
+    read_timed,
     step_is_open,
 )
 from think.streaming._listener import ChunkListener
@@ -62,6 +63,7 @@ __all__ = [
     "is_static_tool_part",
     "is_tool_part",
     "read",
+    "read_timed",
     "step_is_open",
     "tool_name",
     "tool_part_type",

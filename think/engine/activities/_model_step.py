@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,7 @@ from pydantic_core import to_jsonable_python
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from think import metrics
 from think._messages import UIMessage
 from think._protocol import is_static_tool_part
 from think.agent._think import Think
@@ -268,6 +270,8 @@ class StepAttempt:
         agent, turn, fence = loaded.agent, loaded.turn, loaded.fence
         builder, writer = step.builder, step.writer
         finish = Finish()
+        started = time.monotonic()
+        first_token: float | None = None
         try:
             if loaded.interrupted:
                 # Clients keep the step's `step-start` and drop what followed it; the draft
@@ -291,6 +295,11 @@ class StepAttempt:
                 ) as events,
             ):
                 async for event in events:
+                    if first_token is None and not isinstance(event, Finish):
+                        first_token = time.monotonic()
+                        metrics.TIME_TO_FIRST_TOKEN.labels(turn.agent).observe(
+                            first_token - started
+                        )
                     if isinstance(event, TextDelta):
                         step.text(event.delta)
                     elif isinstance(event, ReasoningDelta):
@@ -306,6 +315,7 @@ class StepAttempt:
                 step.emit(chunk)
             step.finish_step()
             rest = await writer.drain()
+            metrics.STEP_DURATION.labels(turn.agent).observe(time.monotonic() - started)
         except asyncio.CancelledError:
             details = activity.cancellation_details()
             if cancel.requested:

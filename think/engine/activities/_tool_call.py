@@ -17,6 +17,7 @@ from typing import Any, Literal
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from think import metrics
 from think._protocol import ToolApprovalResponseChunk, UIMessageChunk
 from think.agent._think import Think
 from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
@@ -49,6 +50,8 @@ class ToolCalls:
 
     @activity.defn(name=TOOL_CALL_ACTIVITY)
     async def tool_call(self, inp: ToolCallInput) -> ToolCallResult:
+        if activity.info().attempt > 1:
+            metrics.ACTIVITY_RETRIES.labels(TOOL_CALL_ACTIVITY).inc()
         turn = await self.res.store.get_turn(inp.turn_id)
         if turn is None:
             raise ApplicationError(f"turn {inp.turn_id!r} does not exist", non_retryable=True)
@@ -84,6 +87,7 @@ class ToolCalls:
                 decision.approved,
                 decision.reason,
                 decision.by,
+                decision.principal,
             )
             if not decision.approved:
                 await observe.tool_called(turn, inp.tool_name, inp.tool_call_id, "denied")
@@ -143,11 +147,12 @@ class ToolCalls:
         if not decision.approved:
             chunks.append({"type": "tool-output-denied", "toolCallId": tool_call_id})
         log.info(
-            "turn %s: tool call %s %s by %s",
+            "turn %s: tool call %s %s by %s%s",
             turn_id,
             tool_call_id,
             "approved" if decision.approved else "denied",
             decision.by,
+            f" ({decision.principal})" if decision.principal else "",
         )
         await self._record(agent, turn_id, tool_call_id, chunks)
 
