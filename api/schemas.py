@@ -87,6 +87,10 @@ class ConversationOut(BaseModel):
     metadata: dict[str, Any]
 
 
+class ConversationsOut(BaseModel):
+    conversations: list[ConversationOut]
+
+
 class MessagesOut(BaseModel):
     messages: list[dict[str, Any]]
 

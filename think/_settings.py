@@ -51,6 +51,9 @@ class Settings(BaseModel):
     openai_api_key: str | None = None
     api_keys: dict[str, str] = Field(default_factory=dict)
     """Bearer key -> tenant. Empty: one tenant (`default`), no authentication."""
+    temporal_ui_url: str | None = None
+    """`THINK_TEMPORAL_UI_URL`: the Temporal Web UI, for the chat page's links to a turn's
+    workflow (`think dev` sets it to the embedded server's UI). None: the page shows no link."""
     home: Path = Path(".think")
     """Where `think dev` keeps embedded data and the endpoints file."""
     max_body_bytes: int = 16 * 1024 * 1024
@@ -90,6 +93,7 @@ class Settings(BaseModel):
             database_url=env.get("THINK_DATABASE_URL") or None,
             temporal_address=env.get("TEMPORAL_ADDRESS") or None,
             temporal_namespace=env.get("TEMPORAL_NAMESPACE") or "default",
+            temporal_ui_url=(env.get("THINK_TEMPORAL_UI_URL") or "").rstrip("/") or None,
             task_queue=env.get("THINK_TASK_QUEUE") or "think",
             openai_base_url=env.get("OPENAI_BASE_URL") or None,
             openai_api_key=env.get("OPENAI_API_KEY") or None,
