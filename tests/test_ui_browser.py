@@ -15,12 +15,13 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.async_api import BrowserContext, Page, expect
+from playwright.async_api import BrowserContext, Page, Route, expect
 
 from tests._browser import CHROMIUM_ARGS, find_chromium, require_browser, screenshot_dir
-from tests._stack import Stack
+from tests._stack import Stack, stack_env
 from tests._turn_helpers import helper_path
-from think.testing import FakeOpenAIServer, reply, stall, text, tool_call
+from think.dev import Services
+from think.testing import FakeOpenAIServer, reasoning, reply, stall, text, tool_call
 
 pytestmark = require_browser()
 
@@ -113,7 +114,7 @@ async def test_a_message_streams_into_the_page(
 async def test_reasoning_is_collapsed_and_the_turn_links_to_its_workflow(
     page: Page, stack: Stack, fake_model: FakeOpenAIServer, cid: str
 ) -> None:
-    fake_model.script(cid, reply(reasoning_then("Let me weigh it up.", "Forty-two.")))
+    fake_model.script(cid, reasoning("Let me weigh it up.") + text("Forty-two."))
     await page.goto(f"{stack.api_url}/ui/helper/{cid}")
     await send(page, "The answer?")
     await expect(answers(page)).to_contain_text("Forty-two.")
@@ -135,12 +136,6 @@ async def test_reasoning_is_collapsed_and_the_turn_links_to_its_workflow(
         await expect(temporal.get_by_text(workflow).first).to_be_visible()
     finally:
         await temporal.close()
-
-
-def reasoning_then(thought: str, answer: str):  # type: ignore[no-untyped-def]
-    from think.testing import reasoning
-
-    return reasoning(thought) + text(answer)
 
 
 async def test_approve_a_tool_call_and_see_its_output_and_the_answer(
@@ -191,24 +186,27 @@ async def test_deny_with_a_reason(
 
 
 async def test_an_approval_already_decided_elsewhere_is_a_409_the_page_explains(
-    page: Page, stack: Stack, api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+    page: Page, stack: Stack, fake_model: FakeOpenAIServer, cid: str
 ) -> None:
     fake_model.script(cid, tool_call("delete_file", {"path": "x"}), text("Done."))
     await page.goto(f"{stack.api_url}/ui/gatekeeper/{cid}")
     await send(page, "Delete x")
     request = page.locator('#live [data-state="approval-requested"]')
-    await expect(request).to_be_visible()
-    turns = (await api.get(f"/v1/agents/gatekeeper/conversations/{cid}/turns")).json()["turns"]
-    turn = turns[0]
-    (pending,) = turn["pending_approvals"]
-    url = f"{turn['status_url']}/approvals/{pending['approval_id']}"
-    decided = await api.post(url, json={"approved": False, "reason": "from the CLI"})
-    assert decided.status_code in (200, 202)
-    if await request.count():  # the page may already show the decision
-        await request.get_by_role("button", name="Approve").click(timeout=2_000)
-        alert = page.get_by_role("alert")
-        await expect(alert).to_contain_text("Conflict")
-        await expect(alert).to_contain_text("Reload the conversation")
+    decided_first: list[int] = []
+
+    async def decide_elsewhere_first(route: Route) -> None:
+        """Someone else (the CLI, another tab) denies it just before the page's click lands."""
+        async with httpx.AsyncClient() as other:
+            answer = await other.post(route.request.url, json={"approved": False})
+        decided_first.append(answer.status_code)
+        await route.continue_()
+
+    await page.route("**/approvals/**", decide_elsewhere_first)
+    await request.get_by_role("button", name="Approve").click()
+    alert = page.get_by_role("alert")
+    await expect(alert).to_contain_text("Conflict")
+    await expect(alert).to_contain_text("Reload the conversation")
+    assert decided_first in ([200], [202])
     await expect(answers(page)).to_contain_text("Done.")
     await expect(answers(page).locator("details.tool summary")).to_have_text(
         "Tool delete_file: denied"
@@ -394,3 +392,47 @@ async def test_with_api_keys_the_page_asks_for_one_and_keeps_it_in_the_tab(
             "/v1/agents/helper/conversations", headers={"authorization": "Bearer page-key"}
         )
     assert cid in [c["id"] for c in mine.json()["conversations"]]
+
+
+@pytest.fixture(scope="module")
+def offline_gateway(services: Services, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The bundled agent with no model configured, as a newcomer's `make dev` runs it."""
+    logs = tmp_path_factory.mktemp("ui-offline")
+    env = stack_env(
+        database_url=services.database_url,
+        temporal_address=services.temporal_address,
+        task_queue="think-ui-offline",
+        agents="examples.assistant:Assistant",
+        model_url=None,
+        home=logs,
+    )
+    env.pop("THINK_AGENTS")
+    offline = Stack(env=env, logs=logs)
+    try:
+        offline.start_worker()
+        offline.start_api()
+        yield offline.api_url
+    finally:
+        offline.stop()
+
+
+async def test_with_no_model_configured_the_offline_model_answers_in_the_page(
+    page: Page, offline_gateway: str
+) -> None:
+    await page.goto(f"{offline_gateway}/ui")
+    await expect(page.get_by_label("Agent")).to_have_value("assistant")
+    await expect(page.locator("#agent-about")).to_contain_text("answered by offline")
+    await send(page, "Hello!")
+    await expect(answers(page)).to_contain_text("offline model")
+    await expect(answers(page)).to_contain_text("You said: Hello!")
+    await send(page, '/call delete_file {"path": "notes.txt"}')
+    request = page.locator('#live [data-state="approval-requested"]')
+    await expect(request.locator(".tool-input")).to_contain_text('"path": "notes.txt"')
+    await page.screenshot(path=shot("offline-approval"))
+    await request.get_by_role("button", name="Approve").click()
+    await expect(page.locator("#live")).to_have_count(0)
+    tool = answers(page).last.locator("details.tool")
+    await tool.locator("summary").click()
+    await expect(tool.locator(".tool-output")).to_contain_text("notes.txt")
+    await page.evaluate("scrollTo(0, document.documentElement.scrollHeight)")
+    await page.screenshot(path=shot("offline-answered"))

@@ -388,7 +388,18 @@ function visibleMessages() {
   return list;
 }
 
+// Follow the conversation as it grows, unless the reader has scrolled up to read.
+function keepingToTheEnd(change) {
+  const end = document.documentElement.scrollHeight - innerHeight - scrollY < 120;
+  change();
+  if (end && !state.highlight) scrollTo(0, document.documentElement.scrollHeight);
+}
+
 function render() {
+  keepingToTheEnd(renderAll);
+}
+
+function renderAll() {
   const list = visibleMessages();
   const lastAssistant = list.findLast(m => m.role === 'assistant');
   const nodes = list.map(m => messageNode(m, { footer: branchFooter(m, m === lastAssistant) }));
@@ -418,7 +429,7 @@ function liveNode() {
 function renderLive() {
   const current = $('live');
   if (!current || !state.live) return render();
-  current.replaceWith(liveNode());
+  keepingToTheEnd(() => current.replaceWith(liveNode()));
 }
 
 // -- search --------------------------------------------------------------------------------
