@@ -276,6 +276,7 @@ async def test_a_reload_mid_stream_resumes_with_last_event_id_and_repeats_nothin
 
     page.on("request", note)
     await page.reload()
+    await expect(page.locator("#live .text")).to_contain_text("word2")
     await page.screenshot(path=shot("resumed"))
     await expect(answers(page)).to_have_text(re.compile(re.escape(words)))
     await expect(page.locator("#live")).to_have_count(0)
