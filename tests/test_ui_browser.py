@@ -65,6 +65,8 @@ def shot(name: str) -> Path:
 
 
 async def send(page: Page, words: str) -> None:
+    """As a person would: once the page lets them (loaded, no answer still streaming)."""
+    await expect(page.get_by_role("button", name="Send", exact=True)).to_be_enabled()
     await page.get_by_label("Your message").fill(words)
     await page.get_by_label("Your message").press("Enter")
 

@@ -30,6 +30,7 @@ const state = {
   siblings: new Map(), // assistant message id -> {messages, active_index}
   live: null, // {turn, message, abort, pendingUser, hidden}
   highlight: null,
+  ready: false, // the conversation is loaded: a message goes where the URL says
 };
 
 // -- errors a person can act on ------------------------------------------------------------
@@ -144,6 +145,7 @@ async function newConversation() {
 
 async function openConversation(cid, { push = true } = {}) {
   stopLive();
+  state.ready = false;
   state.cid = cid;
   state.messages = [];
   state.siblings = new Map();
@@ -151,7 +153,10 @@ async function openConversation(cid, { push = true } = {}) {
   setStatus(null);
   history[push ? 'pushState' : 'replaceState'](null, '', pageUrl());
   document.title = cid ? `${cid} · ${state.agent.name} · Think` : `${state.agent.name} · Think`;
-  if (!cid) return render();
+  if (!cid) {
+    state.ready = true;
+    return render();
+  }
   try {
     await json(conversationPath());
     state.conversationExists = true;
@@ -167,6 +172,7 @@ async function openConversation(cid, { push = true } = {}) {
     const current = active.find(t => t.status !== 'pending') || active[0];
     if (current) follow(current);
   }
+  state.ready = true;
   render();
 }
 
@@ -226,8 +232,16 @@ function follow(turn, { pendingUser = null, hidden = null } = {}) {
         live.message = message;
         renderLive();
       }
-      forget(turn.turn_id);
       if (state.live !== live) return;
+      if (!chunks.complete) {
+        if (live.abort.signal.aborted) return;
+        throw new Error(
+          live.streamError
+            ? `The stream broke off: ${live.streamError}. Reload the page to resume it.`
+            : 'The stream broke off. Reload the page to resume it where it was.',
+        );
+      }
+      forget(turn.turn_id);
       clearInterval(live.poll);
       await pollStatus(live);
       await refreshMessages();
@@ -406,7 +420,7 @@ function renderAll() {
   $('messages').replaceChildren(...nodes);
   if (state.live) $('messages').append(liveNode());
   $('empty').hidden = list.length > 0 || !!state.live || !state.cid;
-  $('send').disabled = !!state.live || !state.cid;
+  $('send').disabled = !!state.live || !state.ready;
   $('send').title = state.live ? 'Wait for the answer, or cancel the turn' : '';
   $('search-form').hidden = !state.conversationExists;
   if (state.highlight) {
@@ -480,7 +494,7 @@ $('key-form').addEventListener('submit', e => {
 $('composer').addEventListener('submit', e => {
   e.preventDefault();
   const text = $('input').value.trim();
-  if (!text || state.live) return;
+  if (!text || state.live || !state.ready) return;
   attempt(async () => {
     if (!state.cid) await newConversation();
     await send(text);

@@ -29,16 +29,37 @@ function save(turnId, state) {
   }
 }
 
+// Saving the whole list on every chunk would cost O(n²) for a long answer: it is saved at
+// most every SAVE_EVERY ms, and when the page is hidden or unloaded. What is saved is always a
+// prefix of the chunks with the id of its last one, so a reload in between resumes from
+// there: a few chunks are asked for again, none is lost or shown twice.
+const SAVE_EVERY = 250;
+const unsaved = new Map(); // turn id -> state waiting to be saved
+
+function flush() {
+  for (const [turnId, state] of unsaved) save(turnId, state);
+  unsaved.clear();
+}
+
+function saveSoon(turnId, state) {
+  if (unsaved.size === 0) setTimeout(flush, SAVE_EVERY);
+  unsaved.set(turnId, state); // chunks and lastId change together, so any moment is consistent
+}
+
+addEventListener('pagehide', flush);
+document.addEventListener('visibilitychange', () => document.hidden && flush());
+
 export function forget(turnId) {
+  unsaved.delete(turnId);
   sessionStorage.removeItem(PREFIX + turnId);
 }
 
 // The chunks of one turn, from the first: those this tab saw before a reload, then the
-// gateway's from `Last-Event-ID` on. Ends after `[DONE]`.
+// gateway's from `Last-Event-ID` on. Ends after `[DONE]` (and sets `complete`).
 export function turnChunks(streamUrl, turnId, { signal, onEventId } = {}) {
   const saved = load(turnId) || { lastId: null, chunks: [] };
   let events;
-  return new ReadableStream({
+  const stream = new ReadableStream({
     async start(controller) {
       for (const chunk of saved.chunks) controller.enqueue(chunk);
       const extra = saved.lastId == null ? {} : { 'last-event-id': String(saved.lastId) };
@@ -53,6 +74,7 @@ export function turnChunks(streamUrl, turnId, { signal, onEventId } = {}) {
       for (;;) {
         const { done, value } = await events.read();
         if (done || value.data === '[DONE]') {
+          stream.complete = true;
           controller.close();
           return;
         }
@@ -63,7 +85,7 @@ export function turnChunks(streamUrl, turnId, { signal, onEventId } = {}) {
         }
         saved.chunks.push(checked.value);
         if (value.id) saved.lastId = value.id;
-        save(turnId, saved);
+        saveSoon(turnId, saved);
         controller.enqueue(checked.value);
         return;
       }
@@ -72,6 +94,10 @@ export function turnChunks(streamUrl, turnId, { signal, onEventId } = {}) {
       return events?.cancel();
     },
   });
+  // True once the gateway ended the stream. The SDK's reader ends quietly when its input
+  // fails (a reload aborting the request, a dropped connection): this tells the two apart.
+  stream.complete = false;
+  return stream;
 }
 
 // Each snapshot of the assistant message as the chunks arrive (the SDK's reader).
