@@ -213,6 +213,7 @@ async def test_an_approval_already_decided_elsewhere_is_a_409_the_page_explains(
     await expect(answers(page).locator("details.tool summary")).to_have_text(
         "Tool delete_file: denied"
     )
+    await expect(alert).to_contain_text("Conflict")  # still there to read, once it has ended
 
 
 async def test_answer_a_client_tool(

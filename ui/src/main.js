@@ -218,7 +218,8 @@ function follow(turn, { pendingUser = null, hidden = null } = {}) {
   stopLive();
   const live = { turn, message: null, abort: new AbortController(), pendingUser, hidden, resumedFrom: null };
   state.live = live;
-  live.poll = setInterval(() => attempt(() => pollStatus(live)), 1000);
+  // Not through attempt(): a poll must not clear an error the person has yet to read.
+  live.poll = setInterval(() => pollStatus(live).catch(showError), 1000);
   setStatus(turn);
   render();
   const chunks = turnChunks(turn.stream_url, turn.turn_id, {
