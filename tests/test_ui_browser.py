@@ -240,6 +240,23 @@ async def test_answer_a_client_tool(
     assert "ask_user" in tools
 
 
+async def test_decline_a_client_tool(
+    page: Page, stack: Stack, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, tool_call("ask_user", {"question": "Your age?"}), text("Fair enough."))
+    await page.goto(f"{stack.api_url}/ui/helper/{cid}")
+    await send(page, "Guess my age")
+    question = page.locator('#live [data-state="input-available"]')
+    await question.get_by_role("button", name="Decline").click()
+    await expect(answers(page)).to_contain_text("Fair enough.")
+    await expect(answers(page).locator("details.tool summary")).to_have_text(
+        "Tool ask_user: failed"
+    )
+    last = fake_model.requests(cid)[-1]["body"]["messages"]
+    (result,) = [m for m in last if m["role"] == "tool"]
+    assert "declined" in result["content"], result
+
+
 async def test_regenerate_and_move_between_the_answers(
     page: Page, stack: Stack, api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
 ) -> None:
@@ -261,6 +278,12 @@ async def test_regenerate_and_move_between_the_answers(
     await page.get_by_role("button", name="Next answer").click()
     await expect(answers(page)).to_contain_text("The second answer.")
     await expect(position).to_have_text("2 / 2")
+    # A search hit on the other branch switches to it.
+    await page.get_by_label("Search this conversation").fill("first")
+    await page.get_by_role("button", name="Search", exact=True).click()
+    await page.locator("#search-hits .hit").filter(has_text="The first answer").click()
+    await expect(page.locator(".message.highlight")).to_contain_text("The first answer.")
+    await expect(position).to_have_text("1 / 2")
 
 
 async def test_a_reload_mid_stream_resumes_with_last_event_id_and_repeats_nothing(
