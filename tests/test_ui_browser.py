@@ -226,6 +226,9 @@ async def test_answer_a_client_tool(
     await send(page, "Weather, please")
     question = page.locator('#live [data-state="input-available"]')
     await expect(question.locator(".question")).to_have_text("Which city?")
+    await expect(question.locator(".label").first).to_have_text(
+        "Tool ask_user: waits for your answer"
+    )
     await expect(page.locator("#turn-status .turn-status")).to_have_text("waits for your answer")
     await page.screenshot(path=shot("client-tool"))
     await question.get_by_label("Which city?").fill("Paris")

@@ -51,7 +51,9 @@ const STATES = {
 function toolPart(messageId, part, actions) {
   const name = toolName(part);
   const controls = actions(part);
-  const state = STATES[part.state] || part.state;
+  // A client tool's call is `input-available` while it waits for the person, not running.
+  const waits = controls && part.state === 'input-available';
+  const state = waits ? 'waits for your answer' : STATES[part.state] || part.state;
   const body = [
     el('p', { class: 'label', text: 'Input' }),
     el('pre', { class: 'tool-input', text: pretty(part.input) }),
