@@ -467,3 +467,26 @@ async def test_with_no_model_configured_the_offline_model_answers_in_the_page(
     await expect(tool.locator(".tool-output")).to_contain_text("notes.txt")
     await page.evaluate("scrollTo(0, document.documentElement.scrollHeight)")
     await page.screenshot(path=shot("offline-answered"))
+
+
+async def test_links_in_messages_open_only_if_they_are_http(
+    page: Page, stack: Stack, api: httpx.AsyncClient, cid: str
+) -> None:
+    """A model's source link is shown, but a `javascript:` one is never made clickable."""
+    message = {
+        "id": f"{cid}-a",
+        "role": "assistant",
+        "parts": [
+            {"type": "text", "text": "Sources:"},
+            {"type": "source-url", "sourceId": "s1", "url": "https://example.org/a", "title": "A"},
+            {"type": "source-url", "sourceId": "s2", "url": "javascript:alert(1)", "title": "B"},
+        ],
+    }
+    added = await api.post(f"{helper_path(cid)}/messages", json={"messages": [message]})
+    assert added.status_code == 201, added.text
+    await page.goto(f"{stack.api_url}/ui/helper/{cid}")
+    await expect(answers(page)).to_contain_text("Sources:")
+    good = answers(page).get_by_role("link", name="A")
+    assert await good.get_attribute("href") == "https://example.org/a"
+    await expect(answers(page).get_by_role("link", name="B")).to_have_count(0)
+    await expect(answers(page).locator(".unsafe-link")).to_have_text("B")

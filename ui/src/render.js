@@ -29,6 +29,25 @@ function collapsible(key, className, summary, ...body) {
   return details;
 }
 
+// A link from a message (a model's source, a file) opens only if it is http(s) or, for a
+// file, inline data: never `javascript:` or anything else a page could be tricked by.
+function safeUrl(url, { data = false } = {}) {
+  try {
+    const { protocol } = new URL(url, location.href);
+    if (protocol === 'http:' || protocol === 'https:' || (data && protocol === 'data:')) return url;
+  } catch {
+    // not a URL at all
+  }
+  return null;
+}
+
+function link(url, label, options) {
+  const href = safeUrl(url, options);
+  return href
+    ? el('a', { href, target: '_blank', rel: 'noopener noreferrer' }, label)
+    : el('span', { class: 'unsafe-link', title: 'not opened: not an http(s) link' }, label);
+}
+
 export function isToolPart(part) {
   return part.type === 'dynamic-tool' || part.type.startsWith('tool-');
 }
@@ -87,9 +106,9 @@ export function messageNode(message, { actions = () => null, footer = null } = {
     } else if (isToolPart(part)) {
       parts.push(toolPart(message.id, part, actions));
     } else if (part.type === 'file') {
-      parts.push(el('p', {}, el('a', { href: part.url, target: '_blank', rel: 'noopener' }, part.filename || part.mediaType || 'file')));
+      parts.push(el('p', {}, link(part.url, part.filename || part.mediaType || 'file', { data: true })));
     } else if (part.type === 'source-url') {
-      parts.push(el('p', {}, el('a', { href: part.url, target: '_blank', rel: 'noopener noreferrer' }, part.title || part.url)));
+      parts.push(el('p', {}, link(part.url, part.title || part.url)));
     }
   });
   const who = message.role === 'user' ? 'You' : message.role === 'assistant' ? 'Agent' : message.role;
