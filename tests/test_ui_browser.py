@@ -21,7 +21,7 @@ from tests._browser import CHROMIUM_ARGS, find_chromium, require_browser, screen
 from tests._stack import Stack, stack_env
 from tests._turn_helpers import helper_path
 from think.dev import Services
-from think.testing import FakeOpenAIServer, reasoning, reply, stall, text, tool_call
+from think.testing import FakeOpenAIServer, error, reasoning, reply, stall, text, tool_call
 
 pytestmark = require_browser()
 
@@ -490,3 +490,16 @@ async def test_links_in_messages_open_only_if_they_are_http(
     assert await good.get_attribute("href") == "https://example.org/a"
     await expect(answers(page).get_by_role("link", name="B")).to_have_count(0)
     await expect(answers(page).locator(".unsafe-link")).to_have_text("B")
+
+
+async def test_a_failed_turn_says_why(
+    page: Page, stack: Stack, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, error(400, "This model does not take that request."))
+    await page.goto(f"{stack.api_url}/ui/helper/{cid}")
+    await send(page, "Break, please")
+    status = page.locator("#turn-status")
+    await expect(status.locator(".turn-status")).to_have_text("failed")
+    await expect(status.locator(".error-text")).to_contain_text("does not take that request")
+    await expect(page.get_by_role("button", name="Send", exact=True)).to_be_enabled()
+    await page.screenshot(path=shot("failed"))
