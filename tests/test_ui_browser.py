@@ -357,7 +357,7 @@ async def test_errors_a_person_can_act_on(page: Page, stack: Stack, cid: str) ->
     alert = page.get_by_role("alert")
     await expect(alert).to_contain_text('no agent named "asistant"')
     await expect(alert).to_contain_text("helper")
-    await expect(page.get_by_label("Agent")).not_to_have_value("")
+    await expect(page.get_by_label("Agent", exact=True)).not_to_have_value("")
     await page.screenshot(path=shot("unknown-agent"))
     # The API down, as the browser sees it: the connection fails.
     await page.route("**/v1/**", lambda route: route.abort("connectionrefused"))
@@ -451,7 +451,7 @@ async def test_with_no_model_configured_the_offline_model_answers_in_the_page(
     page: Page, offline_gateway: str
 ) -> None:
     await page.goto(f"{offline_gateway}/ui")
-    await expect(page.get_by_label("Agent")).to_have_value("assistant")
+    await expect(page.get_by_label("Agent", exact=True)).to_have_value("assistant")
     await expect(page.locator("#agent-about")).to_contain_text("answered by offline")
     await send(page, "Hello!")
     await expect(answers(page)).to_contain_text("offline model")
@@ -503,3 +503,28 @@ async def test_a_failed_turn_says_why(
     await expect(status.locator(".error-text")).to_contain_text("does not take that request")
     await expect(page.get_by_role("button", name="Send", exact=True)).to_be_enabled()
     await page.screenshot(path=shot("failed"))
+
+
+async def test_pick_an_agent_and_create_and_switch_conversations(
+    page: Page, stack: Stack, api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, text("An older answer."))
+    turn = await api.post(
+        f"{helper_path(cid)}/turns", json={"input": "Old question", "mode": "wait"}
+    )
+    assert turn.json()["status"] == "completed", turn.text
+    await page.goto(f"{stack.api_url}/ui")
+    await page.get_by_label("Agent", exact=True).select_option("helper")
+    await expect(page).to_have_url(re.compile(r"/ui/helper(/|$)"))
+    await page.get_by_role("button", name="New conversation").click()
+    await expect(page).to_have_url(re.compile(r"/ui/helper/conv_[0-9a-f]+$"))
+    created = page.url.rsplit("/", 1)[1]
+    await expect(page.get_by_label("Conversation", exact=True)).to_have_value(created)
+    await expect(page.get_by_text("No messages yet")).to_be_visible()
+    listed = (await api.get("/v1/agents/helper/conversations")).json()["conversations"]
+    assert listed[0]["id"] == created
+    # Another conversation, from the list: its messages, and its URL.
+    await page.get_by_label("Conversation", exact=True).select_option(cid)
+    await expect(page).to_have_url(re.compile(f"/ui/helper/{cid}$"))
+    await expect(answers(page)).to_have_text(re.compile("An older answer."))
+    await expect(page.locator("#messages .message.user")).to_have_text(re.compile("Old question"))
