@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.async_api import BrowserContext, Page, Route, expect
+from playwright.async_api import BrowserContext, ConsoleMessage, Page, Route, expect
 
 from tests._browser import CHROMIUM_ARGS, find_chromium, require_browser, screenshot_dir
 from tests._stack import Stack, stack_env
@@ -49,10 +49,18 @@ async def browser(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Bro
 
 @pytest.fixture
 async def page(browser: BrowserContext) -> AsyncIterator[Page]:
-    """A new tab (so a new sessionStorage); any script error on the page fails the test."""
+    """A new tab (so a new sessionStorage). Any script error on the page fails the test, and
+    so does any error it logs (the page logs one if the AI SDK rejects a stream) but the
+    browser's own note of an HTTP error answer, which several tests provoke."""
     tab = await browser.new_page()
     errors: list[str] = []
     tab.on("pageerror", lambda error: errors.append(str(error)))
+
+    def console(message: ConsoleMessage) -> None:
+        if message.type == "error" and not message.text.startswith("Failed to load resource"):
+            errors.append(message.text)
+
+    tab.on("console", console)
     try:
         yield tab
     finally:
@@ -528,3 +536,33 @@ async def test_pick_an_agent_and_create_and_switch_conversations(
     await expect(page).to_have_url(re.compile(f"/ui/helper/{cid}$"))
     await expect(answers(page)).to_have_text(re.compile("An older answer."))
     await expect(page.locator("#messages .message.user")).to_have_text(re.compile("Old question"))
+
+
+async def test_a_stream_the_ai_sdk_rejects_is_reported(
+    browser: BrowserContext, stack: Stack, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """What makes every test above a check of our stream against the SDK's reader: a stream
+    it rejects (here a text delta with no text part started, served in place of the real
+    one) is logged as an error, which the `page` fixture fails on."""
+    tab = await browser.new_page()
+    logged: list[str] = []
+    tab.on("console", lambda m: logged.append(m.text) if m.type == "error" else None)
+    broken = (
+        'id: 0\ndata: {"type":"start","messageId":"m-broken"}\n\n'
+        'id: 1\ndata: {"type":"text-delta","id":"t0","delta":"orphan"}\n\n'
+        'id: 2\ndata: {"type":"finish"}\n\ndata: [DONE]\n\n'
+    )
+
+    async def serve_broken(route: Route) -> None:
+        await route.fulfill(status=200, content_type="text/event-stream", body=broken)
+
+    try:
+        await tab.route("**/stream", serve_broken)
+        await tab.goto(f"{stack.api_url}/ui/helper/{cid}")
+        await send(tab, "Hello")
+        alert = tab.get_by_role("alert")
+        await expect(alert).to_contain_text("This answer's stream could not be read")
+        await expect(alert).to_contain_text("text-delta")
+        assert any("the AI SDK rejected the stream" in m for m in logged), logged
+    finally:
+        await tab.close()

@@ -228,7 +228,13 @@ function follow(turn, { pendingUser = null, hidden = null } = {}) {
   });
   (async () => {
     try {
-      for await (const message of snapshots(chunks, error => (live.streamError = error.message))) {
+      const onError = error => {
+        live.streamError = error.message;
+        // An `error` chunk is the turn's own failure, shown in the status line; anything else
+        // is the SDK refusing our stream, which must never happen (the browser tests fail on it).
+        if (chunks.lastType !== 'error') console.error(`the AI SDK rejected the stream: ${error.message}`);
+      };
+      for await (const message of snapshots(chunks, onError)) {
         if (state.live !== live) return;
         live.message = message;
         renderLive();
@@ -249,10 +255,11 @@ function follow(turn, { pendingUser = null, hidden = null } = {}) {
       state.live = null;
       render();
     } catch (error) {
-      if (state.live === live) {
-        clearInterval(live.poll);
-        showError(error);
-      }
+      if (state.live !== live || error?.name === 'AbortError') return;
+      clearInterval(live.poll);
+      if (error instanceof ApiError) return showError(error);
+      console.error(`the AI SDK rejected the stream: ${error?.message}`);
+      showError(new Error(`This answer's stream could not be read (${error?.message}). Reload the page to try again.`));
     }
   })();
 }

@@ -83,6 +83,7 @@ export function turnChunks(streamUrl, turnId, { signal, onEventId } = {}) {
           controller.error(new Error(`the stream sent a chunk the AI SDK rejects: ${value.data}`));
           return;
         }
+        stream.lastType = checked.value.type;
         saved.chunks.push(checked.value);
         if (value.id) saved.lastId = value.id;
         saveSoon(turnId, saved);
