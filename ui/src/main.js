@@ -147,6 +147,8 @@ async function openConversation(cid, { push = true } = {}) {
   stopLive();
   state.ready = false;
   state.cid = cid;
+  state.conversationExists = false;
+  state.highlight = null;
   state.messages = [];
   state.siblings = new Map();
   $('search-hits').hidden = true;
