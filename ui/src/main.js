@@ -218,6 +218,7 @@ function stopLive() {
 // Stream one turn into the page until it ends, then show the conversation as stored.
 function follow(turn, { pendingUser = null, hidden = null } = {}) {
   stopLive();
+  state.highlight = null; // a search hit is not where a new answer goes
   const live = { turn, message: null, abort: new AbortController(), pendingUser, hidden, resumedFrom: null };
   state.live = live;
   // Not through attempt(): a poll must not clear an error the person has yet to read.
