@@ -16,7 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api import _docs, _ui, errors
 from api._listener import ChunkListener
 from api.deps import Resources, require_tenant
-from api.routes import agents, conversations, health, schedules, search, tree, turns
+from api.routes import agents, conversations, health, schedules, search, tree, turns, workspace
 from think.server import AgentRegistry, Settings, connect
 from think.storage import Store, open_database
 
@@ -101,7 +101,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _ui.install(app, settings)
     # Every /v1 route needs the caller's tenant, which answers 401 first when keys are
     # configured; the operations routes stay open for load balancers and probes.
-    for module in (agents, conversations, schedules, search, tree, turns):
+    for module in (agents, conversations, schedules, search, tree, turns, workspace):
         app.include_router(module.router, dependencies=[Depends(require_tenant)])
     app.include_router(health.router)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)

@@ -329,3 +329,14 @@ class TriggeredOut(BaseModel):
     task: str
     schedule_id: str
     triggered: bool = True
+
+
+class WorkspaceEntryOut(BaseModel):
+    path: str
+    size: int
+    media_type: str
+    updated_at: datetime
+
+
+class WorkspaceListOut(BaseModel):
+    files: list[WorkspaceEntryOut]

@@ -69,6 +69,7 @@ def stack(
             "tests.agents:Remembering,tests.agents:Configured,tests.agents:Forgetful,"
             "tests.agents:Fragile,tests.agents:Wrecked,"
             "tests.agents:Patient,tests.agents:Watchful,"
+            "tests.agents:Workspaced,tests.agents:Skilled,tests.agents:Fetcher,"
             "examples.assistant:Assistant"
         ),
         model_url=fake_model.base_url,

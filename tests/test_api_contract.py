@@ -41,7 +41,6 @@ ROUTE = re.compile(r"`(GET|POST|PUT|PATCH|DELETE) ([^`\s]+)`")
 EXTENSION = "x-think-extension"
 NOT_SERVED_YET = {
     ("GET", "/metrics"),
-    ("GET", "/v1/agents/{agent}/conversations/{cid}/workspace/{path}"),
 }
 """Documented in API.md's "Operations", not built yet."""
 

@@ -132,7 +132,7 @@ class StepAttempt:
             return await self._load_later_step()
         inp, store = self.inp, self.res.store
         async with store.db.transaction() as conn:
-            turn = await store.lock_turn(conn, inp.turn_id, queue=True)
+            turn, queue = await store.lock_queue_turn(conn, inp.turn_id)
             agent = self.res.bound_agent(turn)
             if turn.terminal:
                 return ModelStepResult(ended=True, status=turn.status)
@@ -140,7 +140,7 @@ class StepAttempt:
                 # A previous attempt finished this step but its completion never reached
                 # Temporal: answer from what it recorded instead of calling the model again.
                 return _recorded_step(turn, inp.step, agent)
-            turn = await start_turn(store, conn, turn)
+            turn = await start_turn(store, conn, turn, queue)
             if turn.terminal:
                 return ModelStepResult(ended=True, status=turn.status)  # skipped as it started
             fence = await claim(conn, turn.id, f"step-{inp.step}")
@@ -383,7 +383,7 @@ class StepAttempt:
             config["output"] = to_jsonable_python(value)
         if ended:
             async with store.db.transaction() as conn:
-                current = await store.lock_turn(conn, turn.id, queue=True)
+                current, queue = await store.lock_queue_turn(conn, turn.id)
                 if current.terminal:
                     # Cancelled while we were streaming: that outcome stands.
                     return ModelStepResult(ended=True, status=current.status)
@@ -391,6 +391,7 @@ class StepAttempt:
                     store,
                     conn,
                     turn,
+                    queue,
                     status="completed",
                     message=builder.message,
                     chunks=streamed.rest,

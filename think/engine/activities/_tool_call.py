@@ -27,7 +27,7 @@ from think.engine.activities._resources import ActivityResources
 from think.engine.activities._tool_plan import client_tool_names, paused_status
 from think.exceptions import ToolError
 from think.storage import TurnRecord, first_answer
-from think.streaming import append
+from think.streaming import TurnChanged, TurnEnded, append
 from think.streaming._builder import MessageBuilder
 from think.tools._tool import Tool, ToolContext, tool_output_json
 from think.workflows._inputs import (
@@ -104,7 +104,7 @@ class ToolCalls:
         )
         tool = turn_tools(agent, turn).get(inp.tool_name)
         chunk, ran = await self._run(agent, tool, context, part.get("input"))
-        recorded = await self._record(agent, turn.id, inp.tool_call_id, [chunk])
+        recorded = await self._record(agent, turn.id, inp.tool_call_id, [chunk], seen=turn)
         outcome = _OUTCOMES[ran.outcome]
         await observe.tool_called(
             turn, inp.tool_name, inp.tool_call_id, outcome, ran.duration_ms, ran.error
@@ -152,8 +152,40 @@ class ToolCalls:
         await self._record(agent, turn_id, tool_call_id, chunks)
 
     async def _record(
-        self, agent: Think, turn_id: str, tool_call_id: str, chunks: list[UIMessageChunk]
+        self,
+        agent: Think,
+        turn_id: str,
+        tool_call_id: str,
+        chunks: list[UIMessageChunk],
+        *,
+        seen: TurnRecord | None = None,
     ) -> ToolCallResult:
+        """Apply the call's chunks to the draft message and append them. `seen`: the turn as
+        read before the call ran (checked then: not ended, the call not settled); if its row
+        is unchanged since, one statement records the outcome without locking the turn. A
+        sole tool call usually finds it so; parallel calls, or a cancel meanwhile, take the
+        locked path."""
+        if seen is not None and seen.version:
+            builder = MessageBuilder(seen.message)
+            for chunk in chunks:
+                builder.apply(chunk)
+            status = _status(seen, builder.message, agent)
+            try:
+                async with self.res.store.db.connection() as conn:
+                    await append(
+                        conn,
+                        turn_id,
+                        chunks,
+                        version=seen.version,
+                        while_open=True,
+                        message=builder.message,
+                        status=status,
+                    )
+            except (TurnChanged, TurnEnded):
+                pass  # someone wrote meanwhile: read it again under the lock
+            else:
+                settled = builder.tool_part(tool_call_id) or {}
+                return ToolCallResult(ok=settled.get("state") == "output-available")
         async with self.res.store.db.transaction() as conn:
             turn = await self.res.store.lock_turn(conn, turn_id)
             builder = MessageBuilder(turn.message)

@@ -99,13 +99,14 @@ class TurnActivities:
             error = await chat_error_text(agent, turn, "turn", cause, bool(message["parts"]))
             chunks = [{"type": "error", "errorText": error}]
         async with self.res.store.db.transaction() as conn:
-            turn = await self.res.store.lock_turn(conn, inp.turn_id, queue=True)
+            turn, queue = await self.res.store.lock_queue_turn(conn, inp.turn_id)
             if turn.terminal:
                 return CommitResult(status=turn.status, respond=respond)
             await end_turn(
                 self.res.store,
                 conn,
                 turn,
+                queue,
                 status=inp.status,
                 message=message,
                 chunks=chunks,
