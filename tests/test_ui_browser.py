@@ -61,11 +61,15 @@ async def page(browser: BrowserContext) -> AsyncIterator[Page]:
             errors.append(message.text)
 
     tab.on("console", console)
+    # Everything the page loads or calls is its own gateway's: no CDN, no other host.
+    origins: set[str] = set()
+    tab.on("request", lambda request: origins.add(re.sub(r"^(\w+://[^/]+).*", r"\1", request.url)))
     try:
         yield tab
     finally:
         await tab.close()
     assert errors == [], errors
+    assert len(origins) == 1, origins
 
 
 def shot(name: str) -> Path:
