@@ -5,6 +5,7 @@
 #   make lint    ruff check, ruff format --check, mypy --strict
 #   make fmt     format and autofix
 #   make bench   the benchmarks in bench/
+#   make ui      rebuild the chat page (ui/ -> api/ui/, committed; needs Node and npm)
 #
 # The virtualenv is created with `python3` on first use; it is reinstalled only when
 # pyproject.toml is newer than its stamp file, so re-runs start at once.
@@ -13,10 +14,10 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-NODE_DIR := tests/node
+NODE_DIRS := tests/node ui
 
 .DEFAULT_GOAL := help
-.PHONY: help install dev test node lint fmt bench clean
+.PHONY: help install dev test node ui lint fmt bench clean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -34,27 +35,36 @@ install: $(STAMP)
 dev: $(STAMP)
 	$(BIN)/think dev
 
-# The AI SDK harness that checks our streams with the client's own parser (needs Node >= 22
-# and npm; `ai` 7 declares it). Without npm, `make test` runs everything else and its summary
-# lists the checks it skipped; in CI (CI=true or CI=1, as .ci/run sets) a missing npm fails.
-# Reinstalled only when its lock file changes.
-NO_NPM := npm not found: the AI SDK conformance checks (tests/test_ai_sdk_conformance.py)
+# The AI SDK harness that checks our streams with the client's own parser, and the chat
+# page's sources (tests/test_ui_build.py rebuilds them and compares with api/ui/): both need
+# Node >= 22 and npm (`ai` 7 declares it; Node 20 works, with EBADENGINE warnings). Without
+# npm, `make test` runs everything else and its summary lists the checks it skipped; in CI
+# (CI=true or CI=1, as .ci/run sets) a missing npm fails. Reinstalled only when a lock file
+# changes.
+NO_NPM := npm not found: the AI SDK conformance checks (tests/test_ai_sdk_conformance.py) and the chat page's rebuild check (tests/test_ui_build.py)
 node:
 	@if ! command -v npm >/dev/null 2>&1; then \
 		case "$${CI:-}" in \
 			""|0|false|no) echo "make: $(NO_NPM) are skipped; install Node >= 22 with npm to run them" ;; \
 			*) echo "make: $(NO_NPM) must run in CI; install Node >= 22 with npm" >&2; exit 1 ;; \
 		esac; \
-	elif [ -f $(NODE_DIR)/package.json ]; then \
-		stamp=$(NODE_DIR)/node_modules/.installed; \
-		lock=$(NODE_DIR)/package-lock.json; \
-		if [ ! -f $$stamp ] || [ $(NODE_DIR)/package.json -nt $$stamp ] \
-				|| { [ -f $$lock ] && [ $$lock -nt $$stamp ]; }; then \
-			if [ -f $$lock ]; then npm ci --prefix $(NODE_DIR) --no-audit --no-fund; \
-			else npm install --prefix $(NODE_DIR) --no-audit --no-fund; fi \
-			&& touch $$stamp; \
-		fi; \
+	else \
+		for dir in $(NODE_DIRS); do \
+			stamp=$$dir/node_modules/.installed; lock=$$dir/package-lock.json; \
+			if [ ! -f $$stamp ] || [ $$dir/package.json -nt $$stamp ] \
+					|| { [ -f $$lock ] && [ $$lock -nt $$stamp ]; }; then \
+				if [ -f $$lock ]; then npm ci --prefix $$dir --no-audit --no-fund; \
+				else npm install --prefix $$dir --no-audit --no-fund; fi \
+				&& touch $$stamp || exit 1; \
+			fi; \
+		done; \
 	fi
+
+# The chat page's bundle (api/ui/, package data: installing Think needs no Node). Commit it
+# with its sources; tests/test_ui_build.py fails when they differ.
+ui: node
+	@command -v node >/dev/null 2>&1 || { echo "make ui: needs Node >= 22 with npm" >&2; exit 1; }
+	node ui/build.mjs
 
 # `python -m pytest` (not bin/pytest) puts the repo root on sys.path, so `tests.*` imports.
 test: $(STAMP) node
@@ -74,4 +84,4 @@ bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(NODE_DIR)/node_modules
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(addsuffix /node_modules,$(NODE_DIRS))

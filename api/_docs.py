@@ -1,4 +1,4 @@
-"""`/docs` and `/redoc` from files shipped in a wheel, and `/` pointing at them.
+"""`/docs` and `/redoc` from files shipped in a wheel (`/` points at the chat page: api/_ui.py).
 
 FastAPI's own pages load Swagger UI and ReDoc from a CDN, so an air-gapped machine (or one
 behind a strict proxy) shows a blank page. This follows FastAPI's "self-hosting JavaScript
@@ -17,12 +17,10 @@ from fastapi.openapi.docs import (
     get_swagger_ui_html,
     get_swagger_ui_oauth2_redirect_html,
 )
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 ASSETS = "/docs-assets"
-HOME_PAGE = "/docs"
-"""Where `GET /` sends people. The chat page (`/ui` in API.md) replaces it once it exists."""
 
 
 def install(app: FastAPI) -> None:
@@ -33,10 +31,6 @@ def install(app: FastAPI) -> None:
     title = app.title
     openapi_url = app.openapi_url or "/openapi.json"
     oauth2_redirect = "/docs/oauth2-redirect"
-
-    @app.get("/", include_in_schema=False)
-    async def home() -> RedirectResponse:
-        return RedirectResponse(HOME_PAGE)
 
     @app.get("/docs", include_in_schema=False)
     async def swagger_ui() -> HTMLResponse:

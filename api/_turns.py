@@ -129,6 +129,9 @@ def turn_out(
         ),
         stream_url=f"{url}/stream",
         status_url=url,
+        workflow_id=server.turn_workflow_id(
+            turn.agent, turn.conversation_id, turn.id, tenant=turn.tenant
+        ),
     )
 
 

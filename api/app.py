@@ -15,7 +15,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api import _docs, _openapi, errors
+from api import _docs, _openapi, _ui, errors
 from api._limits import TenantLimits
 from api._listener import ChunkListener
 from api.deps import Resources, require_tenant
@@ -172,6 +172,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     errors.install(app)
     _openapi.install(app)
     _docs.install(app)
+    _ui.install(app, settings)
     # Every /v1 route needs the caller's tenant, which answers 401 first when keys are
     # configured; the operations routes stay open for load balancers and probes.
     for module in (agents, conversations, schedules, search, tree, turns, workspace):

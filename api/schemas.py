@@ -88,6 +88,10 @@ class ConversationOut(BaseModel):
     metadata: dict[str, Any]
 
 
+class ConversationsOut(BaseModel):
+    conversations: list[ConversationOut]
+
+
 class MessagesOut(BaseModel):
     messages: list[dict[str, Any]]
 
@@ -312,6 +316,11 @@ class TurnOut(BaseModel):
     )
     stream_url: str
     status_url: str
+    workflow_id: str = Field(
+        description="The turn's workflow in Temporal (an addition to API.md): what the Temporal "
+        "UI and CLI name it by, for operators and the chat page's link.",
+        json_schema_extra={"x-think-extension": True},
+    )
 
 
 class TurnsOut(BaseModel):

@@ -27,7 +27,9 @@ from think.workflows._connect import connect
 
 @pytest.fixture(scope="session")
 def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Services]:
-    with start_services(tmp_path_factory.mktemp("think")) as running:
+    # With the Temporal Web UI (on a free port): the chat page links turns to it, and
+    # tests/test_temporal_ui.py takes the operators' screenshots of it.
+    with start_services(tmp_path_factory.mktemp("think"), ui_port=0) as running:
         settings = running.settings()
         asyncio.run(migrate(settings))
         yield running
@@ -78,6 +80,8 @@ def stack(
     # And one whose key variable is not set: a model on it cannot be resolved.
     keyless = {"base_url": fake_model.base_url, "api_key_env": "THINK_TEST_UNSET_KEY"}
     env["THINK_MODEL_ENDPOINTS"] = json.dumps({"plain": plain, "keyless": keyless})
+    if services.temporal.ui_url:
+        env["THINK_TEMPORAL_UI_URL"] = services.temporal.ui_url
     running = Stack(env=env, logs=logs)
     try:
         running.start_worker()

@@ -737,7 +737,7 @@ async def test_last_event_id_odd_integers_still_stream(
     ("method", "path", "allowed"),
     [
         ("POST", "/v1/agents", "GET, HEAD"),
-        ("GET", "/v1/agents/helper/conversations", "POST"),
+        ("DELETE", "/v1/agents/helper/conversations", "GET, HEAD, POST"),
         ("DELETE", "/v1/agents/helper/conversations/CID", "GET, HEAD"),
         ("PUT", "/v1/agents/helper/conversations/CID/messages", "GET, HEAD, POST"),
         ("PUT", "/v1/agents/helper/conversations/CID/turns", "DELETE, GET, HEAD, POST"),

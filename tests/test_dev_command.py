@@ -310,6 +310,11 @@ def test_think_dev_serves_the_banner_commands_stops_cleanly_and_keeps_data(
 
         assert httpx.get(f"{api}/docs").status_code == 200
         assert httpx.get(ui, timeout=10).status_code == 200
+        # The chat page, told where the Temporal UI is so it links each turn to its workflow.
+        assert _field(banner, "Chat page") == f"{api}/ui", text
+        page = httpx.get(f"{api}/ui")
+        assert page.status_code == 200, page.text
+        assert f'"temporal_ui_url": "{ui}"' in page.text, page.text
         # The turn is visible in Temporal through the project's search attribute.
         _assert_listed(ports["temporal"], cid, turn_id)
 

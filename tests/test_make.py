@@ -62,3 +62,30 @@ def test_without_node_the_conformance_checks_fail_in_ci(tmp_path: Path) -> None:
     done = _pytest_conformance(tmp_path, CI="true")
     assert done.returncode != 0, done.stdout
     assert "CI must run the AI SDK conformance checks, but node is not on PATH" in done.stdout
+
+
+def _pytest_browser(tmp_path: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+    """The browser test modules on a machine without Chromium (THINK_CHROMIUM names none)."""
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env.update(THINK_CHROMIUM=str(tmp_path / "no-chromium"), **extra)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "tests/test_ui_browser.py", "tests/test_temporal_ui.py"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_without_chromium_the_browser_tests_are_listed_as_not_run(tmp_path: Path) -> None:
+    done = _pytest_browser(tmp_path)
+    assert done.returncode == 0, done.stdout
+    assert "checks that did not run" in done.stdout, done.stdout
+    assert "browser test skipped: no Chromium found" in done.stdout, done.stdout
+
+
+def test_without_chromium_the_browser_tests_fail_in_ci(tmp_path: Path) -> None:
+    done = _pytest_browser(tmp_path, CI="true")
+    assert done.returncode != 0, done.stdout
+    assert "CI must run the browser tests, but no Chromium found" in done.stdout, done.stdout

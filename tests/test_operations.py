@@ -130,10 +130,10 @@ async def test_docs_pages_need_no_internet(api: httpx.AsyncClient) -> None:
     assert "SwaggerUIBundle" in (await api.get("/docs-assets/swagger-ui-bundle.js")).text
 
 
-async def test_the_root_points_at_the_docs(api: httpx.AsyncClient) -> None:
+async def test_the_root_points_at_the_chat_page(api: httpx.AsyncClient) -> None:
     root = await api.get("/", follow_redirects=False)
     assert root.status_code in (302, 307), root.text
-    assert root.headers["location"] == "/docs"
+    assert root.headers["location"] == "/ui"
     unknown = await api.get("/nowhere")
     assert unknown.status_code == 404
     assert unknown.headers["content-type"] == "application/problem+json"

@@ -54,6 +54,9 @@ class Settings(BaseModel):
     api_key_names: dict[str, str] = Field(default_factory=dict, repr=False)
     """Bearer key -> its name, for keys given as `key:tenant:name` (a named approver's key,
     `key:acme:ops-lead`); a key without a name is its tenant's own."""
+    temporal_ui_url: str | None = None
+    """`THINK_TEMPORAL_UI_URL`: the Temporal Web UI, for the chat page's links to a turn's
+    workflow (`think dev` sets it to the embedded server's UI). None: the page shows no link."""
     home: Path = Path(".think")
     """Where `think dev` keeps embedded data and the endpoints file."""
     public_url: str | None = None
@@ -121,6 +124,7 @@ class Settings(BaseModel):
             database_url=env.get("THINK_DATABASE_URL") or None,
             temporal_address=env.get("TEMPORAL_ADDRESS") or None,
             temporal_namespace=env.get("TEMPORAL_NAMESPACE") or "default",
+            temporal_ui_url=(env.get("THINK_TEMPORAL_UI_URL") or "").rstrip("/") or None,
             task_queue=env.get("THINK_TASK_QUEUE") or "think",
             openai_base_url=env.get("OPENAI_BASE_URL") or None,
             openai_api_key=env.get("OPENAI_API_KEY") or None,

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Body, Query, Response
 
 from api.deps import AgentClass, ConversationId, ExistingConversation, Res, Tenant
 from api.errors import Problem
-from api.schemas import ConversationOut, CreateConversation, MessagesOut
+from api.schemas import ConversationOut, ConversationsOut, CreateConversation, MessagesOut
 from think.server import new_id
 from think.storage import Conversation
 
@@ -45,6 +45,23 @@ async def create_conversation(
     )
     response.status_code = 201 if created else 200
     return conversation_out(conv)
+
+
+@router.get(
+    "/v1/agents/{agent}/conversations",
+    response_model=ConversationsOut,
+    openapi_extra={"x-think-extension": True},
+)
+async def list_conversations(
+    res: Res,
+    tenant: Tenant,
+    agent: AgentClass,
+    limit: Annotated[int, Query(ge=1, le=200, description="At most this many")] = 50,
+) -> ConversationsOut:
+    """The caller's conversations with this agent, newest first: what the chat page lists.
+    Not in API.md's v1 table (an addition, as the contract allows)."""
+    found = await res.store.list_conversations(tenant=tenant, agent=agent.name, limit=limit)
+    return ConversationsOut(conversations=[conversation_out(c) for c in found])
 
 
 @router.get("/v1/agents/{agent}/conversations/{cid}", response_model=ConversationOut)

@@ -133,6 +133,9 @@ def _run_dev(
         api_url = f"http://{_connect_host(host)}:{port}"
         _write_endpoints(home, settings, api_url, temporal)
         env = _child_env(settings)
+        if temporal is not None and temporal.ui_url and not settings.temporal_ui_url:
+            # The chat page links each turn to its workflow in this UI.
+            env["THINK_TEMPORAL_UI_URL"] = temporal.ui_url
         with _stop_deferred():  # a child started is a child we will stop
             children.append(_spawn_child("api", ["api", "--host", host, "--port", str(port)], env))
         with _stop_deferred():
@@ -403,6 +406,7 @@ def _print_banner(
         f"Think is running ({total_seconds:.1f} s; services {services_seconds:.1f} s). "
         "Ctrl-C stops everything.",
         "",
+        f"  Chat page       {api_url}/ui",
         f"  API             {api_url}",
         f"  OpenAPI docs    {api_url}/docs",
         f"  Temporal UI     {ui_url}",

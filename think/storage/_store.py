@@ -45,6 +45,13 @@ _FIND_CONVERSATION = f"""
     WHERE tenant = %(tenant)s AND agent = %(agent)s AND id = %(id)s
 """
 _CONVERSATION_BY_UID = f"SELECT {_CONVERSATION_COLUMNS} FROM conversations WHERE uid = %(uid)s"
+# Newest first; the unique (tenant, agent, id) index finds the rows, a sort orders them.
+_LIST_CONVERSATIONS = f"""
+    SELECT {_CONVERSATION_COLUMNS} FROM conversations
+    WHERE tenant = %(tenant)s AND agent = %(agent)s
+    ORDER BY created_at DESC, id DESC
+    LIMIT %(limit)s
+"""
 
 _TURN_SELECT = _submissions.TURN_SELECT
 _TURN_BY_ID = _TURN_SELECT + " WHERE t.id = %(id)s"
@@ -217,6 +224,16 @@ class Store:
                 conn, _FIND_CONVERSATION, {"tenant": tenant, "agent": agent, "id": conversation_id}
             )
         return _conversation(row) if row else None
+
+    async def list_conversations(
+        self, *, tenant: str, agent: str, limit: int = 50
+    ) -> list[Conversation]:
+        """The tenant's conversations with one agent, newest first (the chat page's list)."""
+        async with self.db.connection() as conn:
+            rows = await fetch_all(
+                conn, _LIST_CONVERSATIONS, {"tenant": tenant, "agent": agent, "limit": limit}
+            )
+        return [_conversation(row) for row in rows]
 
     async def conversation_by_uid(self, conn: Conn, uid: str) -> Conversation:
         row = await fetch_one(conn, _CONVERSATION_BY_UID, {"uid": uid})
