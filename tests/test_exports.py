@@ -11,6 +11,7 @@ import think.tools
 def test_think_exports() -> None:
     assert sorted(think.__all__) == [
         "AgentNotFoundError",
+        "AgentTool",
         "AsyncThinkClient",
         "ChatErrorClassification",
         "ChatErrorContext",
@@ -41,6 +42,7 @@ def test_think_exports() -> None:
         "StepFinishContext",
         "StepResult",
         "StreamCallback",
+        "SubAgent",
         "Submission",
         "SubmissionConflict",
         "Think",
@@ -62,6 +64,7 @@ def test_think_exports() -> None:
         "TurnStream",
         "UIMessage",
         "UserError",
+        "agent_tool",
         "create_compact_function",
         "current_conversation",
         "default_context_overflow_classifier",

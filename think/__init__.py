@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from think._messages import UIMessage
     from think._settings import Settings
+    from think.agent._agent_tool import AgentTool, SubAgent, agent_tool
     from think.agent._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptions
     from think.agent._think import Think
     from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
 
 _LAZY: dict[str, tuple[str, str]] = {
     "AgentNotFoundError": ("think.exceptions", "AgentNotFoundError"),
+    "AgentTool": ("think.agent._agent_tool", "AgentTool"),
     "AsyncThinkClient": ("think.client", "AsyncThinkClient"),
     "ChatErrorClassification": ("think.models._overflow", "ChatErrorClass"),
     "ChatErrorContext": ("think.agent._turn_hooks", "ChatErrorContext"),
@@ -95,6 +97,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "StepFinishContext": ("think.agent._turn_hooks", "StepFinishContext"),
     "StepResult": ("think.agent._turn_hooks", "StepResult"),
     "StreamCallback": ("think.turns._service", "StreamCallback"),
+    "SubAgent": ("think.agent._agent_tool", "SubAgent"),
     "Submission": ("think.turns._service", "Submission"),
     "SubmissionConflict": ("think.storage", "SubmissionConflict"),
     "Think": ("think.agent._think", "Think"),
@@ -116,6 +119,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "TurnStream": ("think.turns._service", "TurnStream"),
     "UIMessage": ("think._messages", "UIMessage"),
     "UserError": ("think.exceptions", "UserError"),
+    "agent_tool": ("think.agent._agent_tool", "agent_tool"),
     "create_compact_function": ("think.sessions._compaction", "create_compact_function"),
     "current_conversation": ("think.turns._service", "current_conversation"),
     "default_context_overflow_classifier": (
@@ -129,6 +133,7 @@ _LAZY: dict[str, tuple[str, str]] = {
 
 __all__ = [
     "AgentNotFoundError",
+    "AgentTool",
     "AsyncThinkClient",
     "ChatErrorClassification",
     "ChatErrorContext",
@@ -159,6 +164,7 @@ __all__ = [
     "StepFinishContext",
     "StepResult",
     "StreamCallback",
+    "SubAgent",
     "Submission",
     "SubmissionConflict",
     "Think",
@@ -180,6 +186,7 @@ __all__ = [
     "TurnStream",
     "UIMessage",
     "UserError",
+    "agent_tool",
     "create_compact_function",
     "current_conversation",
     "default_context_overflow_classifier",

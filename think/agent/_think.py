@@ -51,6 +51,9 @@ class Think(ConversationMethods):
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    sub_agents: ClassVar[Sequence[type[Think]]] = ()
+    """Agents this one reaches only through `self.sub_agent(...)`: hosted with it (as are the
+    agents of its `agent_tool`s), without being listed in `THINK_AGENTS`."""
     max_steps: ClassVar[int] = 10
     chat_stream_stall_timeout: ClassVar[float | None] = None
     """Seconds a model stream may go without a chunk (the first one included) before the step

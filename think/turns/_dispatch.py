@@ -24,10 +24,11 @@ from temporalio.service import RPCError
 
 from think.exceptions import ThinkError
 from think.storage import Store, TurnRecord, queue_head
-from think.workflows._inputs import ConversationRef, TurnInput
+from think.workflows._inputs import ConversationRef, ParentLink, TurnInput
 from think.workflows._names import (
     AGENT_KEY,
     CONVERSATION_KEY,
+    PARENT_TURN_KEY,
     TURN_STATUS_KEY,
     TURN_WORKFLOW,
     turn_workflow_id,
@@ -52,6 +53,7 @@ class DispatchFailed(ThinkError):
 def turn_input(turn: TurnRecord) -> TurnInput:
     request = turn.request
     debounce = request.debounce_seconds or 0.0
+    parent = request.delegated_by
     return TurnInput(
         conversation=ConversationRef(
             tenant=turn.tenant,
@@ -61,12 +63,40 @@ def turn_input(turn: TurnRecord) -> TurnInput:
         ),
         turn_id=turn.id,
         debounce_seconds=debounce if request.concurrency == "debounce" else 0.0,
+        parent=ParentLink(
+            workflow_id=turn_workflow_id(parent.agent, parent.conversation_id, parent.turn_id),
+            turn_id=parent.turn_id,
+            tool_call_id=parent.tool_call_id,
+        )
+        if parent is not None
+        else None,
     )
 
 
 async def start_turn_workflow(client: Client, task_queue: str, turn: TurnRecord) -> None:
     """Start the turn's workflow; a turn whose workflow exists (running or closed) is left as
-    it is. Raises `DispatchFailed` when Temporal cannot be reached."""
+    it is. Raises `DispatchFailed` when Temporal cannot be reached.
+
+    A sub-agent's turn names the turn that delegated it: in its `ThinkParentTurn` search
+    attribute, its summary and its details (the parent's workflow id)."""
+    attributes = [
+        SearchAttributePair(AGENT_KEY, turn.agent),
+        SearchAttributePair(CONVERSATION_KEY, turn.conversation_id),
+        # Set at start rather than upserted by the turn: one event less per turn.
+        SearchAttributePair(TURN_STATUS_KEY, "running"),
+    ]
+    summary = f"{turn.agent} turn in conversation {turn.conversation_id}"
+    details: str | None = None
+    parent = turn.request.delegated_by
+    if parent is not None:
+        attributes.append(SearchAttributePair(PARENT_TURN_KEY, parent.turn_id))
+        parent_id = turn_workflow_id(parent.agent, parent.conversation_id, parent.turn_id)
+        summary += f", delegated by {parent.agent} (tool {parent.tool_name})"
+        details = (
+            f"Sub-agent turn, delegated by tool call `{parent.tool_call_id}` "
+            f"({parent.tool_name}) of workflow `{parent_id}`. That turn's children: "
+            f"`{PARENT_TURN_KEY.name} = '{parent.turn_id}'`."
+        )
     try:
         await client.start_workflow(
             TURN_WORKFLOW,
@@ -76,15 +106,9 @@ async def start_turn_workflow(client: Client, task_queue: str, turn: TurnRecord)
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             task_timeout=TASK_TIMEOUT,
-            search_attributes=TypedSearchAttributes(
-                [
-                    SearchAttributePair(AGENT_KEY, turn.agent),
-                    SearchAttributePair(CONVERSATION_KEY, turn.conversation_id),
-                    # Set at start rather than upserted by the turn: one event less per turn.
-                    SearchAttributePair(TURN_STATUS_KEY, "running"),
-                ]
-            ),
-            static_summary=f"{turn.agent} turn in conversation {turn.conversation_id}",
+            search_attributes=TypedSearchAttributes(attributes),
+            static_summary=summary,
+            static_details=details,
         )
     except WorkflowAlreadyStartedError:
         return
