@@ -1,0 +1,419 @@
+"""Sub-agents and agent tools, end to end on the real stack (the model scripted): a parent
+turn delegates to a child agent's turn, which runs in a child conversation reachable over HTTP,
+streams its progress into the parent's stream, survives a worker SIGKILL with exactly one child
+turn, is cancelled with its parent, and reports its failure to the parent's model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from temporalio.client import Client
+
+from tests._ai_sdk import reconstruct
+from tests._sse import chunks, read_stream, read_until
+from tests._stack import Stack
+from tests._turn_helpers import sent, tool_part, until_status, wait_turn
+from tests.agents import Lead, Researcher
+from think import StreamCallback, ThinkService, UserError
+from think.agent import AgentRegistry
+from think.agent._agent_tool import child_conversation_id
+from think.exceptions import ConfigurationError
+from think.testing import FakeOpenAIServer, disconnect, error, reply, stall, text, tool_call
+from think.workflows._names import turn_workflow_id
+
+WORDS = [f"fact{i} " for i in range(30)]
+
+
+def child_of(cid: str, name: str = "research") -> str:
+    """The documented form of a child conversation's id: parent agent, conversation, name."""
+    return f"lead.{cid}.{name}"
+
+
+def preliminary(got: list[dict[str, Any]], call_id: str) -> list[dict[str, Any]]:
+    return [
+        c
+        for c in got
+        if c["type"] == "tool-output-available"
+        and c.get("toolCallId") == call_id
+        and c.get("preliminary") is True
+    ]
+
+
+async def child_turns(api: httpx.AsyncClient, child: str) -> list[dict[str, Any]]:
+    found = await api.get(f"/v1/agents/researcher/conversations/{child}/turns")
+    assert found.status_code == 200, found.text
+    turns: list[dict[str, Any]] = found.json()["turns"]
+    return turns
+
+
+async def test_a_parent_delegates_and_the_child_answers(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, temporal: Client, cid: str
+) -> None:
+    child = child_of(cid)
+    fake_model.script(
+        cid,
+        tool_call("research", {"input": "find the answer"}, id="call_r1"),
+        text("The researcher says 42."),
+        tool_call("research", {"input": "and the question?"}, id="call_r2"),
+        text("Still 42."),
+    )
+    fake_model.script(child, text("Finding: ", "42."), text("Unknown."))
+    turn = await wait_turn(api, "lead", cid, "what is it?", status="completed")
+    part = tool_part(turn, "call_r1")
+    assert part["type"] == "tool-research" and part["state"] == "output-available"
+    child_turn = part["output"]["turn_id"]
+    assert part["output"] == {
+        "agent": "researcher",
+        "conversation_id": child,
+        "turn_id": child_turn,
+        "status": "completed",
+        "text": "Finding: 42.",
+    }
+    assert "preliminary" not in part
+    # The parent's model read the child's answer as the tool's result.
+    tool_message = next(m for m in sent(fake_model, cid, 1) if m["role"] == "tool")
+    assert json.loads(tool_message["content"])["text"] == "Finding: 42."
+    assert turn["message"]["parts"][-1]["text"] == "The researcher says 42."
+
+    # Drill-in: the child is a normal conversation of the child agent, hosted without being
+    # listed in THINK_AGENTS, under the parent's tenant.
+    listed = (await api.get(f"/v1/agents/researcher/conversations/{child}/messages")).json()
+    assert [(m["role"], m["parts"][-1]["text"]) for m in listed["messages"]] == [
+        ("user", "find the answer"),
+        ("assistant", "Finding: 42."),
+    ]
+    assert [t["turn_id"] for t in await child_turns(api, child)] == [child_turn]
+    assert (await child_turns(api, child))[0]["idempotency_key"] == f"{turn['turn_id']}:call_r1"
+
+    # Linked pages in the Temporal UI: the child's turn names its parent's.
+    handle = temporal.get_workflow_handle(turn_workflow_id("researcher", child, child_turn))
+    described = await handle.describe()
+    attrs = {p.key.name: p.value for p in described.typed_search_attributes}
+    assert attrs["ThinkParentTurn"] == turn["turn_id"]
+    assert turn_workflow_id("lead", cid, turn["turn_id"]) in (
+        await described.static_details() or ""
+    )
+    # The parent waited on the child's Signal, not in an activity: all its work is local
+    # activities (markers), and the Signal is in its history.
+    parent = temporal.get_workflow_handle(turn_workflow_id("lead", cid, turn["turn_id"]))
+    history = [e async for e in parent.fetch_history_events()]
+    assert not [e for e in history if e.HasField("activity_task_scheduled_event_attributes")]
+    signals = [
+        e.workflow_execution_signaled_event_attributes.signal_name
+        for e in history
+        if e.HasField("workflow_execution_signaled_event_attributes")
+    ]
+    assert signals == ["child_turn_ended"]
+
+    # The child is retained: a second delegation from a later turn sees the first exchange.
+    again = await wait_turn(api, "lead", cid, "and?", status="completed")
+    assert tool_part(again, "call_r2")["output"]["text"] == "Unknown."
+    child_saw = [m.get("content") for m in sent(fake_model, child, 1)]
+    assert "find the answer" in child_saw and "Finding: 42." in child_saw
+    assert len(await child_turns(api, child)) == 2
+
+
+async def test_a_fresh_child_per_call(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(
+        cid,
+        tool_call("research_fresh", {"input": "one"}, id="call_f1")
+        + tool_call("research_fresh", {"input": "two"}, id="call_f2"),
+        text("both done"),
+    )
+    turn = await wait_turn(api, "lead", cid, "go", status="completed")
+    first, second = tool_part(turn, "call_f1")["output"], tool_part(turn, "call_f2")["output"]
+    assert first["conversation_id"] == child_of(cid, "research_fresh.call_f1")
+    assert second["conversation_id"] == child_of(cid, "research_fresh.call_f2")
+    # Unscripted, the fake model echoes: each child saw only its own task.
+    assert (first["text"], second["text"]) == ("echo: one", "echo: two")
+
+
+async def test_child_progress_reaches_the_parent_stream(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    child = child_of(cid)
+    fake_model.script(
+        cid, tool_call("research", {"input": "dig"}, id="call_p"), text("Summarised.")
+    )
+    fake_model.script(child, reply(text(*WORDS), delay=0.05))  # ~1.5 s of streaming
+    started = await api.post(f"/v1/agents/lead/conversations/{cid}/turns", json={"input": "go"})
+    turn = started.json()
+
+    # While the child streams (before the parent's turn has ended), its answer so far is in
+    # the parent's stream as the AI SDK's preliminary tool output, growing.
+    def partial(got: list[dict[str, Any]]) -> bool:
+        return any(len(c["output"]["text"]) > 20 for c in preliminary(got, "call_p"))
+
+    live = await asyncio.wait_for(read_until(api, turn["stream_url"], partial), timeout=30)
+    assert (await api.get(turn["status_url"])).json()["status"] == "running"
+    outputs = [c["output"] for c in preliminary(live, "call_p")]
+    assert outputs[0]["text"] == ""  # the drill-in link arrives first
+    assert {o["conversation_id"] for o in outputs} == {child}
+    assert all(o["status"] == "running" for o in outputs)
+    assert "".join(WORDS).startswith(outputs[-1]["text"])
+
+    final = await until_status(api, turn["status_url"], {"completed", "error"})
+    assert final["status"] == "completed", final
+    body, events = await read_stream(api, turn["stream_url"])
+    got = chunks(events)
+    last = [c for c in got if c["type"] == "tool-output-available"][-1]
+    assert "preliminary" not in last and last["output"]["text"] == "".join(WORDS)
+    # An AI SDK client rebuilds exactly the stored message from the stream.
+    rebuilt = await reconstruct(body)
+    assert rebuilt["message"] == final["message"]
+
+
+async def test_a_child_that_errors_is_a_tool_error_for_the_parent(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    child = child_of(cid)
+    fake_model.script(
+        cid, tool_call("research", {"input": "dig"}, id="call_e"), text("It failed; sorry.")
+    )
+    fake_model.script(child, error(401, "bad key"))
+    turn = await wait_turn(api, "lead", cid, "go", status="completed")
+    part = tool_part(turn, "call_e")
+    assert part["state"] == "output-error"
+    assert "agent 'researcher' failed" in part["errorText"] and child in part["errorText"]
+    tool_message = next(m for m in sent(fake_model, cid, 1) if m["role"] == "tool")
+    assert "failed" in tool_message["content"]
+    assert turn["message"]["parts"][-1]["text"] == "It failed; sorry."
+    assert [t["status"] for t in await child_turns(api, child)] == ["error"]
+
+
+async def test_cancelling_the_parent_cancels_the_child(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    child = child_of(cid)
+    fake_model.script(cid, tool_call("research", {"input": "long"}, id="call_c"))
+    fake_model.script(child, text("starting ") + stall(60))
+    turn = (
+        await api.post(f"/v1/agents/lead/conversations/{cid}/turns", json={"input": "go"})
+    ).json()
+    await asyncio.wait_for(
+        read_until(api, turn["stream_url"], lambda got: bool(preliminary(got, "call_c"))), 30
+    )
+    for _ in range(100):
+        turns = await child_turns(api, child)
+        if turns and turns[0]["status"] == "running":
+            break
+        await asyncio.sleep(0.1)
+    cancel = await api.post(f"{turn['status_url']}/cancel", json={"reason": "user left"})
+    assert cancel.status_code == 202
+    final = await until_status(api, turn["status_url"], {"aborted"}, within=15)
+    assert final["status"] == "aborted", final
+    ended = await until_status(
+        api,
+        f"/v1/agents/researcher/conversations/{child}/turns/{turns[0]['turn_id']}",
+        {"aborted"},
+        within=15,
+    )
+    assert ended["status"] == "aborted", ended
+    assert turn["turn_id"] in ended["error"]
+
+
+async def test_two_parents_delegate_in_parallel(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    cids = [f"{cid}-a", f"{cid}-b"]
+    for c in cids:
+        fake_model.script(
+            c, tool_call("research", {"input": f"task {c}"}, id="call_x"), text(f"done {c}")
+        )
+        fake_model.script(child_of(c), reply(text(f"answer for {c} ", *WORDS[:10]), delay=0.03))
+    turns = await asyncio.gather(
+        *(wait_turn(api, "lead", c, "go", status="completed") for c in cids)
+    )
+    for c, turn in zip(cids, turns, strict=True):
+        output = tool_part(turn, "call_x")["output"]
+        assert output["conversation_id"] == child_of(c)
+        assert output["text"] == f"answer for {c} " + "".join(WORDS[:10])
+        assert turn["message"]["parts"][-1]["text"] == f"done {c}"
+
+
+async def test_the_chat_callback_contract(
+    service: ThinkService, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """`sub_agent(...).chat()`: on_start with the request id, every chunk, on_interrupted
+    when an attempt is dropped and a retry takes the step over, and then one terminal
+    callback: on_done, or on_error (never on_interrupted)."""
+    parent = service.conversation("lead", cid)
+    child = parent.sub_agent(Researcher, "child-1")
+    assert (child.agent.name, child.conversation_id) == ("researcher", child_of(cid, "child-1"))
+    fake_model.script(child.conversation_id, text("half an ") + disconnect(), text("whole."))
+    calls: list[Any] = []
+
+    class Recorder(StreamCallback):
+        def on_start(self, request_id: str) -> None:
+            calls.append(("start", request_id))
+
+        async def on_event(self, chunk: dict[str, Any]) -> None:
+            calls.append(chunk["type"])
+
+        def on_done(self) -> None:
+            calls.append("done")
+
+        def on_error(self, message: str) -> None:
+            calls.append(("error", message))
+
+        def on_interrupted(self) -> None:
+            calls.append("interrupted")
+
+    result = await child.chat("research this", Recorder())
+    assert result.status == "completed" and result.message is not None
+    assert calls[0] == ("start", result.request_id)
+    # The interruption comes right after the chunk that resets the step, and is not the end.
+    assert calls[calls.index("reset-step") + 1] == "interrupted"
+    assert calls.index("interrupted") < calls.index("finish") < len(calls) - 1
+    assert calls[-1] == "done" and calls.count("done") == 1
+    assert result.message.parts[-1]["text"] == "whole."
+
+    # A failed turn ends with on_error, whatever came before.
+    calls.clear()
+    fake_model.script(child.conversation_id, error(401, "bad key"))
+    failed = await child.chat("again", Recorder())
+    assert failed.status == "error"
+    assert calls[-1][0] == "error" and "interrupted" not in calls and "done" not in calls
+
+    # Cancelling the awaiting task (outside any turn) cancels the turn it started.
+    calls.clear()
+    fake_model.script(child.conversation_id, text("slow ") + stall(60))
+    task = asyncio.create_task(child.chat("long", Recorder()))
+    for _ in range(200):
+        if "text-delta" in calls:
+            break
+        await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    turn_id = calls[0][1]
+    for _ in range(100):
+        got = await child.get_submission(turn_id)
+        if got is not None and got.status == "aborted":
+            break
+        await asyncio.sleep(0.1)
+    assert got is not None and got.status == "aborted", got
+    assert got.error == "the caller was cancelled"
+
+
+async def test_sub_agent_by_hand_from_a_tool(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """The low-level path inside a parent's tool (`self.sub_agent(...).chat(...)`): the
+    child's conversation is found from the turn being served."""
+    fake_model.script(cid, tool_call("ask_by_hand", {"task": "by hand"}, id="call_h"), text("ok"))
+    turn = await wait_turn(api, "lead", cid, "go", status="completed")
+    output = tool_part(turn, "call_h")["output"]
+    assert output == {
+        "conversation_id": child_of(cid, "by-hand"),
+        "status": "completed",
+        "calls": ["start", "start", "finish", "done"],
+        "text": "echo: by hand",
+    }
+
+
+async def test_abort_all_requests_and_a_cancelled_wait(
+    service: ThinkService, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    conv = service.conversation("helper", cid)
+    fake_model.script(cid, text("one ") + stall(60))  # the second never reaches the model
+    first = await conv.submit_messages("first")
+    second = await conv.submit_messages("second")
+    for _ in range(100):
+        if (await conv.get_submission(first.turn_id)).status == "running":  # type: ignore[union-attr]
+            break
+        await asyncio.sleep(0.05)
+    cancelled = await conv.abort_all_requests("closing")
+    assert sorted(cancelled) == sorted([first.turn_id, second.turn_id])
+    assert (await conv.result(first.turn_id, wait_timeout=15)).status == "aborted"
+    assert (await conv.result(second.turn_id, wait_timeout=15)).status == "aborted"
+    assert await conv.abort_all_requests() == []
+
+    # save_messages awaited by a task that is cancelled: the turn is cancelled too.
+    fake_model.script(cid, text("slow ") + stall(60))
+    task = asyncio.create_task(conv.save_messages("third"))
+    for _ in range(100):
+        running = await conv.list_submissions(status=["running"])
+        if running:
+            break
+        await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert (await conv.result(running[0].turn_id, wait_timeout=15)).status == "aborted"
+
+
+def test_child_ids_and_hosting() -> None:
+    assert child_conversation_id("lead", "c1", "research") == "lead.c1.research"
+    long = child_conversation_id("lead", "c" * 120, "research")
+    assert long.startswith("sub.") and long == child_conversation_id("lead", "c" * 120, "research")
+    assert long != child_conversation_id("boss", "c" * 120, "research")
+    with pytest.raises(UserError, match="not a valid id"):
+        child_conversation_id("lead", "c1", "no spaces")
+    registry = AgentRegistry([Lead])
+    assert registry.get("researcher") is Researcher
+
+    class Impostor(Researcher):
+        name = "researcher"
+
+    class Boss(Lead):
+        name = "boss"
+        sub_agents = (Impostor,)
+
+    with pytest.raises(ConfigurationError, match="named 'researcher'"):
+        AgentRegistry([Boss])
+
+
+@pytest.fixture(scope="module")
+def crash_stack(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """A gateway and a worker of their own (own task queue), so killing them hurts no one."""
+    logs = tmp_path_factory.mktemp("sub-agent-crash")
+    own = Stack(env={**stack.env, "THINK_TASK_QUEUE": "think-sub-agent-crash"}, logs=logs)
+    try:
+        own.start_worker()
+        own.start_api()
+        yield own
+    finally:
+        own.stop()
+
+
+async def test_sigkill_mid_child_keeps_one_child_turn(
+    crash_stack: Stack, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    child = child_of(cid)
+    slow = reply(text(*WORDS), delay=0.06)  # ~2 s of streaming
+    fake_model.script(cid, tool_call("research", {"input": "dig"}, id="call_k"), text("Done."))
+    fake_model.script(child, slow, slow)
+    async with httpx.AsyncClient(base_url=crash_stack.api_url, timeout=60) as api:
+        turn = (
+            await api.post(f"/v1/agents/lead/conversations/{cid}/turns", json={"input": "go"})
+        ).json()
+
+        def some_words(got: list[dict[str, Any]]) -> bool:
+            return any(len(c["output"]["text"]) > 30 for c in preliminary(got, "call_k"))
+
+        await asyncio.wait_for(read_until(api, turn["stream_url"], some_words), timeout=30)
+        worker = next(p for p in crash_stack.processes if p.name == "worker")
+        worker.kill()  # SIGKILL, mid-child
+        crash_stack.start_worker()
+
+        final = await until_status(api, turn["status_url"], {"completed", "error"}, within=60)
+        assert final["status"] == "completed", final
+        output = tool_part(final, "call_k")["output"]
+        assert output["status"] == "completed" and output["text"] == "".join(WORDS)
+        turns = await child_turns(api, child)
+        assert [t["turn_id"] for t in turns] == [output["turn_id"]]  # one child turn
+        messages = (await api.get(f"/v1/agents/researcher/conversations/{child}/messages")).json()
+        answers = [m for m in messages["messages"] if m["role"] == "assistant"]
+        assert len(answers) == 1 and answers[0]["parts"][-1]["text"] == "".join(WORDS)
+        assert fake_model.calls(child) == 2  # the killed attempt and its retry
+        assert fake_model.calls(cid) == 2  # the parent's model: before and after the tool
+        body, _ = await read_stream(api, turn["stream_url"])
+        assert (await reconstruct(body))["message"] == final["message"]
