@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -417,3 +420,43 @@ async def test_sigkill_mid_child_keeps_one_child_turn(
         assert fake_model.calls(cid) == 2  # the parent's model: before and after the tool
         body, _ = await read_stream(api, turn["stream_url"])
         assert (await reconstruct(body))["message"] == final["message"]
+
+
+def test_the_example_runs(
+    stack: Stack, fake_model: FakeOpenAIServer, tmp_path_factory: pytest.TempPathFactory, cid: str
+) -> None:
+    """examples/sub_agents.py as its docstring runs it: a worker hosting only
+    `examples.sub_agents:Lead` (Researcher comes with it), then `python -m examples.sub_agents`."""
+    env = {
+        **stack.env,
+        "THINK_AGENTS": "examples.sub_agents:Lead",
+        "THINK_TASK_QUEUE": "think-sub-agents-example",
+    }
+    own = Stack(env=env, logs=tmp_path_factory.mktemp("sub-agents-example"))
+    child = f"lead.{cid}.research"
+    fake_model.script(
+        cid,
+        tool_call("research", {"input": "Temporal, briefly"}, id="call_t"),
+        text("Temporal makes workflows durable."),
+    )
+    fake_model.script(child, text("It replays history."), text("Durable code."))
+    try:
+        own.start_worker()
+        ran = subprocess.run(
+            [sys.executable, "-m", "examples.sub_agents", cid],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        own.stop()
+    assert ran.returncode == 0, ran.stderr
+    lines = ran.stdout.splitlines()
+    assert lines[0] == "research (completed): It replays history."
+    assert lines[1] == f"  drill in: /v1/agents/researcher/conversations/{child}"
+    assert lines[2] == "lead: Temporal makes workflows durable."
+    assert lines[3].startswith("researcher turn ") and lines[3].endswith(": Durable code.")
+    # The child remembered the delegation when asked directly.
+    assert "Temporal, briefly" in [m.get("content") for m in sent(fake_model, child, 1)]

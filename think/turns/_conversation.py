@@ -331,7 +331,14 @@ class ConversationHandle:
 
     def sub_agent(self, agent: type[Think], name: str) -> ConversationHandle:
         """The child conversation `name` of this one, of agent `agent`: same tenant, its id
-        derived from this conversation's agent and id and `name` (`lead.c1.child-1`)."""
+        derived from this conversation's agent and id and `name` (`lead.c1.child-1`). The
+        deployment must host `agent`: list it in the parent's `sub_agents`, or use it in one of
+        the parent's `agent_tool`s."""
+        if agent.name not in self.service.registry:
+            raise UserError(
+                f"agent {agent.name!r} is not hosted here, so its turns would never run: add "
+                f"it to {self.agent.__name__}.sub_agents (or THINK_AGENTS)"
+            )
         child = child_conversation_id(self.agent.name, self.conversation_id, name)
         return ConversationHandle(self.service, agent, child, self.tenant)
 
