@@ -650,6 +650,7 @@ class Lead(Helper):
         return [
             agent_tool(Researcher, name="research", description="Delegate a research task."),
             agent_tool(Researcher, name="research_fresh", fresh=True, timeout=20),
+            agent_tool(Researcher, name="research_quick", timeout=1),
             ask_by_hand,
             slow,
         ]

@@ -460,3 +460,27 @@ def test_the_example_runs(
     assert lines[3].startswith("researcher turn ") and lines[3].endswith(": Durable code.")
     # The child remembered the delegation when asked directly.
     assert "Temporal, briefly" in [m.get("content") for m in sent(fake_model, child, 1)]
+
+
+async def test_a_child_past_the_tools_timeout_is_cancelled(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """No Signal comes from a child that never ends: the parent's periodic look in Postgres
+    applies the agent tool's timeout (1 s here), cancels the child and tells the model."""
+    child = child_of(cid, "research_quick")
+    fake_model.script(
+        cid, tool_call("research_quick", {"input": "forever"}, id="call_q"), text("Gave up.")
+    )
+    fake_model.script(child, text("thinking ") + stall(60))
+    turn = await wait_turn(api, "lead", cid, "go", status="completed")
+    part = tool_part(turn, "call_q")
+    assert part["state"] == "output-error"
+    assert "did not answer within 1 s" in part["errorText"]
+    (child_turn,) = await child_turns(api, child)
+    ended = await until_status(
+        api,
+        f"/v1/agents/researcher/conversations/{child}/turns/{child_turn['turn_id']}",
+        {"aborted"},
+    )
+    assert ended["status"] == "aborted" and "timed out" in ended["error"]
+    assert turn["message"]["parts"][-1]["text"] == "Gave up."
