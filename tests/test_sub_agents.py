@@ -8,9 +8,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -139,7 +141,7 @@ async def test_a_fresh_child_per_call(
 
 
 async def test_child_progress_reaches_the_parent_stream(
-    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, temporal: Client, cid: str
 ) -> None:
     child = child_of(cid)
     fake_model.script(
@@ -156,6 +158,11 @@ async def test_child_progress_reaches_the_parent_stream(
 
     live = await asyncio.wait_for(read_until(api, turn["stream_url"], partial), timeout=30)
     assert (await api.get(turn["status_url"])).json()["status"] == "running"
+    # Meanwhile the parent holds no worker slot: no activity, no workflow task in flight.
+    parent = temporal.get_workflow_handle(turn_workflow_id("lead", cid, turn["turn_id"]))
+    described = (await parent.describe()).raw_description
+    assert list(described.pending_activities) == []
+    assert not described.HasField("pending_workflow_task")
     outputs = [c["output"] for c in preliminary(live, "call_p")]
     assert outputs[0]["text"] == ""  # the drill-in link arrives first
     assert {o["conversation_id"] for o in outputs} == {child}
@@ -484,3 +491,10 @@ async def test_a_child_past_the_tools_timeout_is_cancelled(
     )
     assert ended["status"] == "aborted" and "timed out" in ended["error"]
     assert turn["message"]["parts"][-1]["text"] == "Gave up."
+
+
+def test_the_docs_show_the_example_that_runs(root: Path) -> None:
+    doc = (root / "docs" / "sub-agents.md").read_text()
+    example = (root / "examples" / "sub_agents.py").read_text()
+    block = re.findall(r"```python\n(.*?)```", doc, re.S)[0]
+    assert "class Lead(Think):" in block and block in example
