@@ -17,9 +17,10 @@ from typing import Any
 
 import httpx
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHistory
 
 from tests._ai_sdk import reconstruct
+from tests._replay import HISTORIES, replayer
 from tests._sse import chunks, read_stream, read_until
 from tests._stack import Stack
 from tests._turn_helpers import sent, tool_part, until_status, wait_turn
@@ -498,3 +499,29 @@ def test_the_docs_show_the_example_that_runs(root: Path) -> None:
     example = (root / "examples" / "sub_agents.py").read_text()
     block = re.findall(r"```python\n(.*?)```", doc, re.S)[0]
     assert "class Lead(Think):" in block and block in example
+
+
+async def test_delegated_turn_histories_replay(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, temporal: Client, cid: str
+) -> None:
+    """A delegating turn's history and its child's replay in the sandbox (recorded into
+    tests/histories/ with THINK_RECORD_HISTORIES=1, as tests/test_replay.py does)."""
+    child = child_of(cid)
+    fake_model.script(cid, tool_call("research", {"input": "dig"}, id="call_h"), text("ok"))
+    fake_model.script(child, text("found"))
+    turn = await wait_turn(api, "lead", cid, "go", status="completed")
+    child_turn = tool_part(turn, "call_h")["output"]["turn_id"]
+    histories: dict[str, WorkflowHistory] = {}
+    for name, wid in (
+        ("agent-tool-parent-turn", turn_workflow_id("lead", cid, turn["turn_id"])),
+        ("agent-tool-child-turn", turn_workflow_id("researcher", child, child_turn)),
+    ):
+        handle = temporal.get_workflow_handle(wid)
+        await handle.result()
+        histories[name] = await handle.fetch_history()
+    for name, history in histories.items():
+        result = await replayer().replay_workflow(history, raise_on_replay_failure=True)
+        assert result.replay_failure is None, name
+        path = HISTORIES / f"{name}.json"
+        if os.environ.get("THINK_RECORD_HISTORIES") and not path.exists():
+            path.write_text(history.to_json())
