@@ -12,6 +12,7 @@ def test_think_exports() -> None:
     assert sorted(think.__all__) == [
         "AgentNotFoundError",
         "AgentTool",
+        "AgentToolResult",
         "AsyncThinkClient",
         "ChatErrorClassification",
         "ChatErrorContext",

@@ -525,3 +525,27 @@ async def test_delegated_turn_histories_replay(
         path = HISTORIES / f"{name}.json"
         if os.environ.get("THINK_RECORD_HISTORIES") and not path.exists():
             path.write_text(history.to_json())
+
+
+async def test_run_agent_tool_from_code(
+    service: ThinkService, api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """`run_agent_tool` delegates from code to the child the model's tool uses (same name,
+    same conversation), and answers what the tool would have recorded."""
+    child = child_of(cid)
+    fake_model.script(cid, tool_call("research", {"input": "first"}, id="call_1"), text("ok"))
+    fake_model.script(child, text("first answer"), text("second answer"), error(401, "no"))
+    await wait_turn(api, "lead", cid, "go", status="completed")
+    parent = service.conversation("lead", cid)
+    result = await parent.run_agent_tool(Researcher, "second", name="research")
+    assert result.output() == {
+        "agent": "researcher",
+        "conversation_id": child,
+        "turn_id": result.turn_id,
+        "status": "completed",
+        "text": "second answer",
+    }
+    assert result.error is None
+    assert "first answer" in [m.get("content") for m in sent(fake_model, child, 1)]
+    failed = await parent.run_agent_tool(Researcher, "third", name="research")
+    assert failed.status == "error" and failed.error

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from think._messages import UIMessage
     from think._settings import Settings
-    from think.agent._agent_tool import AgentTool, SubAgent, agent_tool
+    from think.agent._agent_tool import AgentTool, AgentToolResult, SubAgent, agent_tool
     from think.agent._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptions
     from think.agent._think import Think
     from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
@@ -67,6 +67,7 @@ if TYPE_CHECKING:
 _LAZY: dict[str, tuple[str, str]] = {
     "AgentNotFoundError": ("think.exceptions", "AgentNotFoundError"),
     "AgentTool": ("think.agent._agent_tool", "AgentTool"),
+    "AgentToolResult": ("think.agent._agent_tool", "AgentToolResult"),
     "AsyncThinkClient": ("think.client", "AsyncThinkClient"),
     "ChatErrorClassification": ("think.models._overflow", "ChatErrorClass"),
     "ChatErrorContext": ("think.agent._turn_hooks", "ChatErrorContext"),
@@ -134,6 +135,7 @@ _LAZY: dict[str, tuple[str, str]] = {
 __all__ = [
     "AgentNotFoundError",
     "AgentTool",
+    "AgentToolResult",
     "AsyncThinkClient",
     "ChatErrorClassification",
     "ChatErrorContext",

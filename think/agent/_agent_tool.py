@@ -16,6 +16,8 @@ import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import BaseModel, ConfigDict
+
 from think._messages import ID
 from think.exceptions import ToolError, UserError
 from think.tools._tool import Tool
@@ -45,6 +47,39 @@ def child_conversation_id(parent_agent: str, parent_conversation_id: str, name: 
         return candidate
     digest = hashlib.sha256(f"{parent_agent}\0{parent_conversation_id}\0{name}".encode())
     return f"sub.{digest.hexdigest()[:48]}"
+
+
+class AgentToolResult(BaseModel):
+    """A delegation's outcome: what an agent tool's call records as its result (and the
+    parent's model reads), and what `run_agent_tool` answers."""
+
+    model_config = ConfigDict(frozen=True)
+
+    agent: str
+    conversation_id: str
+    turn_id: str
+    status: str
+    text: str
+    """The child's final answer: the text of its turn's last step."""
+    error: str | None = None
+    """Why the child's turn did not complete (not part of the tool's result: a failed
+    delegation is a tool error there)."""
+
+    def output(self) -> dict[str, Any]:
+        """The tool result's JSON: `agent`, `conversation_id`, `turn_id`, `status`, `text`."""
+        return self.model_dump(exclude={"error"})
+
+
+def answer_text(message: dict[str, Any] | None) -> str:
+    """The text of a message's last step: a turn's final answer (earlier steps' text came
+    before tool calls)."""
+    parts = (message or {}).get("parts", [])
+    starts = [i for i, p in enumerate(parts) if p.get("type") == "step-start"]
+    tail = parts[starts[-1] + 1 :] if starts else parts
+    text = "".join(str(p.get("text", "")) for p in tail if p.get("type") == "text")
+    if text:
+        return text
+    return "".join(str(p.get("text", "")) for p in parts if p.get("type") == "text")
 
 
 class AgentTool(Tool):
@@ -179,6 +214,9 @@ class SubAgent:
 
     async def abort_all_requests(self, reason: str = "cancelled") -> list[str]:
         return await (await self.conversation()).abort_all_requests(reason)
+
+    async def get_submission(self, turn_id: str) -> Submission | None:
+        return await (await self.conversation()).get_submission(turn_id)
 
     async def messages(self) -> list[Any]:
         return list(await (await self.conversation()).messages())

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from think._current import current_conversation
-from think.agent._agent_tool import SubAgent
+from think.agent._agent_tool import AgentToolResult, SubAgent
 
 if TYPE_CHECKING:
     from think.agent._think import Think
@@ -151,6 +151,15 @@ class ConversationMethods:
         """Cancel every active turn of this conversation, this one included when called from
         its own hook or tool (Think's `abortAllRequests`); returns the ids cancelled."""
         return await (await self.conversation()).abort_all_requests(reason)
+
+    async def run_agent_tool(
+        self, agent: type[Think], input: str, *, name: str | None = None, **options: Any
+    ) -> AgentToolResult:
+        """Delegate to `agent` from a hook or tool as the agent tool `name` would (Think's
+        `runAgentTool`): a turn of that retained child conversation, waited for. From a tool
+        this holds the tool's activity while the child runs."""
+        conv = await self.conversation()
+        return await conv.run_agent_tool(agent, input, name=name, **options)
 
     def sub_agent(self, agent: type[Think], name: str) -> SubAgent:
         """A handle on the child conversation `name` of agent `agent` under this turn's

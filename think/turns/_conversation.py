@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from think._current import BOUND
 from think._messages import ID, UIMessage
-from think.agent._agent_tool import child_conversation_id
+from think.agent._agent_tool import AgentToolResult, answer_text, child_conversation_id
 from think.agent._compactor import compact
 from think.agent._think import Think
 from think.exceptions import UserError
@@ -341,6 +341,33 @@ class ConversationHandle:
             )
         child = child_conversation_id(self.agent.name, self.conversation_id, name)
         return ConversationHandle(self.service, agent, child, self.tenant)
+
+    async def run_agent_tool(
+        self,
+        agent: type[Think],
+        input: str,
+        *,
+        name: str | None = None,
+        idempotency_key: str | None = None,
+        wait_timeout: float | None = None,
+    ) -> AgentToolResult:
+        """Delegate `input` to `agent` from code, as the parent's agent tool `name` (default:
+        the agent's name) would from the model: a turn of the same retained child
+        conversation, waited for (Think's `runAgentTool`). Returns what the tool would have
+        recorded, with `error` set when the child's turn failed or was cancelled."""
+        child = self.sub_agent(agent, name or agent.name)
+        result = await child.save_messages(
+            input, idempotency_key=idempotency_key, wait_timeout=wait_timeout
+        )
+        message = result.message.model_dump(mode="json") if result.message else None
+        return AgentToolResult(
+            agent=agent.name,
+            conversation_id=child.conversation_id,
+            turn_id=result.turn_id,
+            status=result.status,
+            text=answer_text(message),
+            error=result.error if result.status != "completed" else None,
+        )
 
     async def _caller_cancelled(self, turn_id: str) -> None:
         """The task awaiting a turn it started was cancelled: cancel the turn too, unless the

@@ -28,7 +28,12 @@ from temporalio.exceptions import ApplicationError
 
 from think._messages import UIMessage
 from think._protocol import UIMessageChunk
-from think.agent._agent_tool import AgentTool, child_conversation_id
+from think.agent._agent_tool import (
+    AgentTool,
+    AgentToolResult,
+    answer_text,
+    child_conversation_id,
+)
 from think.agent._think import Think
 from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
 from think.engine.activities import _observe as observe
@@ -61,27 +66,15 @@ carries the child's whole answer so far (the AI SDK replaces a preliminary outpu
 next), so a long answer is not re-sent with every token."""
 
 
-def answer_text(message: dict[str, Any] | None) -> str:
-    """The text of a message's last step: a turn's final answer (earlier steps' text came
-    before tool calls)."""
-    parts = (message or {}).get("parts", [])
-    starts = [i for i, p in enumerate(parts) if p.get("type") == "step-start"]
-    tail = parts[starts[-1] + 1 :] if starts else parts
-    text = "".join(str(p.get("text", "")) for p in tail if p.get("type") == "text")
-    if text:
-        return text
-    return "".join(str(p.get("text", "")) for p in parts if p.get("type") == "text")
-
-
 def child_result(child: TurnRecord, text: str | None = None) -> dict[str, Any]:
     """What the parent's tool part holds and its model reads: the child turn as an object."""
-    return {
-        "agent": child.agent,
-        "conversation_id": child.conversation_id,
-        "turn_id": child.id,
-        "status": child.status,
-        "text": answer_text(child.message) if text is None else text,
-    }
+    return AgentToolResult(
+        agent=child.agent,
+        conversation_id=child.conversation_id,
+        turn_id=child.id,
+        status=child.status,
+        text=answer_text(child.message) if text is None else text,
+    ).output()
 
 
 def progress_chunk(delegation: Delegation, child: TurnRecord, text: str) -> UIMessageChunk:
