@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 from temporalio.client import Client, WorkflowHistory
+from temporalio.testing import ActivityEnvironment
 
 from tests._ai_sdk import reconstruct
 from tests._replay import HISTORIES, replayer
@@ -28,8 +29,12 @@ from tests.agents import Lead, Researcher
 from think import StreamCallback, ThinkService, UserError
 from think.agent import AgentRegistry
 from think.agent._agent_tool import child_conversation_id
+from think.engine.activities._agent_tool import AgentToolCalls
+from think.engine.activities._resources import ActivityResources
+from think.engine.activities._tool_call import ToolCalls
 from think.exceptions import ConfigurationError
 from think.testing import FakeOpenAIServer, disconnect, error, reply, stall, text, tool_call
+from think.workflows._inputs import AgentToolInput
 from think.workflows._names import turn_workflow_id
 
 WORDS = [f"fact{i} " for i in range(30)]
@@ -549,3 +554,38 @@ async def test_run_agent_tool_from_code(
     assert "first answer" in [m.get("content") for m in sent(fake_model, child, 1)]
     failed = await parent.run_agent_tool(Researcher, "third", name="research")
     assert failed.status == "error" and failed.error
+
+
+async def test_a_retried_start_reattaches_to_the_same_child(
+    service: ThinkService, api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """What a parent retried after a crash does before its delegation was recorded in its
+    history: `agent_tool_start` runs again (here, by hand, while the child runs) and finds the
+    child's turn by its key instead of admitting a second one."""
+    child = child_of(cid)
+    fake_model.script(cid, tool_call("research", {"input": "long"}, id="call_a"), text("ok"))
+    fake_model.script(child, text("working ") + stall(60))
+    turn = (
+        await api.post(f"/v1/agents/lead/conversations/{cid}/turns", json={"input": "go"})
+    ).json()
+    await asyncio.wait_for(
+        read_until(api, turn["stream_url"], lambda got: bool(preliminary(got, "call_a"))), 30
+    )
+    (first,) = await child_turns(api, child)
+    resources = ActivityResources(
+        store=service.store,
+        registry=service.registry,
+        settings=service.settings,
+        temporal=service.temporal,
+    )
+    calls = AgentToolCalls(resources, ToolCalls(resources))
+    again = await ActivityEnvironment().run(
+        calls.start,
+        AgentToolInput(
+            turn_id=turn["turn_id"], step=0, tool_call_id="call_a", tool_name="research"
+        ),
+    )
+    assert again.child_turn_id == first["turn_id"]
+    assert [t["turn_id"] for t in await child_turns(api, child)] == [first["turn_id"]]
+    await api.post(f"{turn['status_url']}/cancel", json={})
+    assert (await until_status(api, turn["status_url"], {"aborted"}))["status"] == "aborted"
