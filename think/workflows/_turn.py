@@ -123,6 +123,8 @@ class TurnWorkflow:
         self._children: dict[str, str] = {}
         """Agent-tool calls waiting for their sub-agent's turn: tool call id -> child turn."""
         self._children_ended: set[str] = set()
+        self._waiting: dict[str, str] = {}
+        """What each of them waits for, for the Temporal UI's current details."""
 
     @workflow.run
     async def run(self, inp: TurnInput) -> CommitResult:
@@ -273,10 +275,11 @@ class TurnWorkflow:
         if child is None:
             return  # settled at once: bad input, a hook's decision, or recorded before
         self._children[call.tool_call_id] = child
-        workflow.set_current_details(
-            f"step {step + 1}: waiting for {started.child_agent} turn {child} "
+        self._waiting[call.tool_call_id] = (
+            f"waiting for {started.child_agent} turn {child} "
             f"(conversation {started.child_conversation_id})"
         )
+        workflow.set_current_details(f"step {step + 1}: " + "; ".join(self._waiting.values()))
         finish = inp.model_copy(update={"child_turn_id": child})
         while True:
             with contextlib.suppress(TimeoutError):
@@ -297,6 +300,7 @@ class TurnWorkflow:
                 break
             self._children_ended.discard(call.tool_call_id)
         del self._children[call.tool_call_id]
+        del self._waiting[call.tool_call_id]
 
     async def _cancel_children(self, turn_id: str, status: str) -> None:
         await workflow.execute_local_activity(
