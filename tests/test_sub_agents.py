@@ -26,7 +26,7 @@ from tests._sse import chunks, read_stream, read_until
 from tests._stack import Stack
 from tests._turn_helpers import sent, tool_part, until_status, wait_turn
 from tests.agents import Lead, Researcher
-from think import StreamCallback, ThinkService, UserError
+from think import StreamCallback, Think, ThinkService, Tool, UserError, agent_tool
 from think.agent import AgentRegistry
 from think.agent._agent_tool import child_conversation_id
 from think.engine.activities._agent_tool import AgentToolCalls
@@ -375,6 +375,24 @@ def test_child_ids_and_hosting() -> None:
         child_conversation_id("lead", "c1", "no spaces")
     registry = AgentRegistry([Lead])
     assert registry.get("researcher") is Researcher
+
+    # Hosting follows delegation down: an agent tool's agent, and that agent's sub_agents.
+    class Fact(Think):
+        name = "fact_checker"
+
+    class Writer(Think):
+        name = "writer"
+        sub_agents = (Fact,)
+
+    class Editor(Think):
+        name = "editor"
+
+        def get_tools(self) -> list[Tool]:
+            return [agent_tool(Writer)]
+
+    nested = AgentRegistry([Editor])
+    assert {a.name for a in nested} == {"editor", "writer", "fact_checker"}
+    assert nested.get("fact_checker") is Fact
 
     class Impostor(Researcher):
         name = "researcher"
