@@ -164,6 +164,7 @@ class TurnWorkflow:
                     break  # the step budget is spent: end with what the tools returned
         except ActivityError as exc:
             if isinstance(exc.cause, CancelledError):
+                _raise_unless_cancelled()
                 outcome = CommitInput(turn_id=turn_id, status="aborted", error="cancelled")
             else:
                 _raise_if_superseded(exc.cause)
@@ -589,6 +590,18 @@ def _raise_if_superseded(cause: BaseException | None) -> None:
     a newer attempt took its fence): this task must not go on to record anything."""
     if isinstance(cause, ApplicationError) and cause.type == STALE_ATTEMPT:
         raise Superseded(cause.message)
+
+
+def _raise_unless_cancelled() -> None:
+    """A step ended as cancelled, but nobody cancelled this workflow: its worker cancelled the
+    local activity because this task was lost (the worker froze past the task's timeout, or is
+    shutting down). The turn goes on elsewhere; this task must record nothing, least of all
+    `aborted` (a local activity it started would run against Postgres at once)."""
+    task = asyncio.current_task()
+    # A cancel of the workflow (POST …/cancel, or "Request cancellation" in the Temporal UI)
+    # cancels this, its main task, first: deterministic, as it comes from the history.
+    if task is None or task.cancelling() == 0:
+        raise Superseded("a step was cancelled by its worker, not by a cancel of the turn")
 
 
 def _message(exc: ActivityError) -> str:
