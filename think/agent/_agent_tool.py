@@ -34,14 +34,18 @@ if TYPE_CHECKING:
     )
 
 
-def child_conversation_id(parent_agent: str, parent_conversation_id: str, name: str) -> str:
-    """The id of the child conversation `name` of a parent conversation: readable when it
-    fits (`lead.c1.research`), else a stable hash of the same three parts."""
-    if not ID.fullmatch(name):
+def check_child_name(name: str) -> None:
+    if not isinstance(name, str) or not ID.fullmatch(name):
         raise UserError(
             f"sub-agent name {name!r} is not a valid id: use 1 to 128 letters, digits, "
             "'.', '_', ':', '@' or '-', starting with a letter or digit"
         )
+
+
+def child_conversation_id(parent_agent: str, parent_conversation_id: str, name: str) -> str:
+    """The id of the child conversation `name` of a parent conversation: readable when it
+    fits (`lead.c1.research`), else a stable hash of the same three parts."""
+    check_child_name(name)
     candidate = f"{parent_agent}.{parent_conversation_id}.{name}"
     if ID.fullmatch(candidate):
         return candidate
@@ -162,8 +166,7 @@ class SubAgent:
         name: str,
         parent: Callable[[], Awaitable[ConversationHandle]],
     ) -> None:
-        if not ID.fullmatch(name):
-            child_conversation_id("x", "x", name)  # raises the UserError naming the problem
+        check_child_name(name)
         self.agent = agent
         self.name = name
         self._parent = parent
