@@ -354,7 +354,9 @@ class ConversationHandle:
         """Delegate `input` to `agent` from code, as the parent's agent tool `name` (default:
         the agent's name) would from the model: a turn of the same retained child
         conversation, waited for (Think's `runAgentTool`). Returns what the tool would have
-        recorded, with `error` set when the child's turn failed or was cancelled."""
+        recorded, with `error` set when the child's turn failed or was cancelled. Pass an
+        `idempotency_key` (from a tool, its `ctx.idempotency_key`) so that a retried caller
+        re-attaches to the child's turn instead of starting another."""
         child = self.sub_agent(agent, name or agent.name)
         result = await child.save_messages(
             input, idempotency_key=idempotency_key, wait_timeout=wait_timeout
