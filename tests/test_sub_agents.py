@@ -506,7 +506,8 @@ async def test_a_child_past_the_tools_timeout_is_cancelled(
     turn = await wait_turn(api, "lead", cid, "go", status="completed")
     part = tool_part(turn, "call_q")
     assert part["state"] == "output-error"
-    assert "did not answer within 1 s" in part["errorText"]
+    assert "was cancelled: agent tool 'research_quick' timed out" in part["errorText"]
+    assert "no answer within 1 s" in part["errorText"]
     (child_turn,) = await child_turns(api, child)
     ended = await until_status(
         api,

@@ -223,7 +223,8 @@ class AgentToolCalls:
     @activity.defn(name=AGENT_TOOL_FINISH_ACTIVITY)
     async def finish(self, inp: AgentToolInput) -> AgentToolFinished:
         """Record the ended child turn's answer as the call's result; `settled=False` while
-        it runs (or cancel it, once the tool's timeout has passed, and record that)."""
+        it runs (and, once the tool's timeout has passed, it is cancelled: its end is then
+        recorded as the tool error it is)."""
         turn, part = await self._call(inp)
         if _settled(part) or turn.terminal:
             return AgentToolFinished(settled=True)
@@ -236,17 +237,12 @@ class AgentToolCalls:
         if not child.terminal:
             timeout = tool.policy.timeout_seconds if tool is not None else None
             age = (datetime.now(UTC) - child.created_at).total_seconds()
-            if timeout is None or age < timeout:
-                return AgentToolFinished(settled=False)
-            await self._cancel(child, f"agent tool {inp.tool_name!r} timed out")
-            await self._settle(
-                agent,
-                turn,
-                inp,
-                error=f"agent {child.agent!r} did not answer within {timeout:g} s; its turn "
-                f"{child.id} was cancelled",
-            )
-            return AgentToolFinished(settled=True)
+            if timeout is not None and age >= timeout:
+                # Cancelled, then recorded once it has ended (its end wakes us): so nothing
+                # it streams can follow the call's final output in the parent's stream.
+                reason = f"agent tool {inp.tool_name!r} timed out: no answer within {timeout:g} s"
+                await self._cancel(child, reason)
+            return AgentToolFinished(settled=False)
         text: str | None = None
         if child.status == "skipped" and child.answered_by:
             # Merged into a later turn of the child: that one's answer is this call's too.
