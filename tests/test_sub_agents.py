@@ -12,12 +12,18 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from google.protobuf.duration_pb2 import Duration
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
+from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
 from temporalio.client import Client, WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import ActivityEnvironment
 
 from tests._ai_sdk import reconstruct
@@ -27,13 +33,16 @@ from tests._stack import Stack
 from tests._turn_helpers import sent, tool_part, until_status, wait_turn
 from tests.agents import Lead, Researcher
 from think import StreamCallback, Think, ThinkService, Tool, UserError, agent_tool
+from think._settings import Settings
 from think.agent import AgentRegistry
 from think.agent._agent_tool import child_conversation_id
 from think.engine.activities._agent_tool import AgentToolCalls
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._tool_call import ToolCalls
 from think.exceptions import ConfigurationError
+from think.storage import Delegation, TurnRecord, TurnRequest
 from think.testing import FakeOpenAIServer, disconnect, error, reply, stall, text, tool_call
+from think.turns import DispatchFailed, start_turn_workflow
 from think.workflows._inputs import AgentToolInput
 from think.workflows._names import turn_workflow_id
 
@@ -608,3 +617,70 @@ async def test_a_retried_start_reattaches_to_the_same_child(
     assert [t["turn_id"] for t in await child_turns(api, child)] == [first["turn_id"]]
     await api.post(f"{turn['status_url']}/cancel", json={})
     assert (await until_status(api, turn["status_url"], {"aborted"}))["status"] == "aborted"
+
+
+async def test_a_namespace_without_the_parent_attribute_still_runs_children(
+    settings: Settings, temporal: Client, cid: str
+) -> None:
+    """A Temporal namespace set up before sub-agents (no `ThinkParentTurn`, `think migrate`
+    not run since) still starts a child's turn, only without that attribute."""
+    namespace = f"old-{cid}"
+    await temporal.workflow_service.register_namespace(
+        RegisterNamespaceRequest(
+            namespace=namespace, workflow_execution_retention_period=Duration(seconds=86400)
+        )
+    )
+    await temporal.operator_service.add_search_attributes(
+        AddSearchAttributesRequest(
+            namespace=namespace,
+            search_attributes={
+                name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
+                for name in ("ThinkAgent", "ThinkConversationId", "ThinkTurnStatus")
+            },
+        )
+    )
+    old = await Client.connect(
+        settings.temporal_address, namespace=namespace, data_converter=pydantic_data_converter
+    )
+    now = datetime.now(UTC)
+    turn = TurnRecord(
+        id="turn_child",
+        conversation_uid="u",
+        conversation_id=child_of(cid),
+        tenant="default",
+        agent="researcher",
+        idempotency_key="turn_parent:call_1",
+        request_hash="h",
+        request=TurnRequest(
+            messages=[],
+            delegated_by=Delegation(
+                turn_id="turn_parent",
+                agent="lead",
+                conversation_id=cid,
+                tool_call_id="call_1",
+                tool_name="research",
+            ),
+        ),
+        status="pending",
+        created_at=now,
+        started_at=None,
+        completed_at=None,
+        message_id="msg_1",
+        parent_id=None,
+        message=None,
+        error=None,
+        steps_done=0,
+        usage={},
+    )
+    for _ in range(50):  # a new namespace's attributes take a moment to be usable
+        try:
+            await start_turn_workflow(old, "nobody-polls-this", turn)
+            break
+        except DispatchFailed:
+            await asyncio.sleep(0.2)
+    handle = old.get_workflow_handle(turn_workflow_id("researcher", child_of(cid), turn.id))
+    described = await handle.describe()
+    attrs = {p.key.name: p.value for p in described.typed_search_attributes}
+    assert attrs["ThinkAgent"] == "researcher" and "ThinkParentTurn" not in attrs
+    assert "delegated by lead" in (await described.static_summary() or "")
+    await handle.terminate("test over")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.common import (
@@ -20,7 +21,7 @@ from temporalio.common import (
     WorkflowIDReusePolicy,
 )
 from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from think.exceptions import ThinkError
 from think.storage import Store, TurnRecord, queue_head
@@ -97,25 +98,47 @@ async def start_turn_workflow(client: Client, task_queue: str, turn: TurnRecord)
             f"({parent.tool_name}) of workflow `{parent_id}`. That turn's children: "
             f"`{PARENT_TURN_KEY.name} = '{parent.turn_id}'`."
         )
-    try:
-        await client.start_workflow(
-            TURN_WORKFLOW,
-            turn_input(turn),
-            id=turn_workflow_id(turn.agent, turn.conversation_id, turn.id),
-            task_queue=task_queue,
-            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
-            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-            task_timeout=TASK_TIMEOUT,
-            search_attributes=TypedSearchAttributes(attributes),
-            static_summary=summary,
-            static_details=details,
-        )
-    except WorkflowAlreadyStartedError:
+    while True:
+        try:
+            await client.start_workflow(
+                TURN_WORKFLOW,
+                turn_input(turn),
+                id=turn_workflow_id(turn.agent, turn.conversation_id, turn.id),
+                task_queue=task_queue,
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                task_timeout=TASK_TIMEOUT,
+                search_attributes=TypedSearchAttributes(attributes),
+                static_summary=summary,
+                static_details=details,
+            )
+        except WorkflowAlreadyStartedError:
+            return
+        except RPCError as exc:
+            if _unregistered_parent_attribute(exc, attributes):
+                # A namespace set up before sub-agents (`think migrate` not run since): the
+                # turn runs all the same, only without the attribute that lists children.
+                log.warning(
+                    "search attribute %s is not registered in this Temporal namespace; run "
+                    "`think migrate` to list sub-agent turns by their parent",
+                    PARENT_TURN_KEY.name,
+                )
+                attributes = [a for a in attributes if a.key != PARENT_TURN_KEY]
+                continue
+            raise DispatchFailed(
+                f"turn {turn.id!r} could not be handed to Temporal: {exc}", turn.id
+            ) from exc
         return
-    except RPCError as exc:
-        raise DispatchFailed(
-            f"turn {turn.id!r} could not be handed to Temporal: {exc}", turn.id
-        ) from exc
+
+
+def _unregistered_parent_attribute(
+    exc: RPCError, attributes: list[SearchAttributePair[Any]]
+) -> bool:
+    return (
+        exc.status == RPCStatusCode.INVALID_ARGUMENT
+        and PARENT_TURN_KEY.name in str(exc)
+        and any(a.key == PARENT_TURN_KEY for a in attributes)
+    )
 
 
 async def hand_off(store: Store, client: Client, task_queue: str, turn_id: str) -> None:
