@@ -654,3 +654,13 @@ class Lead(Helper):
             ask_by_hand,
             slow,
         ]
+
+
+class Recursive(Helper):
+    """Delegates to itself; the chain stops at `max_delegation_depth`."""
+
+    name = "recursive"
+    max_delegation_depth = 2
+
+    def get_tools(self) -> list[Tool]:
+        return [agent_tool(Recursive, name="deeper")]

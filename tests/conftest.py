@@ -66,7 +66,7 @@ def stack(
             "tests.agents:Latest,tests.agents:Debouncer,tests.agents:Delegator,"
             "tests.agents:Remembering,tests.agents:Configured,tests.agents:Forgetful,"
             "tests.agents:Fragile,tests.agents:Wrecked,"
-            "tests.agents:Patient,tests.agents:Watchful,tests.agents:Lead,"
+            "tests.agents:Patient,tests.agents:Watchful,tests.agents:Lead,tests.agents:Recursive,"
             "examples.assistant:Assistant"
         ),
         model_url=fake_model.base_url,

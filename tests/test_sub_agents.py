@@ -684,3 +684,29 @@ async def test_a_namespace_without_the_parent_attribute_still_runs_children(
     assert attrs["ThinkAgent"] == "researcher" and "ThinkParentTurn" not in attrs
     assert "delegated by lead" in (await described.static_summary() or "")
     await handle.terminate("test over")
+
+
+async def test_a_chain_of_delegations_stops_at_the_depth_limit(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """An agent that delegates to itself: its turns 2 levels below the top (its
+    `max_delegation_depth`) get a tool error instead of a third child."""
+    levels = [cid]
+    for _ in range(3):
+        levels.append(child_conversation_id("recursive", levels[-1], "deeper"))
+    for depth, conversation in enumerate(levels[:3]):
+        fake_model.script(
+            conversation,
+            tool_call("deeper", {"input": f"level {depth + 1}"}, id=f"call_{depth}"),
+            text(f"answer {depth}"),
+        )
+    turn = await wait_turn(api, "recursive", cid, "go", status="completed")
+    assert tool_part(turn, "call_0")["output"]["text"] == "answer 1"
+    bottom = await api.get(f"/v1/agents/recursive/conversations/{levels[2]}/turns")
+    (bottom_turn,) = bottom.json()["turns"]
+    part = tool_part(bottom_turn, "call_2")
+    assert part["state"] == "output-error"
+    assert "max_delegation_depth (2)" in part["errorText"]
+    # No third level: its conversation was never created.
+    missing = await api.get(f"/v1/agents/recursive/conversations/{levels[3]}/turns")
+    assert missing.status_code == 404, missing.text

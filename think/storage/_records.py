@@ -53,6 +53,8 @@ class Delegation(BaseModel):
     conversation_id: str
     tool_call_id: str
     tool_name: str
+    depth: int = 1
+    """How deep the delegation is: 1 for a top-level turn's child, 2 for its child's, ..."""
 
 
 class TurnRequest(BaseModel):

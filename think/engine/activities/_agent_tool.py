@@ -168,6 +168,16 @@ class AgentToolCalls:
             log.warning("before_tool_call of %s failed", inp.tool_name, exc_info=True)
             return await self._settle(agent, turn, inp, error=f"{type(exc).__name__}: {exc}")
         task = str(arguments["input"])
+        above = turn.request.delegated_by
+        depth = above.depth + 1 if above is not None else 1
+        if depth > agent.max_delegation_depth:
+            return await self._settle(
+                agent,
+                turn,
+                inp,
+                error=f"delegation is {depth} levels deep, over {type(agent).__name__}."
+                f"max_delegation_depth ({agent.max_delegation_depth}): answer without it",
+            )
         child_id = child_conversation_id(
             turn.agent, turn.conversation_id, tool.child_name(inp.tool_call_id)
         )
@@ -192,6 +202,7 @@ class AgentToolCalls:
                     conversation_id=turn.conversation_id,
                     tool_call_id=inp.tool_call_id,
                     tool_name=inp.tool_name,
+                    depth=depth,
                 ),
             )
         except SubmissionConflict as exc:
