@@ -29,6 +29,9 @@ def test_think_exports() -> None:
         "ContextProvider",
         "ConversationBusy",
         "ConversationHandle",
+        "FetchTarget",
+        "FetchTools",
+        "MediaEviction",
         "MessageConcurrency",
         "ModelClient",
         "ModelError",
@@ -70,6 +73,7 @@ def test_think_exports() -> None:
         "current_conversation",
         "default_context_overflow_classifier",
         "default_token_counter",
+        "skills",
         "tool",
     ]
     for name in think.__all__:

@@ -44,7 +44,7 @@ from think.storage import Delegation, TurnRecord, TurnRequest
 from think.testing import FakeOpenAIServer, disconnect, error, reply, stall, text, tool_call
 from think.turns import DispatchFailed, start_turn_workflow
 from think.workflows._inputs import AgentToolInput
-from think.workflows._names import turn_workflow_id
+from think.workflows._names import SEARCH_ATTRIBUTES, turn_workflow_id
 
 WORDS = [f"fact{i} " for i in range(30)]
 
@@ -622,8 +622,9 @@ async def test_a_retried_start_reattaches_to_the_same_child(
 async def test_a_namespace_without_the_parent_attribute_still_runs_children(
     settings: Settings, temporal: Client, cid: str
 ) -> None:
-    """A Temporal namespace set up before sub-agents (no `ThinkParentTurn`, `think migrate`
-    not run since) still starts a child's turn, only without that attribute."""
+    """A Temporal namespace set up before sub-agents (every attribute but `ThinkParentTurn`,
+    `ThinkTenant` included; `think migrate` not run since) still starts a child's turn, only
+    without that attribute."""
     namespace = f"old-{cid}"
     await temporal.workflow_service.register_namespace(
         RegisterNamespaceRequest(
@@ -635,7 +636,8 @@ async def test_a_namespace_without_the_parent_attribute_still_runs_children(
             namespace=namespace,
             search_attributes={
                 name: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
-                for name in ("ThinkAgent", "ThinkConversationId", "ThinkTurnStatus")
+                for name in SEARCH_ATTRIBUTES
+                if name != "ThinkParentTurn"
             },
         )
     )
@@ -678,10 +680,13 @@ async def test_a_namespace_without_the_parent_attribute_still_runs_children(
             break
         except DispatchFailed:
             await asyncio.sleep(0.2)
-    handle = old.get_workflow_handle(turn_workflow_id("researcher", child_of(cid), turn.id))
+    handle = old.get_workflow_handle(
+        turn_workflow_id("researcher", child_of(cid), turn.id, tenant=turn.tenant)
+    )
     described = await handle.describe()
     attrs = {p.key.name: p.value for p in described.typed_search_attributes}
     assert attrs["ThinkAgent"] == "researcher" and "ThinkParentTurn" not in attrs
+    assert attrs["ThinkTenant"] == "default"
     assert "delegated by lead" in (await described.static_summary() or "")
     await handle.terminate("test over")
 

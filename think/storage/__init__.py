@@ -41,6 +41,7 @@ from think.storage._records import (
     Conversation,
     Delegation,
     MessageConcurrency,
+    QueueLock,
     TurnRecord,
     TurnRequest,
     TurnStatus,
@@ -55,7 +56,6 @@ from think.storage._submissions import (
     answer_parent,
     delete_turn,
     delete_turns,
-    lock_queue,
     prepare_start,
     queue_head,
     quiet_left,
@@ -64,6 +64,17 @@ from think.storage._submissions import (
 )
 from think.storage._tree import Appended, Siblings, TreeNode
 from think.storage._turn_columns import NOW
+from think.storage._workspace import (
+    Workspace,
+    WorkspaceEntry,
+    WorkspaceFile,
+    WorkspacePathError,
+    delete_files,
+    guess_media_type,
+    read_file,
+    workspace_path,
+    write_file,
+)
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -89,6 +100,7 @@ __all__ = [
     "ParentNotFound",
     "PathCache",
     "PromptState",
+    "QueueLock",
     "SearchHit",
     "Siblings",
     "Store",
@@ -99,14 +111,19 @@ __all__ = [
     "TurnRequest",
     "TurnStatus",
     "TurnStillActive",
+    "Workspace",
+    "WorkspaceEntry",
+    "WorkspaceFile",
+    "WorkspacePathError",
     "answer_parent",
     "clear_system_prompt",
     "conversation_config",
+    "delete_files",
     "delete_turn",
     "delete_turns",
     "first_answer",
     "freeze_prompt",
-    "lock_queue",
+    "guess_media_type",
     "migrate",
     "migrate_now",
     "open_database",
@@ -114,6 +131,7 @@ __all__ = [
     "prompt_state",
     "queue_head",
     "quiet_left",
+    "read_file",
     "read_memory",
     "record_answer",
     "search_messages",
@@ -121,6 +139,8 @@ __all__ = [
     "skipped_chunks",
     "unapplied_answers",
     "upsert_messages",
+    "workspace_path",
+    "write_file",
     "write_memory",
 ]
 

@@ -30,6 +30,7 @@ from think.workflows._names import (
     AGENT_KEY,
     CONVERSATION_KEY,
     PARENT_TURN_KEY,
+    TENANT_KEY,
     TURN_STATUS_KEY,
     TURN_WORKFLOW,
     turn_workflow_id,
@@ -65,7 +66,10 @@ def turn_input(turn: TurnRecord) -> TurnInput:
         turn_id=turn.id,
         debounce_seconds=debounce if request.concurrency == "debounce" else 0.0,
         parent=ParentLink(
-            workflow_id=turn_workflow_id(parent.agent, parent.conversation_id, parent.turn_id),
+            # A child shares its parent's tenant (`sub_agent` and agent tools never cross one).
+            workflow_id=turn_workflow_id(
+                parent.agent, parent.conversation_id, parent.turn_id, tenant=turn.tenant
+            ),
             turn_id=parent.turn_id,
             tool_call_id=parent.tool_call_id,
         )
@@ -81,6 +85,7 @@ async def start_turn_workflow(client: Client, task_queue: str, turn: TurnRecord)
     A sub-agent's turn names the turn that delegated it: in its `ThinkParentTurn` search
     attribute, its summary and its details (the parent's workflow id)."""
     attributes = [
+        SearchAttributePair(TENANT_KEY, turn.tenant),
         SearchAttributePair(AGENT_KEY, turn.agent),
         SearchAttributePair(CONVERSATION_KEY, turn.conversation_id),
         # Set at start rather than upserted by the turn: one event less per turn.
@@ -91,7 +96,9 @@ async def start_turn_workflow(client: Client, task_queue: str, turn: TurnRecord)
     parent = turn.request.delegated_by
     if parent is not None:
         attributes.append(SearchAttributePair(PARENT_TURN_KEY, parent.turn_id))
-        parent_id = turn_workflow_id(parent.agent, parent.conversation_id, parent.turn_id)
+        parent_id = turn_workflow_id(
+            parent.agent, parent.conversation_id, parent.turn_id, tenant=turn.tenant
+        )
         summary += f", delegated by {parent.agent} (tool {parent.tool_name})"
         details = (
             f"Sub-agent turn, delegated by tool call `{parent.tool_call_id}` "
@@ -103,7 +110,7 @@ async def start_turn_workflow(client: Client, task_queue: str, turn: TurnRecord)
             await client.start_workflow(
                 TURN_WORKFLOW,
                 turn_input(turn),
-                id=turn_workflow_id(turn.agent, turn.conversation_id, turn.id),
+                id=turn_workflow_id(turn.agent, turn.conversation_id, turn.id, tenant=turn.tenant),
                 task_queue=task_queue,
                 id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,

@@ -81,7 +81,6 @@ with workflow.unsafe.imports_passed_through():
         TURN_WORKFLOW,
         UNKNOWN_APPROVAL,
         UNKNOWN_TOOL_CALL,
-        turn_workflow_id,
     )
 
 DB_RETRY = RetryPolicy(
@@ -500,7 +499,6 @@ class TurnWorkflow:
             # it may start (and wait for) another turn: in a workflow of its own, left running.
             # Compaction after a turn runs there too, off the turn's path. A plain TurnInput
             # when there is nothing to compact, as before compaction existed.
-            conv = inp.conversation
             after: TurnInput = (
                 AfterTurnInput(
                     conversation=inp.conversation,
@@ -517,7 +515,9 @@ class TurnWorkflow:
             await workflow.start_child_workflow(
                 AFTER_TURN_WORKFLOW,
                 after,
-                id=f"after-{turn_workflow_id(conv.agent, conv.conversation_id, inp.turn_id)}",
+                # The turn's own id (`turn:...`): the same value the child had when ids were
+                # `turn-<agent>-<conversation>-<turn>`, so histories of either kind replay.
+                id=f"after-{workflow.info().workflow_id}",
                 parent_close_policy=ParentClosePolicy.ABANDON,
                 static_summary=f"{summary} of turn {inp.turn_id}",
             )
