@@ -22,8 +22,9 @@ from google.protobuf.duration_pb2 import Duration
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
 from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
-from temporalio.client import Client, WorkflowHistory
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.service import RPCError
 from temporalio.testing import ActivityEnvironment
 
 from tests._ai_sdk import reconstruct
@@ -36,6 +37,7 @@ from think import StreamCallback, Think, ThinkService, Tool, UserError, agent_to
 from think._settings import Settings
 from think.agent import AgentRegistry
 from think.agent._agent_tool import child_conversation_id
+from think.dev import SEARCH_ATTRIBUTES as DEV_SEARCH_ATTRIBUTES
 from think.engine.activities._agent_tool import AgentToolCalls
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._tool_call import ToolCalls
@@ -373,6 +375,12 @@ async def test_abort_all_requests_and_a_cancelled_wait(
     with pytest.raises(asyncio.CancelledError):
         await task
     assert (await conv.result(running[0].turn_id, wait_timeout=15)).status == "aborted"
+
+
+def test_migrate_and_the_dev_server_register_both_attributes() -> None:
+    """`think migrate` adds what `SEARCH_ATTRIBUTES` names, and `think dev` starts with it."""
+    assert {"ThinkTenant", "ThinkParentTurn"} <= set(SEARCH_ATTRIBUTES)
+    assert set(DEV_SEARCH_ATTRIBUTES) == set(SEARCH_ATTRIBUTES)
 
 
 def test_child_ids_and_hosting() -> None:
@@ -715,3 +723,125 @@ async def test_a_chain_of_delegations_stops_at_the_depth_limit(
     # No third level: its conversation was never created.
     missing = await api.get(f"/v1/agents/recursive/conversations/{levels[3]}/turns")
     assert missing.status_code == 404, missing.text
+
+
+LAB = "acme/lab"
+"""A tenant whose name a workflow id percent-encodes (`acme%2Flab`)."""
+
+
+@pytest.fixture(scope="module")
+def lab_api(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A gateway whose keys map two tenants, neither of them `default`."""
+    env = {**stack.env, "THINK_API_KEYS": f"lab-key:{LAB},acme-key:acme"}
+    gateway = Stack(env=env, logs=tmp_path_factory.mktemp("lab"))
+    try:
+        gateway.start_api()
+        yield gateway.api_url
+    finally:
+        gateway.stop()
+
+
+def keyed(url: str, key: str) -> httpx.AsyncClient:
+    return httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60)
+
+
+async def test_a_tenants_sub_agent_delegates_streams_and_cancels(
+    lab_api: str, fake_model: FakeOpenAIServer, temporal: Client, cid: str
+) -> None:
+    """Sub-agents of a tenant that is not `default`: every workflow id of the delegation
+    (the child's own, the parent's that its Signal goes to, the children a cancel reaches)
+    carries the tenant, so the child streams into its parent, wakes it with its Signal, and
+    is cancelled with it; another tenant sees none of it."""
+    child = child_of(cid)
+    fake_model.script(
+        cid,
+        tool_call("research", {"input": "dig"}, id="call_t"),
+        tool_call("ask_by_hand", {"task": "by hand"}, id="call_h"),
+        text("Summarised."),
+        tool_call("research", {"input": "long"}, id="call_c"),
+    )
+    fake_model.script(child, reply(text(*WORDS), delay=0.05), text("starting ") + stall(60))
+    base = f"/v1/agents/lead/conversations/{cid}"
+    async with keyed(lab_api, "lab-key") as lab, keyed(lab_api, "acme-key") as acme:
+        turn = (await lab.post(f"{base}/turns", json={"input": "go"})).json()
+
+        def partial(got: list[dict[str, Any]]) -> bool:
+            return any(len(c["output"]["text"]) > 20 for c in preliminary(got, "call_t"))
+
+        await asyncio.wait_for(read_until(lab, turn["stream_url"], partial), timeout=30)
+        final = await until_status(lab, turn["status_url"], {"completed", "error"})
+        assert final["status"] == "completed", final
+        output = tool_part(final, "call_t")["output"]
+        assert (output["conversation_id"], output["text"]) == (child, "".join(WORDS))
+        # `sub_agent(...).chat()` from the parent's tool: the child under the parent's tenant.
+        by_hand = tool_part(final, "call_h")["output"]
+        assert (by_hand["status"], by_hand["text"]) == ("completed", "echo: by hand")
+        body, _ = await read_stream(lab, turn["stream_url"])
+        assert (await reconstruct(body))["message"] == final["message"]
+
+        # Drill-in: the children are the tenant's conversations, and no other tenant's.
+        for path in (child, child_of(cid, "by-hand")):
+            url = f"/v1/agents/researcher/conversations/{path}/turns"
+            assert (await lab.get(url)).status_code == 200
+            assert (await acme.get(url)).status_code == 404
+
+        # In Temporal: the child's page names its tenant and its parent, whose id carries the
+        # tenant too; the parent was woken by the child's Signal (sent to that id).
+        parent_id = turn_workflow_id("lead", cid, turn["turn_id"], tenant=LAB)
+        assert parent_id.startswith("turn:acme%2Flab:lead:")
+        child_id = turn_workflow_id("researcher", child, output["turn_id"], tenant=LAB)
+        described = await temporal.get_workflow_handle(child_id).describe()
+        attrs = {p.key.name: p.value for p in described.typed_search_attributes}
+        assert attrs["ThinkTenant"] == LAB and attrs["ThinkParentTurn"] == turn["turn_id"]
+        assert parent_id in (await described.static_details() or "")
+        history = [e async for e in temporal.get_workflow_handle(parent_id).fetch_history_events()]
+        signals = [
+            e.workflow_execution_signaled_event_attributes.signal_name
+            for e in history
+            if e.HasField("workflow_execution_signaled_event_attributes")
+        ]
+        # One Signal, the agent tool's child's (`chat()` from a tool is not a delegation).
+        assert signals == ["child_turn_ended"]
+        query = f"ThinkTenant = '{LAB}' AND ThinkParentTurn = '{turn['turn_id']}'"
+        for _ in range(50):  # visibility catches up with the start a moment later
+            listed = [w.id async for w in temporal.list_workflows(query)]
+            if listed:
+                break
+            await asyncio.sleep(0.1)
+        assert listed == [child_id]
+        # No workflow under the default tenant's id of the same turn.
+        with pytest.raises(RPCError):
+            await temporal.get_workflow_handle(
+                turn_workflow_id("lead", cid, turn["turn_id"])
+            ).describe()
+
+        # Cancelling the tenant's parent cancels its running child.
+        second = (await lab.post(f"{base}/turns", json={"input": "again"})).json()
+        await asyncio.wait_for(
+            read_until(lab, second["stream_url"], lambda got: bool(preliminary(got, "call_c"))),
+            30,
+        )
+        url = f"/v1/agents/researcher/conversations/{child}/turns"
+        for _ in range(100):
+            running = [t for t in (await lab.get(url)).json()["turns"] if t["status"] == "running"]
+            if running:
+                break
+            await asyncio.sleep(0.1)
+        (child_turn,) = running
+        cancel = await lab.post(f"{second['status_url']}/cancel", json={"reason": "user left"})
+        assert cancel.status_code == 202, cancel.text
+        ended = await until_status(lab, second["status_url"], {"aborted"}, within=15)
+        assert ended["status"] == "aborted", ended
+        child_ended = await until_status(
+            lab, f"{url}/{child_turn['turn_id']}", {"aborted"}, within=15
+        )
+        assert child_ended["status"] == "aborted", child_ended
+        assert second["turn_id"] in child_ended["error"]
+        handle = temporal.get_workflow_handle(
+            turn_workflow_id("researcher", child, child_turn["turn_id"], tenant=LAB)
+        )
+        for _ in range(100):
+            if (await handle.describe()).status != WorkflowExecutionStatus.RUNNING:
+                break
+            await asyncio.sleep(0.1)
+        assert (await handle.describe()).status != WorkflowExecutionStatus.RUNNING
