@@ -16,6 +16,7 @@ BENCHMARKS = [
     ["bench.context_load"],
     ["bench.on_chunk"],
     ["bench.turn_breakdown"],
+    ["bench.sub_agents"],
 ]
 
 if __name__ == "__main__":

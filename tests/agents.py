@@ -39,6 +39,7 @@ from think import (
     TurnConfig,
     TurnContext,
     UserError,
+    agent_tool,
     create_compact_function,
     default_context_overflow_classifier,
     events,
@@ -602,6 +603,84 @@ class Wrecked(Helper):
 
     def get_tools(self) -> list[Tool]:
         raise RuntimeError(f"get_tools broke: {OVERRIDE_SECRET}")
+
+
+class Researcher(Helper):
+    """A sub-agent: hosted only because `Lead` delegates to it (not in THINK_AGENTS)."""
+
+    name = "researcher"
+
+    def get_system_prompt(self) -> str:
+        return "You research and report findings."
+
+    def get_tools(self) -> list[Tool]:
+        return [get_weather]
+
+
+class _Collect:
+    """A `chat()` callback that keeps what it was told, for a tool to return."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def on_start(self, request_id: str) -> None:
+        self.calls.append("start")
+
+    def on_event(self, chunk: dict[str, Any]) -> None:
+        if chunk["type"] in ("start", "finish", "reset-step", "error", "abort"):
+            self.calls.append(chunk["type"])
+
+    async def on_done(self) -> None:
+        self.calls.append("done")
+
+    def on_error(self, message: str) -> None:
+        self.calls.append(f"error: {message}")
+
+    def on_interrupted(self) -> None:
+        self.calls.append("interrupted")
+
+
+@tool
+async def ask_by_hand(task: str) -> dict[str, Any]:
+    """Ask the researcher directly, through the low-level sub-agent API (`chat`)."""
+    child = Lead().sub_agent(Researcher, "by-hand")
+    collected = _Collect()
+    result = await child.chat(task, collected)
+    handle = await child.conversation()
+    return {
+        "conversation_id": handle.conversation_id,
+        "status": result.status,
+        "calls": collected.calls,
+        "text": "".join(
+            str(p.get("text", "")) for p in (result.message.parts if result.message else [])
+        ),
+    }
+
+
+class Lead(Helper):
+    """Delegates to `Researcher`: one retained child per conversation (`research`), a fresh
+    child per call (`research_fresh`), and by hand from a tool (`ask_by_hand`)."""
+
+    name = "lead"
+
+    def get_tools(self) -> list[Tool]:
+        return [
+            agent_tool(Researcher, name="research", description="Delegate a research task."),
+            agent_tool(Researcher, name="research_fresh", fresh=True, timeout=20),
+            agent_tool(Researcher, name="research_quick", timeout=1),
+            ask_by_hand,
+            slow,
+        ]
+
+
+class Recursive(Helper):
+    """Delegates to itself; the chain stops at `max_delegation_depth`."""
+
+    name = "recursive"
+    max_delegation_depth = 2
+
+    def get_tools(self) -> list[Tool]:
+        return [agent_tool(Recursive, name="deeper")]
 
 
 # -- built-in tools (tests/test_builtin_tools.py) ----------------------------------------------

@@ -68,7 +68,7 @@ def stack(
             "tests.agents:Latest,tests.agents:Debouncer,tests.agents:Delegator,"
             "tests.agents:Remembering,tests.agents:Configured,tests.agents:Forgetful,"
             "tests.agents:Fragile,tests.agents:Wrecked,"
-            "tests.agents:Patient,tests.agents:Watchful,"
+            "tests.agents:Patient,tests.agents:Watchful,tests.agents:Lead,tests.agents:Recursive,"
             "tests.agents:Workspaced,tests.agents:Skilled,tests.agents:Fetcher,"
             "examples.assistant:Assistant"
         ),
@@ -106,6 +106,7 @@ async def service(stack: Stack, settings: Settings) -> AsyncIterator[ThinkServic
         "tests.agents:Debouncer",
         "tests.agents:Delegator",
         "tests.agents:Hooks",
+        "tests.agents:Lead",
     ]
     async with await ThinkService.connect(settings.model_copy(update={"agents": agents})) as svc:
         yield svc

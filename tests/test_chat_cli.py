@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import pytest
 
 from tests._stack import ROOT, Stack
 from think.client import ThinkClient
-from think.testing import FakeOpenAIServer, text, tool_call
+from think.testing import FakeOpenAIServer, reply, text, tool_call
 
 APPROVALS = "/v1/agents/{agent}/conversations/{cid}/turns/{turn_id}/approvals/{approval_id}"
 
@@ -121,3 +122,22 @@ def test_a_tool_that_needs_approval_asks_first(
         f'→ delete_file {{"path": "/tmp/x"}}\napprove delete_file {{"path": "/tmp/x"}}? [y/N] '
         f"{answer}\n{result}\n{after}\n"
     )
+
+
+def test_a_sub_agents_progress_is_shown_under_its_call(
+    stack: Stack, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    child = f"lead.{cid}.research"
+    words = [f"w{i} " for i in range(12)]
+    fake_model.script(cid, tool_call("research", {"input": "dig"}), text("Done."))
+    fake_model.script(child, reply(text(*words), delay=0.05))
+    done = chat(stack, "--agent", "lead", "--conversation", cid, lines="go\n")
+    assert done.returncode == 0, done.stderr
+    call, progress, result, answer = done.stdout.splitlines()
+    assert call == '→ research {"input": "dig"}'
+    head = f"  researcher ({child}): "
+    assert progress.startswith(head)
+    shown = progress.removeprefix(head)
+    assert shown and "".join(words).startswith(shown)  # the child's answer as it grew
+    assert json.loads(result.removeprefix("← "))["text"] == "".join(words)
+    assert answer == "Done."

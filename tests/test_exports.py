@@ -11,6 +11,8 @@ import think.tools
 def test_think_exports() -> None:
     assert sorted(think.__all__) == [
         "AgentNotFoundError",
+        "AgentTool",
+        "AgentToolResult",
         "AsyncThinkClient",
         "ChatErrorClassification",
         "ChatErrorContext",
@@ -44,6 +46,7 @@ def test_think_exports() -> None:
         "StepFinishContext",
         "StepResult",
         "StreamCallback",
+        "SubAgent",
         "Submission",
         "SubmissionConflict",
         "Think",
@@ -65,6 +68,7 @@ def test_think_exports() -> None:
         "TurnStream",
         "UIMessage",
         "UserError",
+        "agent_tool",
         "create_compact_function",
         "current_conversation",
         "default_context_overflow_classifier",

@@ -230,7 +230,8 @@ async def test_chat_drives_the_callback(
     assert calls[0] == ("start", result.turn_id)
     assert calls[1] == "start" and calls[-2] == "finish" and calls[-1] == "done"
 
-    # Cancelled mid-stream with cancel_chat: neither done nor an error.
+    # Cancelled mid-stream with cancel_chat: a terminal outcome, so on_error (never
+    # on_interrupted, which says a continuation owns the answer).
     calls.clear()
 
     class Canceller(Recorder):
@@ -241,7 +242,8 @@ async def test_chat_drives_the_callback(
 
     cancelled = await conv.chat("long one", Canceller())
     assert cancelled.status == "aborted" and cancelled.error == "caller went away"
-    assert calls[-2:] == ["abort", "interrupted"]
+    assert calls[-2:] == ["abort", ("error", "aborted: caller went away")]
+    assert "interrupted" not in calls
     assert not await conv.cancel_chat(cancelled.turn_id)  # ended already: no-op
     assert not await conv.cancel_chat("turn_unknown")
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from think._messages import UIMessage
     from think._settings import Settings
+    from think.agent._agent_tool import AgentTool, AgentToolResult, SubAgent, agent_tool
     from think.agent._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptions
     from think.agent._think import Think
     from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
@@ -68,6 +69,8 @@ if TYPE_CHECKING:
 
 _LAZY: dict[str, tuple[str, str]] = {
     "AgentNotFoundError": ("think.exceptions", "AgentNotFoundError"),
+    "AgentTool": ("think.agent._agent_tool", "AgentTool"),
+    "AgentToolResult": ("think.agent._agent_tool", "AgentToolResult"),
     "AsyncThinkClient": ("think.client", "AsyncThinkClient"),
     "ChatErrorClassification": ("think.models._overflow", "ChatErrorClass"),
     "ChatErrorContext": ("think.agent._turn_hooks", "ChatErrorContext"),
@@ -101,6 +104,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "StepFinishContext": ("think.agent._turn_hooks", "StepFinishContext"),
     "StepResult": ("think.agent._turn_hooks", "StepResult"),
     "StreamCallback": ("think.turns._service", "StreamCallback"),
+    "SubAgent": ("think.agent._agent_tool", "SubAgent"),
     "Submission": ("think.turns._service", "Submission"),
     "SubmissionConflict": ("think.storage", "SubmissionConflict"),
     "Think": ("think.agent._think", "Think"),
@@ -122,6 +126,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "TurnStream": ("think.turns._service", "TurnStream"),
     "UIMessage": ("think._messages", "UIMessage"),
     "UserError": ("think.exceptions", "UserError"),
+    "agent_tool": ("think.agent._agent_tool", "agent_tool"),
     "create_compact_function": ("think.sessions._compaction", "create_compact_function"),
     "skills": ("think.tools", "skills"),
     "current_conversation": ("think.turns._service", "current_conversation"),
@@ -136,6 +141,8 @@ _LAZY: dict[str, tuple[str, str]] = {
 
 __all__ = [
     "AgentNotFoundError",
+    "AgentTool",
+    "AgentToolResult",
     "AsyncThinkClient",
     "ChatErrorClassification",
     "ChatErrorContext",
@@ -169,6 +176,7 @@ __all__ = [
     "StepFinishContext",
     "StepResult",
     "StreamCallback",
+    "SubAgent",
     "Submission",
     "SubmissionConflict",
     "Think",
@@ -190,6 +198,7 @@ __all__ = [
     "TurnStream",
     "UIMessage",
     "UserError",
+    "agent_tool",
     "create_compact_function",
     "current_conversation",
     "default_context_overflow_classifier",

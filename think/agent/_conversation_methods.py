@@ -14,8 +14,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from think._current import current_conversation
+from think.agent._agent_tool import AgentToolResult, SubAgent
 
 if TYPE_CHECKING:
+    from think.agent._think import Think
     from think.storage import MessageConcurrency
     from think.turns._service import (
         ConversationHandle,
@@ -140,6 +142,31 @@ class ConversationMethods:
 
     async def cancel_chat(self, turn_id: str, reason: str = "cancelled") -> bool:
         return await (await self.conversation()).cancel_chat(turn_id, reason)
+
+    async def abort_request(self, request_id: str, reason: str = "cancelled") -> bool:
+        """Cancel one turn of this conversation (Think's `abortRequest`): `cancel_chat`."""
+        return await (await self.conversation()).cancel_chat(request_id, reason)
+
+    async def abort_all_requests(self, reason: str = "cancelled") -> list[str]:
+        """Cancel every active turn of this conversation, this one included when called from
+        its own hook or tool (Think's `abortAllRequests`); returns the ids cancelled."""
+        return await (await self.conversation()).abort_all_requests(reason)
+
+    async def run_agent_tool(
+        self, agent: type[Think], input: str, *, name: str | None = None, **options: Any
+    ) -> AgentToolResult:
+        """Delegate to `agent` from a hook or tool as the agent tool `name` would (Think's
+        `runAgentTool`): a turn of that retained child conversation, waited for. From a tool
+        this holds the tool's activity while the child runs."""
+        conv = await self.conversation()
+        return await conv.run_agent_tool(agent, input, name=name, **options)
+
+    def sub_agent(self, agent: type[Think], name: str) -> SubAgent:
+        """A handle on the child conversation `name` of agent `agent` under this turn's
+        conversation (same tenant, a deterministic id): the turn API on the child, e.g.
+        `await self.sub_agent(Researcher, "child-1").chat(task, callback)`. From a tool this
+        holds the tool's activity while the child runs; an `agent_tool` does not."""
+        return SubAgent(agent, name, self.conversation)
 
 
 def bind_config(agent: ConversationMethods, config: dict[str, Any]) -> None:

@@ -58,6 +58,13 @@ class Think(ConversationMethods):
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    sub_agents: ClassVar[Sequence[type[Think]]] = ()
+    """Agents this one reaches only through `self.sub_agent(...)`: hosted with it (as are the
+    agents of its `agent_tool`s), without being listed in `THINK_AGENTS`."""
+    max_delegation_depth: ClassVar[int] = 4
+    """How deep a chain of agent-tool delegations may go below a top-level turn: a turn of
+    this agent that is itself this deep gets a tool error instead of another child (an agent
+    that can delegate to itself stops here)."""
     max_steps: ClassVar[int] = 10
     chat_stream_stall_timeout: ClassVar[float | None] = None
     """Seconds a model stream may go without a chunk (the first one included) before the step
@@ -122,6 +129,12 @@ class Think(ConversationMethods):
             raise UserError(
                 f"{cls.__name__}.chat_stream_stall_timeout={stall!r} must be a number of "
                 "seconds, or None or 0 for no stall watchdog"
+            )
+        depth = cls.max_delegation_depth
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
+            raise UserError(
+                f"{cls.__name__}.max_delegation_depth={depth!r} must be a whole number of "
+                "levels, 0 or more (0: its agent tools are refused)"
             )
         if cls.fetch_tools is not None and not isinstance(cls.fetch_tools, FetchTools):
             raise UserError(

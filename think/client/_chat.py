@@ -77,6 +77,8 @@ class _Chat:
         self.at_line_start = True
         self.input_ended = False
         self.tools: dict[str, tuple[str, Any]] = {}
+        self.delegated: dict[str, str] = {}
+        """A sub-agent's answer so far, by tool call (from its preliminary tool outputs)."""
 
     def run(self) -> int:
         while not self.input_ended:
@@ -143,7 +145,9 @@ class _Chat:
             self.tools[str(chunk.get("toolCallId"))] = (name, value)
             self.line()
             self.write(f"→ {name} {_json(value)}\n")
-        elif kind == "tool-output-available" and not chunk.get("preliminary"):
+        elif kind == "tool-output-available" and chunk.get("preliminary"):
+            self.progress(str(chunk.get("toolCallId")), chunk.get("output"))
+        elif kind == "tool-output-available":
             output = chunk.get("output")
             self.line()
             self.write(f"← {output if isinstance(output, str) else _json(output)}\n")
@@ -165,6 +169,21 @@ class _Chat:
             self.line()
             self.write(f"[stopped: {chunk.get('reason') or 'cancelled'}]\n")
         return False
+
+    def progress(self, call_id: str, output: Any) -> None:
+        """A sub-agent's progress (docs/sub-agents.md): where it runs, then its answer as it
+        grows, indented under the call; the call's final output follows as any tool's."""
+        if not isinstance(output, dict) or not isinstance(output.get("text"), str):
+            return
+        text = output["text"]
+        if call_id not in self.delegated:
+            self.line()
+            self.write(f"  {output.get('agent', 'agent')} ({output.get('conversation_id')}): ")
+            self.delegated[call_id] = ""
+        shown = self.delegated[call_id]
+        if text.startswith(shown) and len(text) > len(shown):
+            self.write(text[len(shown) :].replace("\n", "\n  "))
+            self.delegated[call_id] = text
 
     def ask(self, turn_id: str, chunk: StreamChunk) -> bool:
         name, value = self.tools.get(str(chunk.get("toolCallId")), ("tool", None))

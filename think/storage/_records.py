@@ -43,6 +43,20 @@ class Conversation(BaseModel):
     metadata: dict[str, Any]
 
 
+class Delegation(BaseModel):
+    """The parent turn and tool call a delegated (sub-agent) turn answers: stored with the
+    child's request, so the child's workflow can tell the parent's when it ends, and its
+    model steps can show their progress in the parent's stream."""
+
+    turn_id: str
+    agent: str
+    conversation_id: str
+    tool_call_id: str
+    tool_name: str
+    depth: int = 1
+    """How deep the delegation is: 1 for a top-level turn's child, 2 for its child's, ..."""
+
+
 class TurnRequest(BaseModel):
     """The durable part of a submission: what the turn will append and run with."""
 
@@ -63,6 +77,8 @@ class TurnRequest(BaseModel):
     continuation: bool = False
     """No new message: the turn continues the last assistant message (`continue_last_turn`);
     skipped when the last message is not the assistant's."""
+    delegated_by: Delegation | None = None
+    """Set on a turn an agent tool started: the parent turn and tool call it answers."""
     rollback_of: str | None = None
     """Set at admission on a "rollback" submission: the running turn it cancelled, whose start
     it branches from when it starts (only if that cancel stopped it)."""

@@ -12,10 +12,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from think.storage import _stream_log as _log
-from think.storage._db import Database
+from think.storage._db import Conn, Database
 from think.storage._stream_log import Fence
 
 _CONTENT = frozenset(
@@ -30,8 +31,19 @@ _CONTENT = frozenset(
 
 
 class ChunkWriter:
-    def __init__(self, db: Database, turn_id: str, fence: Fence, *, interval: float = 0.05) -> None:
+    def __init__(
+        self,
+        db: Database,
+        turn_id: str,
+        fence: Fence,
+        *,
+        interval: float = 0.05,
+        after_flush: Callable[[Conn], Awaitable[None]] | None = None,
+    ) -> None:
+        """`after_flush` runs after each batch, on the batch's connection: a sub-agent's
+        step tells its parent's stream how far it has got (it must not raise)."""
         self._db = db
+        self._after_flush = after_flush
         self._turn_id = turn_id
         self._fence = fence
         self._interval = interval
@@ -82,6 +94,8 @@ class ChunkWriter:
                 # connection, without a BEGIN and a COMMIT round trip around it.
                 async with self._db.connection() as conn:
                     await _log.append(conn, self._turn_id, batch, self._fence)
+                    if self._after_flush is not None:
+                        await self._after_flush(conn)
                 self._last_flush = time.monotonic()
                 self._content_sent = self._content_sent or any(c["type"] in _CONTENT for c in batch)
         except Exception as exc:

@@ -34,6 +34,7 @@ from think.storage import (
     PAUSED_STATUSES,
     TERMINAL_STATUSES,
     Admission,
+    Delegation,
     MessageConcurrency,
     Store,
     TurnRecord,
@@ -91,6 +92,7 @@ async def admit_submission(
     submission_id: str | None = None,
     continuation: bool = False,
     idempotency_key: str | None = None,
+    delegated_by: Delegation | None = None,
 ) -> Admission:
     """Admit a submission as any door received it: its mode, its request and its
     fingerprint, then `admit`.
@@ -99,7 +101,8 @@ async def admit_submission(
     fingerprint); `client_tools` are normalised specs. `concurrency` is the caller's override
     (part of the fingerprint); `default_concurrency` replaces the agent's mode without being
     part of it (the Python API queues a submission made from inside the conversation's own
-    turn, which "latest" or "interrupt" would otherwise cancel).
+    turn, which "latest" or "interrupt" would otherwise cancel). `delegated_by` names the
+    parent turn and tool call of a sub-agent's turn (an agent tool's).
     """
     mode, debounce = resolve_concurrency(agent, concurrency or default_concurrency)
     request = TurnRequest(
@@ -110,6 +113,7 @@ async def admit_submission(
         concurrency=mode,
         debounce_seconds=debounce,
         continuation=continuation,
+        delegated_by=delegated_by,
     )
     fingerprint = turn_fingerprint(
         request, input=input, concurrency=concurrency, submission_id=submission_id

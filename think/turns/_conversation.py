@@ -7,14 +7,17 @@ their own through `current_conversation()`.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
+import logging
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from think._current import BOUND
 from think._messages import ID, UIMessage
+from think.agent._agent_tool import AgentToolResult, answer_text, child_conversation_id
 from think.agent._compactor import compact
 from think.agent._think import Think
 from think.exceptions import UserError
@@ -22,6 +25,7 @@ from think.schedules import reconcile_conversation
 from think.sessions._context_blocks import check_write, checked_blocks
 from think.sessions._session import session_for
 from think.storage import (
+    ACTIVE_STATUSES,
     Admission,
     Conn,
     Conversation,
@@ -56,6 +60,8 @@ from think.turns._views import turn_view
 
 if TYPE_CHECKING:
     from think.turns._service import ThinkService
+
+log = logging.getLogger("think.turns")
 
 
 class ConversationHandle:
@@ -180,9 +186,13 @@ class ConversationHandle:
             return turn_view(admission.turn, accepted=admission.accepted).submission()
         if mode == "stream":
             return TurnStream(self, admission)
-        return await self.result(
-            admission.turn.id, wait_timeout=wait_timeout, accepted=admission.accepted
-        )
+        try:
+            return await self.result(
+                admission.turn.id, wait_timeout=wait_timeout, accepted=admission.accepted
+            )
+        except asyncio.CancelledError:
+            await asyncio.shield(self._caller_cancelled(admission.turn.id))
+            raise
 
     async def save_messages(
         self,
@@ -248,23 +258,44 @@ class ConversationHandle:
         idempotency_key: str | None = None,
     ) -> TurnResult:
         """Run a turn, driving `callback` (a `StreamCallback`, or any object with some of its
-        methods) with its chunks; returns how it ended."""
+        methods) with its chunks; returns how it ended.
+
+        `on_start(request_id)` first; `on_event(chunk)` per chunk; `on_interrupted()` each time
+        an attempt is interrupted and a retry (the continuation) takes over the step, whose
+        partial output the stream then discards (`reset-step`): keep the channel open, the
+        continuation owns the answer. The call ends with exactly one of `on_done()` (the turn
+        completed, or was skipped) and `on_error(message)` (it failed, was cancelled, or ran
+        out of recovery): never `on_interrupted`, which is not an ending.
+
+        Cancelling the awaiting task (`asyncio`) cancels the turn, for a call made outside a
+        turn (inside one, only when that turn is being cancelled too), its partial answer kept.
+        """
         stream = await self.run_turn(
             input, mode="stream", body=body, idempotency_key=idempotency_key
         )
+        try:
+            return await self._drive(stream, callback)
+        except asyncio.CancelledError:
+            await asyncio.shield(self._caller_cancelled(stream.turn_id))
+            raise
+
+    async def _drive(self, stream: TurnStream, callback: Any) -> TurnResult:
         await call_back(callback, "on_start", stream.turn_id)
         error_text: str | None = None
         async for chunk in stream:
-            if chunk.get("type") == "error":
+            kind = chunk.get("type")
+            if kind == "error":
                 error_text = str(chunk.get("errorText") or "")
             await call_back(callback, "on_event", chunk)
+            if kind == "reset-step":
+                await call_back(callback, "on_interrupted")
         result = await stream.result()
-        if result.status == "completed":
+        if result.status in ("completed", "skipped"):
             await call_back(callback, "on_done")
-        elif result.status == "error":
-            await call_back(callback, "on_error", error_text or result.error or "the turn failed")
+        elif result.status == "aborted":
+            await call_back(callback, "on_error", f"aborted: {result.error or 'cancelled'}")
         else:
-            await call_back(callback, "on_interrupted")
+            await call_back(callback, "on_error", error_text or result.error or "the turn failed")
         return result
 
     async def cancel_chat(self, turn_id: str, reason: str = "cancelled") -> bool:
@@ -277,6 +308,93 @@ class ConversationHandle:
         return await cancel_turn(
             service.store, service.temporal, service.settings.task_queue, turn, reason
         )
+
+    async def abort_request(self, request_id: str, reason: str = "cancelled") -> bool:
+        """`cancel_chat` by the spec's other name (Think's `abortRequest`)."""
+        return await self.cancel_chat(request_id, reason)
+
+    async def abort_all_requests(self, reason: str = "cancelled") -> list[str]:
+        """Cancel every active turn of the conversation (queued, running or paused; Think's
+        `abortAllRequests`), partial answers kept. Returns the ids it cancelled."""
+        conv = await self._conversation()
+        if conv is None:
+            return []
+        service = self.service
+        active = await service.store.list_turns(conv.uid, status=sorted(ACTIVE_STATUSES))
+        cancelled = []
+        # Newest first: a queued turn is aborted before the running one ends and starts it.
+        for turn in active:
+            if await cancel_turn(
+                service.store, service.temporal, service.settings.task_queue, turn, reason
+            ):
+                cancelled.append(turn.id)
+        return cancelled
+
+    def sub_agent(self, agent: type[Think], name: str) -> ConversationHandle:
+        """The child conversation `name` of this one, of agent `agent`: same tenant, its id
+        derived from this conversation's agent and id and `name` (`lead.c1.child-1`). The
+        deployment must host `agent`: list it in the parent's `sub_agents`, or use it in one of
+        the parent's `agent_tool`s."""
+        if agent.name not in self.service.registry:
+            raise UserError(
+                f"agent {agent.name!r} is not hosted here, so its turns would never run: add "
+                f"it to {self.agent.__name__}.sub_agents (or THINK_AGENTS)"
+            )
+        child = child_conversation_id(self.agent.name, self.conversation_id, name)
+        return ConversationHandle(self.service, agent, child, self.tenant)
+
+    async def run_agent_tool(
+        self,
+        agent: type[Think],
+        input: str,
+        *,
+        name: str | None = None,
+        idempotency_key: str | None = None,
+        wait_timeout: float | None = None,
+    ) -> AgentToolResult:
+        """Delegate `input` to `agent` from code, as the parent's agent tool `name` (default:
+        the agent's name) would from the model: a turn of the same retained child
+        conversation, waited for (Think's `runAgentTool`). Returns what the tool would have
+        recorded, with `error` set when the child's turn failed or was cancelled. Pass an
+        `idempotency_key` (from a tool, its `ctx.idempotency_key`) so that a retried caller
+        re-attaches to the child's turn instead of starting another."""
+        child = self.sub_agent(agent, name or agent.name)
+        result = await child.save_messages(
+            input, idempotency_key=idempotency_key, wait_timeout=wait_timeout
+        )
+        message = result.message.model_dump(mode="json") if result.message else None
+        return AgentToolResult(
+            agent=agent.name,
+            conversation_id=child.conversation_id,
+            turn_id=result.turn_id,
+            status=result.status,
+            text=answer_text(message),
+            error=result.error if result.status != "completed" else None,
+        )
+
+    async def _caller_cancelled(self, turn_id: str) -> None:
+        """The task awaiting a turn it started was cancelled: cancel the turn too, unless the
+        caller serves a turn that is not itself being cancelled (a worker shutting down
+        cancels its activities; their retry re-attaches to the same turn)."""
+        binding = BOUND.get()
+        if binding is not None:
+            serving = await binding.turn(fresh=True)
+            if not serving.terminal and serving.error is None:
+                return
+        turn = await self._turn(turn_id)
+        if turn is None:
+            return
+        try:
+            service = self.service
+            await cancel_turn(
+                service.store,
+                service.temporal,
+                service.settings.task_queue,
+                turn,
+                "the caller was cancelled",
+            )
+        except Exception:
+            log.warning("could not cancel turn %s after its caller was", turn_id, exc_info=True)
 
     async def result(
         self, turn_id: str, *, wait_timeout: float | None = None, accepted: bool = True

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.common import (
@@ -20,14 +21,15 @@ from temporalio.common import (
     WorkflowIDReusePolicy,
 )
 from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from think.exceptions import ThinkError
 from think.storage import Store, TurnRecord, queue_head
-from think.workflows._inputs import ConversationRef, TurnInput
+from think.workflows._inputs import ConversationRef, ParentLink, TurnInput
 from think.workflows._names import (
     AGENT_KEY,
     CONVERSATION_KEY,
+    PARENT_TURN_KEY,
     TENANT_KEY,
     TURN_STATUS_KEY,
     TURN_WORKFLOW,
@@ -53,6 +55,7 @@ class DispatchFailed(ThinkError):
 def turn_input(turn: TurnRecord) -> TurnInput:
     request = turn.request
     debounce = request.debounce_seconds or 0.0
+    parent = request.delegated_by
     return TurnInput(
         conversation=ConversationRef(
             tenant=turn.tenant,
@@ -62,38 +65,87 @@ def turn_input(turn: TurnRecord) -> TurnInput:
         ),
         turn_id=turn.id,
         debounce_seconds=debounce if request.concurrency == "debounce" else 0.0,
+        parent=ParentLink(
+            # A child shares its parent's tenant (`sub_agent` and agent tools never cross one).
+            workflow_id=turn_workflow_id(
+                parent.agent, parent.conversation_id, parent.turn_id, tenant=turn.tenant
+            ),
+            turn_id=parent.turn_id,
+            tool_call_id=parent.tool_call_id,
+        )
+        if parent is not None
+        else None,
     )
 
 
 async def start_turn_workflow(client: Client, task_queue: str, turn: TurnRecord) -> None:
     """Start the turn's workflow; a turn whose workflow exists (running or closed) is left as
-    it is. Raises `DispatchFailed` when Temporal cannot be reached."""
-    try:
-        await client.start_workflow(
-            TURN_WORKFLOW,
-            turn_input(turn),
-            id=turn_workflow_id(turn.agent, turn.conversation_id, turn.id, tenant=turn.tenant),
-            task_queue=task_queue,
-            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
-            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-            task_timeout=TASK_TIMEOUT,
-            search_attributes=TypedSearchAttributes(
-                [
-                    SearchAttributePair(TENANT_KEY, turn.tenant),
-                    SearchAttributePair(AGENT_KEY, turn.agent),
-                    SearchAttributePair(CONVERSATION_KEY, turn.conversation_id),
-                    # Set at start rather than upserted by the turn: one event less per turn.
-                    SearchAttributePair(TURN_STATUS_KEY, "running"),
-                ]
-            ),
-            static_summary=f"{turn.agent} turn in conversation {turn.conversation_id}",
+    it is. Raises `DispatchFailed` when Temporal cannot be reached.
+
+    A sub-agent's turn names the turn that delegated it: in its `ThinkParentTurn` search
+    attribute, its summary and its details (the parent's workflow id)."""
+    attributes = [
+        SearchAttributePair(TENANT_KEY, turn.tenant),
+        SearchAttributePair(AGENT_KEY, turn.agent),
+        SearchAttributePair(CONVERSATION_KEY, turn.conversation_id),
+        # Set at start rather than upserted by the turn: one event less per turn.
+        SearchAttributePair(TURN_STATUS_KEY, "running"),
+    ]
+    summary = f"{turn.agent} turn in conversation {turn.conversation_id}"
+    details: str | None = None
+    parent = turn.request.delegated_by
+    if parent is not None:
+        attributes.append(SearchAttributePair(PARENT_TURN_KEY, parent.turn_id))
+        parent_id = turn_workflow_id(
+            parent.agent, parent.conversation_id, parent.turn_id, tenant=turn.tenant
         )
-    except WorkflowAlreadyStartedError:
+        summary += f", delegated by {parent.agent} (tool {parent.tool_name})"
+        details = (
+            f"Sub-agent turn, delegated by tool call `{parent.tool_call_id}` "
+            f"({parent.tool_name}) of workflow `{parent_id}`. That turn's children: "
+            f"`{PARENT_TURN_KEY.name} = '{parent.turn_id}'`."
+        )
+    while True:
+        try:
+            await client.start_workflow(
+                TURN_WORKFLOW,
+                turn_input(turn),
+                id=turn_workflow_id(turn.agent, turn.conversation_id, turn.id, tenant=turn.tenant),
+                task_queue=task_queue,
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                task_timeout=TASK_TIMEOUT,
+                search_attributes=TypedSearchAttributes(attributes),
+                static_summary=summary,
+                static_details=details,
+            )
+        except WorkflowAlreadyStartedError:
+            return
+        except RPCError as exc:
+            if _unregistered_parent_attribute(exc, attributes):
+                # A namespace set up before sub-agents (`think migrate` not run since): the
+                # turn runs all the same, only without the attribute that lists children.
+                log.warning(
+                    "search attribute %s is not registered in this Temporal namespace; run "
+                    "`think migrate` to list sub-agent turns by their parent",
+                    PARENT_TURN_KEY.name,
+                )
+                attributes = [a for a in attributes if a.key != PARENT_TURN_KEY]
+                continue
+            raise DispatchFailed(
+                f"turn {turn.id!r} could not be handed to Temporal: {exc}", turn.id
+            ) from exc
         return
-    except RPCError as exc:
-        raise DispatchFailed(
-            f"turn {turn.id!r} could not be handed to Temporal: {exc}", turn.id
-        ) from exc
+
+
+def _unregistered_parent_attribute(
+    exc: RPCError, attributes: list[SearchAttributePair[Any]]
+) -> bool:
+    return (
+        exc.status == RPCStatusCode.INVALID_ARGUMENT
+        and PARENT_TURN_KEY.name in str(exc)
+        and any(a.key == PARENT_TURN_KEY for a in attributes)
+    )
 
 
 async def hand_off(store: Store, client: Client, task_queue: str, turn_id: str) -> None:

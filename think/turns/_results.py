@@ -75,10 +75,11 @@ class StreamCallback:
     """What `chat()` drives; override what you need (each may be sync or async).
 
     `on_start(request_id)` before any chunk, with the turn id (for `cancel_chat`);
-    `on_event(chunk)` for each UI message chunk; then exactly one of `on_done()` (completed),
-    `on_error(message)` (error) and `on_interrupted()` (aborted, interrupted or skipped: the
-    turn neither completed nor failed, and its partial answer, if any, is kept). Any object
-    with some of these methods works too.
+    `on_event(chunk)` for each UI message chunk; `on_interrupted()` when an attempt was
+    interrupted and a retry (the continuation) owns the step, whose partial output the stream
+    discards (`reset-step`): not an ending, keep listening. Then exactly one of `on_done()`
+    (completed, or skipped) and `on_error(message)` (error, interrupted: recovery spent, or
+    aborted: `"aborted: <reason>"`). Any object with some of these methods works too.
     """
 
     def on_start(self, request_id: str) -> Awaitable[None] | None:

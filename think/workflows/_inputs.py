@@ -31,12 +31,23 @@ class QuietResult(BaseModel):
     seconds: float
 
 
+class ParentLink(BaseModel):
+    """The turn (and its tool call) that delegated this one: told when this one ends."""
+
+    workflow_id: str
+    turn_id: str
+    tool_call_id: str
+
+
 class TurnInput(BaseModel):
     conversation: ConversationRef
     turn_id: str
     debounce_seconds: float = 0.0
     """A "debounce" submission: wait until the conversation has had no new submission for
     this long before the first step (what arrives meanwhile is merged into this turn)."""
+    parent: ParentLink | None = None
+    """A sub-agent's turn, started by an agent tool: the parent turn's workflow to signal
+    (`child_turn_ended`) once this turn has ended."""
 
 
 class AfterTurnInput(TurnInput):
@@ -69,9 +80,10 @@ class ToolRun(BaseModel):
 class ToolCallRef(BaseModel):
     tool_call_id: str
     tool_name: str
-    kind: Literal["server", "approval", "client"] = "server"
+    kind: Literal["server", "approval", "client", "agent"] = "server"
     """`approval`: a server tool that waits for a person first; `client`: a tool the client
-    runs, whose result arrives by `submit_tool_result`."""
+    runs, whose result arrives by `submit_tool_result`; `agent`: an agent tool, whose call is
+    a turn of a sub-agent that this turn waits for (`think.agent_tool`)."""
     approval_id: str | None = None
     preview: str = ""
     """The call's input, shortened, for the Temporal UI's current details."""
@@ -163,3 +175,40 @@ class CommitResult(BaseModel):
     status: str
     respond: bool = False
     compact: bool = False
+
+
+class AgentToolInput(BaseModel):
+    """One agent-tool call of a turn: start (or find) its child turn, or record its outcome."""
+
+    turn_id: str
+    step: int
+    tool_call_id: str
+    tool_name: str
+    child_turn_id: str | None = None
+    """For `agent_tool_finish`: the child turn `agent_tool_start` answered."""
+
+
+class AgentToolStarted(BaseModel):
+    child_turn_id: str | None = None
+    """None: the call settled at once (bad input, blocked by a hook, or recorded already)."""
+    child_agent: str = ""
+    child_conversation_id: str = ""
+
+
+class AgentToolFinished(BaseModel):
+    settled: bool
+    """False: the child turn has not ended yet (a check that found it still running)."""
+
+
+class ChildTurnEnded(BaseModel):
+    """The `child_turn_ended` Signal a delegated turn sends its parent's workflow."""
+
+    tool_call_id: str = Field(min_length=1)
+    turn_id: str = Field(min_length=1)
+    status: str = ""
+
+
+class CancelChildrenInput(BaseModel):
+    turn_id: str
+    child_turn_ids: list[str]
+    reason: str

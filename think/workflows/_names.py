@@ -23,6 +23,11 @@ QUIET_ACTIVITY = "think.quiet_left"
 AFTER_TURN_WORKFLOW = "think.AfterTurn"
 CHAT_RESPONSE_ACTIVITY = "think.chat_response"
 COMPACT_ACTIVITY = "think.compact_context"
+AGENT_TOOL_START_ACTIVITY = "think.agent_tool_start"
+AGENT_TOOL_FINISH_ACTIVITY = "think.agent_tool_finish"
+CANCEL_CHILDREN_ACTIVITY = "think.cancel_child_turns"
+CHILD_TURN_ENDED = "child_turn_ended"
+"""Signal: a delegated turn tells its parent's workflow it has ended (`ChildTurnEnded`)."""
 APPROVE = "approve"
 """Update and Signal: a person's decision on an approval request (`ToolDecision`)."""
 SUBMIT_TOOL_RESULT = "submit_tool_result"
@@ -41,13 +46,17 @@ SA_TENANT = "ThinkTenant"
 SA_AGENT = "ThinkAgent"
 SA_CONVERSATION = "ThinkConversationId"
 SA_TURN_STATUS = "ThinkTurnStatus"
-SEARCH_ATTRIBUTES = (SA_TENANT, SA_AGENT, SA_CONVERSATION, SA_TURN_STATUS)
+SA_PARENT_TURN = "ThinkParentTurn"
+"""On a sub-agent's turn: the id of the turn that delegated it (`ThinkParentTurn="…"` lists a
+turn's children in the Temporal UI)."""
+SEARCH_ATTRIBUTES = (SA_TENANT, SA_AGENT, SA_CONVERSATION, SA_TURN_STATUS, SA_PARENT_TURN)
 
 
 TENANT_KEY = SearchAttributeKey.for_keyword(SA_TENANT)
 AGENT_KEY = SearchAttributeKey.for_keyword(SA_AGENT)
 CONVERSATION_KEY = SearchAttributeKey.for_keyword(SA_CONVERSATION)
 TURN_STATUS_KEY = SearchAttributeKey.for_keyword(SA_TURN_STATUS)
+PARENT_TURN_KEY = SearchAttributeKey.for_keyword(SA_PARENT_TURN)
 
 TURN_ID_PREFIX = "turn"
 DEFAULT_TENANT = "default"

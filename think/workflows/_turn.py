@@ -23,6 +23,7 @@ the step.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -39,6 +40,11 @@ with workflow.unsafe.imports_passed_through():
     from think.exceptions import STALE_ATTEMPT
     from think.workflows._inputs import (
         AfterTurnInput,
+        AgentToolFinished,
+        AgentToolInput,
+        AgentToolStarted,
+        CancelChildrenInput,
+        ChildTurnEnded,
         CommitInput,
         CommitResult,
         ModelStepInput,
@@ -56,10 +62,14 @@ with workflow.unsafe.imports_passed_through():
     )
     from think.workflows._names import (
         AFTER_TURN_WORKFLOW,
+        AGENT_TOOL_FINISH_ACTIVITY,
+        AGENT_TOOL_START_ACTIVITY,
         ALREADY_ANSWERED,
         ALREADY_DECIDED,
         APPROVE,
+        CANCEL_CHILDREN_ACTIVITY,
         CHAT_RESPONSE_ACTIVITY,
+        CHILD_TURN_ENDED,
         COMMIT_ACTIVITY,
         COMPACT_ACTIVITY,
         MODEL_STEP_ACTIVITY,
@@ -86,6 +96,10 @@ MODEL_RETRY = RetryPolicy(
 )
 STEP_TIMEOUT = timedelta(minutes=10)
 LOCAL_TIMEOUT = timedelta(seconds=30)
+CHILD_CHECK = timedelta(seconds=10)
+"""How often a turn waiting for a sub-agent's turn looks at it in Postgres, in case its
+`child_turn_ended` Signal never comes (a child cancelled before it started has no workflow to
+send one), and to apply the agent tool's timeout."""
 COMPACT_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     maximum_interval=timedelta(seconds=30),
@@ -105,6 +119,11 @@ class TurnWorkflow:
         self._client_calls: dict[str, ToolCallRef] = {}
         self._client_results: dict[str, ToolResultSubmission] = {}
         self._shown_status = "running"
+        self._children: dict[str, str] = {}
+        """Agent-tool calls waiting for their sub-agent's turn: tool call id -> child turn."""
+        self._children_ended: set[str] = set()
+        self._waiting: dict[str, str] = {}
+        """What each of them waits for, for the Temporal UI's current details."""
 
     @workflow.run
     async def run(self, inp: TurnInput) -> CommitResult:
@@ -157,6 +176,9 @@ class TurnWorkflow:
         except asyncio.CancelledError:
             # Cancelled (POST …/cancel): record `aborted` unless the step already did.
             outcome = CommitInput(turn_id=turn_id, status="aborted", error="cancelled")
+        if self._children:
+            # Ending without their answers: the sub-agents' turns are cancelled too.
+            await self._cancel_children(turn_id, outcome.status)
         workflow.set_current_details(f"recording the turn as {outcome.status}")
         # A short database transaction: as a local activity it runs in this workflow task.
         committed: CommitResult = await workflow.execute_local_activity(
@@ -192,6 +214,10 @@ class TurnWorkflow:
 
     async def _settle(self, turn_id: str, step: int, call: ToolCallRef) -> None:
         """Run one call to its recorded outcome, pausing first for a person or the client."""
+        if call.kind == "agent":
+            await self._delegate(turn_id, step, call)
+            self._show_progress(step, "")
+            return
         decision: ToolDecision | None = None
         client_result: ToolResultSubmission | None = None
         if call.kind == "approval" and call.approval_id:
@@ -230,6 +256,75 @@ class TurnWorkflow:
                 summary=f"tool {call.tool_name}",
             )
         self._show_progress(step, "")
+
+    async def _delegate(self, turn_id: str, step: int, call: ToolCallRef) -> None:
+        """An agent tool's call: admit the sub-agent's turn, wait for it holding no activity
+        (its `child_turn_ended` Signal, or a look in Postgres now and then), record its answer."""
+        inp = AgentToolInput(
+            turn_id=turn_id, step=step, tool_call_id=call.tool_call_id, tool_name=call.tool_name
+        )
+        started: AgentToolStarted = await workflow.execute_local_activity(
+            AGENT_TOOL_START_ACTIVITY,
+            inp,
+            result_type=AgentToolStarted,
+            start_to_close_timeout=LOCAL_TIMEOUT,
+            retry_policy=DB_RETRY,
+            summary=f"delegate {call.tool_name}",
+        )
+        child = started.child_turn_id
+        if child is None:
+            return  # settled at once: bad input, a hook's decision, or recorded before
+        self._children[call.tool_call_id] = child
+        self._waiting[call.tool_call_id] = (
+            f"waiting for {started.child_agent} turn {child} "
+            f"(conversation {started.child_conversation_id})"
+        )
+        workflow.set_current_details(f"step {step + 1}: " + "; ".join(self._waiting.values()))
+        finish = inp.model_copy(update={"child_turn_id": child})
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await workflow.wait_condition(
+                    lambda: call.tool_call_id in self._children_ended,
+                    timeout=CHILD_CHECK,
+                    timeout_summary=f"sub-agent {started.child_agent} turn {child}",
+                )
+            done: AgentToolFinished = await workflow.execute_local_activity(
+                AGENT_TOOL_FINISH_ACTIVITY,
+                finish,
+                result_type=AgentToolFinished,
+                start_to_close_timeout=LOCAL_TIMEOUT,
+                retry_policy=DB_RETRY,
+                summary=f"{call.tool_name}: the sub-agent's answer",
+            )
+            if done.settled:
+                break
+            self._children_ended.discard(call.tool_call_id)
+        del self._children[call.tool_call_id]
+        del self._waiting[call.tool_call_id]
+
+    async def _cancel_children(self, turn_id: str, status: str) -> None:
+        await workflow.execute_local_activity(
+            CANCEL_CHILDREN_ACTIVITY,
+            CancelChildrenInput(
+                turn_id=turn_id,
+                child_turn_ids=sorted(self._children.values()),
+                reason=f"the parent turn {turn_id} ended ({status})",
+            ),
+            start_to_close_timeout=LOCAL_TIMEOUT,
+            retry_policy=DB_RETRY,
+            summary="cancel the sub-agents' turns",
+        )
+        self._children.clear()
+
+    @workflow.signal(name=CHILD_TURN_ENDED)
+    def child_turn_ended(self, payload: Any) -> None:
+        """A sub-agent's turn this one waits for has ended (sent by that turn's workflow)."""
+        try:
+            ended = ChildTurnEnded.model_validate(payload)
+        except ValidationError as error:
+            _drop_signal(CHILD_TURN_ENDED, _input_problem(error, '{"tool_call_id": "…"}'))
+            return
+        self._children_ended.add(ended.tool_call_id)
 
     async def _decision(self, call: ToolCallRef, approval_id: str) -> ToolDecision:
         timeout = call.run.approval_timeout_seconds
@@ -397,6 +492,8 @@ class TurnWorkflow:
     ) -> CommitResult:
         self._status(status)
         workflow.set_current_details(status)
+        if inp.parent is not None:
+            await self._tell_parent(inp, status)
         if respond or compact:
             # `on_chat_response` runs once this turn is over and the conversation is free, so
             # it may start (and wait for) another turn: in a workflow of its own, left running.
@@ -425,6 +522,23 @@ class TurnWorkflow:
                 static_summary=f"{summary} of turn {inp.turn_id}",
             )
         return CommitResult(status=status)
+
+    async def _tell_parent(self, inp: TurnInput, status: str) -> None:
+        """A sub-agent's turn has ended: its parent's turn records the answer now."""
+        assert inp.parent is not None
+        parent = workflow.get_external_workflow_handle(inp.parent.workflow_id)
+        try:
+            await parent.signal(
+                CHILD_TURN_ENDED,
+                ChildTurnEnded(
+                    tool_call_id=inp.parent.tool_call_id, turn_id=inp.turn_id, status=status
+                ),
+            )
+        except Exception as exc:
+            # The parent has ended meanwhile (cancelled, say): nobody waits for this answer.
+            workflow.logger.info(
+                "parent %s of turn %s: %s", inp.parent.workflow_id, inp.turn_id, exc
+            )
 
     def _status(self, status: str) -> None:
         workflow.upsert_search_attributes([TURN_STATUS_KEY.value_set(status)])

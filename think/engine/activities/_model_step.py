@@ -31,6 +31,7 @@ from think._messages import UIMessage
 from think._protocol import is_static_tool_part
 from think.agent._think import Think
 from think.engine.activities import _observe as observe
+from think.engine.activities._agent_tool import ParentProgress
 from think.engine.activities._assembly import HookFailed, StepSetup, assemble, overrides, turn_tools
 from think.engine.activities._cancels import cancel_noted, cancellable
 from think.engine.activities._compaction import Compactions
@@ -248,8 +249,14 @@ class StepAttempt:
             setup, request, answer_tool = await self.assemble(loaded, builder)
         except HookFailed as exc:
             return await self.outcomes.fail(agent, turn, exc.stage, exc.cause, fence)
+        # A sub-agent's turn shows its progress in the parent's stream as it goes.
+        progress = ParentProgress(turn, builder) if turn.request.delegated_by else None
         writer = ChunkWriter(
-            self.res.store.db, turn.id, fence, interval=self.res.settings.chunk_flush_interval
+            self.res.store.db,
+            turn.id,
+            fence,
+            interval=self.res.settings.chunk_flush_interval,
+            after_flush=progress.after_flush if progress is not None else None,
         )
         step = StepStream(
             builder,

@@ -76,7 +76,7 @@ class ToolCalls:
                     "output": result.output,
                 }
             )
-            return await self._record(agent, turn.id, inp.tool_call_id, [chunk])
+            return await self.record(agent, turn.id, inp.tool_call_id, [chunk])
         if inp.decision is not None:
             decision = await self._standing_decision(turn.id, inp.decision)
             await self._decide(agent, turn.id, inp.tool_call_id, decision)
@@ -108,7 +108,7 @@ class ToolCalls:
         )
         tool = turn_tools(agent, turn).get(inp.tool_name)
         chunk, ran = await self._run(agent, tool, context, part.get("input"))
-        recorded = await self._record(agent, turn.id, inp.tool_call_id, [chunk], seen=turn)
+        recorded = await self.record(agent, turn.id, inp.tool_call_id, [chunk], seen=turn)
         outcome = _OUTCOMES[ran.outcome]
         await observe.tool_called(
             turn, inp.tool_name, inp.tool_call_id, outcome, ran.duration_ms, ran.error
@@ -154,9 +154,9 @@ class ToolCalls:
             decision.by,
             f" ({decision.principal})" if decision.principal else "",
         )
-        await self._record(agent, turn_id, tool_call_id, chunks)
+        await self.record(agent, turn_id, tool_call_id, chunks)
 
-    async def _record(
+    async def record(
         self,
         agent: Think,
         turn_id: str,

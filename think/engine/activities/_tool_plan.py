@@ -14,6 +14,7 @@ from typing import Any
 
 from think._messages import new_id
 from think._protocol import is_static_tool_part, tool_name
+from think.agent._agent_tool import AgentTool
 from think.agent._think import Think
 from think.storage import TurnRecord
 from think.streaming._builder import MessageBuilder
@@ -79,6 +80,10 @@ async def plan_calls(
             planned.append(call.model_copy(update={"kind": "client", "preview": shown}))
             continue
         run = tool_run(tool.policy if tool else None)
+        if isinstance(tool, AgentTool):
+            # A sub-agent's turn, which the workflow waits for without an activity.
+            planned.append(call.model_copy(update={"kind": "agent", "preview": shown, "run": run}))
+            continue
         if tool is not None and await _needs_approval(agent, turn, tool, call, arguments):
             approval_id = new_id("approval")
             chunk = {
@@ -140,7 +145,9 @@ def recorded_calls(
             run=tool_run(tool.policy if tool else None),
         )
         approval = part.get("approval") or {}
-        if approval.get("id"):
+        if isinstance(tool, AgentTool):
+            call = call.model_copy(update={"kind": "agent"})
+        elif approval.get("id"):
             call = call.model_copy(update={"kind": "approval", "approval_id": approval["id"]})
         elif name in clients and tool is None:
             call = call.model_copy(update={"kind": "client"})

@@ -18,6 +18,7 @@ from temporalio.exceptions import ApplicationError
 from think import metrics
 from think.agent._turn_hooks import ChatResponseResult
 from think.engine.activities import _observe as observe
+from think.engine.activities._agent_tool import AgentToolCalls
 from think.engine.activities._assembly import maybe_await, overrides
 from think.engine.activities._compaction import Compactions
 from think.engine.activities._errors import chat_error_text
@@ -49,6 +50,7 @@ class TurnActivities:
     def __init__(self, res: ActivityResources) -> None:
         self.res = res
         self.tool_calls = ToolCalls(res)
+        self.agent_tools = AgentToolCalls(res, self.tool_calls)
         self.compactions = Compactions(res)
         self.outcomes = StepOutcomes(res)
 
@@ -59,6 +61,7 @@ class TurnActivities:
             self.commit_turn,
             self.chat_response,
             self.compactions.compact_context,
+            *self.agent_tools.activities(),
         ]
 
     @activity.defn(name=MODEL_STEP_ACTIVITY)

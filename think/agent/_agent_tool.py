@@ -1,0 +1,225 @@
+"""Sub-agents: a child agent's conversation owned by a parent's, and the agent tool that
+delegates a parent model's call to it (`agent_tool`).
+
+A child is a normal conversation of the child agent: same tenant as the parent's, its id
+derived from the parent's agent, conversation and the child's name (`child_conversation_id`),
+so it is reachable over HTTP like any other (drill-in) and remembers earlier delegations. An
+agent tool's call is not run by the tool-call activity: the parent's turn workflow admits the
+child's turn (idempotency key: the parent turn and tool call) and waits for it without an
+activity, while the child's steps show their progress in the parent's stream
+(`think.engine.activities._agent_tool`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from think._messages import ID
+from think.exceptions import ToolError, UserError
+from think.tools._tool import Tool
+
+if TYPE_CHECKING:
+    from think.agent._think import Think
+    from think.turns._service import (
+        ConversationHandle,
+        MessagesFunction,
+        Submission,
+        TurnInput,
+        TurnResult,
+        TurnStream,
+    )
+
+
+def check_child_name(name: str) -> None:
+    if not isinstance(name, str) or not ID.fullmatch(name):
+        raise UserError(
+            f"sub-agent name {name!r} is not a valid id: use 1 to 128 letters, digits, "
+            "'.', '_', ':', '@' or '-', starting with a letter or digit"
+        )
+
+
+def child_conversation_id(parent_agent: str, parent_conversation_id: str, name: str) -> str:
+    """The id of the child conversation `name` of a parent conversation: readable when it
+    fits (`lead.c1.research`), else a stable hash of the same three parts."""
+    check_child_name(name)
+    candidate = f"{parent_agent}.{parent_conversation_id}.{name}"
+    if ID.fullmatch(candidate):
+        return candidate
+    digest = hashlib.sha256(f"{parent_agent}\0{parent_conversation_id}\0{name}".encode())
+    return f"sub.{digest.hexdigest()[:48]}"
+
+
+class AgentToolResult(BaseModel):
+    """A delegation's outcome: what an agent tool's call records as its result (and the
+    parent's model reads), and what `run_agent_tool` answers."""
+
+    model_config = ConfigDict(frozen=True)
+
+    agent: str
+    conversation_id: str
+    turn_id: str
+    status: str
+    text: str
+    """The child's final answer: the text of its turn's last step."""
+    error: str | None = None
+    """Why the child's turn did not complete (not part of the tool's result: a failed
+    delegation is a tool error there)."""
+
+    def output(self) -> dict[str, Any]:
+        """The tool result's JSON: `agent`, `conversation_id`, `turn_id`, `status`, `text`."""
+        return self.model_dump(exclude={"error"})
+
+
+def answer_text(message: dict[str, Any] | None) -> str:
+    """The text of a message's last step: a turn's final answer (earlier steps' text came
+    before tool calls)."""
+    parts = (message or {}).get("parts", [])
+    starts = [i for i, p in enumerate(parts) if p.get("type") == "step-start"]
+    tail = parts[starts[-1] + 1 :] if starts else parts
+    text = "".join(str(p.get("text", "")) for p in tail if p.get("type") == "text")
+    if text:
+        return text
+    return "".join(str(p.get("text", "")) for p in parts if p.get("type") == "text")
+
+
+class AgentTool(Tool):
+    """A tool whose call is a turn of another agent (`agent_tool`). The parent's model calls it
+    with `{"input": "..."}`; its result is the child turn as an object: `agent`,
+    `conversation_id`, `turn_id`, `status` and `text` (the child's final answer)."""
+
+    def __init__(
+        self,
+        agent: type[Think],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        fresh: bool = False,
+        timeout: float = 3600.0,
+    ) -> None:
+        tool_name = name or agent.name
+
+        def delegate(input: str) -> Any:
+            """Delegate a task to another agent.
+
+            Args:
+                input: The task, in full: the other agent sees only this.
+            """
+            raise ToolError(
+                f"agent tool {tool_name!r} runs as a turn of agent {agent.name!r}, started by "
+                "the turn's workflow; it cannot be called as a plain function"
+            )
+
+        delegate.__name__ = tool_name
+        super().__init__(
+            delegate,
+            name=tool_name,
+            description=description
+            or agent.description
+            or f"Delegate a task to the {agent.name} agent; it answers with its findings.",
+            timeout=timeout,
+        )
+        self.agent = agent
+        self.fresh = fresh
+
+    def child_name(self, tool_call_id: str) -> str:
+        """The child's name under the parent conversation: one child per tool, or one per
+        call with `fresh=True`."""
+        return f"{self.name}.{tool_call_id}" if self.fresh else self.name
+
+    def __repr__(self) -> str:
+        return f"AgentTool({self.name!r} -> {self.agent.name!r})"
+
+
+def agent_tool(
+    agent: type[Think],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    fresh: bool = False,
+    timeout: float = 3600.0,
+) -> AgentTool:
+    """A tool that delegates to a sub-agent: each call is a turn of `agent` in a child
+    conversation of the calling one (by default one per parent conversation and tool, which
+    remembers earlier delegations; `fresh=True` gives each call a child of its own). `timeout`
+    bounds how long the parent waits for the child's turn (seconds), after which the child is
+    cancelled and the parent's model gets a tool error."""
+    return AgentTool(agent, name=name, description=description, fresh=fresh, timeout=timeout)
+
+
+def agent_tools(tools: Sequence[Tool]) -> list[AgentTool]:
+    return [t for t in tools if isinstance(t, AgentTool)]
+
+
+class SubAgent:
+    """A handle on a child agent's conversation, from an agent's hooks and tools:
+    `self.sub_agent(Researcher, "child-1")`. The same methods as `ConversationHandle` (the
+    Python turn API) on the child's conversation, which is found on first use (the parent's is
+    the conversation of the turn being served)."""
+
+    def __init__(
+        self,
+        agent: type[Think],
+        name: str,
+        parent: Callable[[], Awaitable[ConversationHandle]],
+    ) -> None:
+        check_child_name(name)
+        self.agent = agent
+        self.name = name
+        self._parent = parent
+        self._handle: ConversationHandle | None = None
+
+    def __repr__(self) -> str:
+        return f"<SubAgent {self.agent.name} {self.name!r}>"
+
+    async def conversation(self) -> ConversationHandle:
+        """The child's conversation (what HTTP reaches at /v1/agents/{child}/conversations/…)."""
+        if self._handle is None:
+            parent = await self._parent()
+            self._handle = parent.sub_agent(self.agent, self.name)
+        return self._handle
+
+    async def run_turn(
+        self,
+        input: TurnInput | MessagesFunction | None = None,
+        *,
+        mode: Literal["wait", "submit", "stream"] = "wait",
+        **options: Any,
+    ) -> TurnResult | Submission | TurnStream:
+        return await (await self.conversation()).admit_turn(input, mode=mode, **options)
+
+    async def chat(
+        self, input: TurnInput | MessagesFunction, callback: Any, **options: Any
+    ) -> TurnResult:
+        return await (await self.conversation()).chat(input, callback, **options)
+
+    async def save_messages(
+        self, messages: TurnInput | MessagesFunction, **options: Any
+    ) -> TurnResult:
+        return await (await self.conversation()).save_messages(messages, **options)
+
+    async def submit_messages(self, messages: TurnInput, **options: Any) -> Submission:
+        return await (await self.conversation()).submit_messages(messages, **options)
+
+    async def add_messages(self, messages: TurnInput, **options: Any) -> list[str]:
+        return await (await self.conversation()).add_messages(messages, **options)
+
+    async def continue_last_turn(
+        self, body: dict[str, Any] | None = None, **options: Any
+    ) -> TurnResult:
+        return await (await self.conversation()).continue_last_turn(body, **options)
+
+    async def cancel_chat(self, request_id: str, reason: str = "cancelled") -> bool:
+        return await (await self.conversation()).cancel_chat(request_id, reason)
+
+    async def abort_all_requests(self, reason: str = "cancelled") -> list[str]:
+        return await (await self.conversation()).abort_all_requests(reason)
+
+    async def get_submission(self, turn_id: str) -> Submission | None:
+        return await (await self.conversation()).get_submission(turn_id)
+
+    async def messages(self) -> list[Any]:
+        return list(await (await self.conversation()).messages())
