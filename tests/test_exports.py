@@ -27,6 +27,7 @@ def test_think_exports() -> None:
         "ContextProvider",
         "ConversationBusy",
         "ConversationHandle",
+        "McpServer",
         "MessageConcurrency",
         "ModelClient",
         "ModelError",

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from think.sessions._session import ContextOverflow, Proactive, Session
     from think.storage import ConversationBusy, MessageConcurrency, SubmissionConflict
     from think.storage._compactions import Compaction
+    from think.tools._mcp import McpServer
     from think.tools._tool import Tool, ToolContext, ToolPolicy, tool
     from think.turns._service import (
         ConversationHandle,
@@ -102,6 +103,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "ThinkClient": ("think.client", "ThinkClient"),
     "ThinkError": ("think.exceptions", "ThinkError"),
     "ThinkService": ("think.turns._service", "ThinkService"),
+    "McpServer": ("think.tools._mcp", "McpServer"),
     "Tool": ("think.tools._tool", "Tool"),
     "ToolCallContext": ("think.agent._tool_hooks", "ToolCallContext"),
     "ToolCallDecision": ("think.agent._tool_hooks", "ToolCallDecision"),
@@ -145,6 +147,7 @@ __all__ = [
     "ContextProvider",
     "ConversationBusy",
     "ConversationHandle",
+    "McpServer",
     "MessageConcurrency",
     "ModelClient",
     "ModelError",

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from fastapi import APIRouter
@@ -17,13 +18,15 @@ router = APIRouter(tags=["agents"])
 
 @router.get("/v1/agents", response_model=AgentsOut)
 async def list_agents(res: Res) -> AgentsOut:
-    return AgentsOut(agents=[_describe(cls, res.settings) for cls in res.registry])
+    agents = await asyncio.gather(*(_describe(cls, res.settings) for cls in res.registry))
+    return AgentsOut(agents=list(agents))
 
 
-def _describe(cls: type[Think], settings: Settings) -> AgentOut:
-    """One agent as listed. Its `get_model` and `get_tools` run here, outside any
-    conversation: one that raises leaves its model empty or its tools out (and says so in
-    the log) rather than failing the whole listing."""
+async def _describe(cls: type[Think], settings: Settings) -> AgentOut:
+    """One agent as listed. Its `get_model`, `get_tools` and `get_mcp_servers` run here,
+    outside any conversation: one that raises leaves its model empty or its tools out (and
+    says so in the log) rather than failing the whole listing. MCP servers are asked for
+    their tools (each for at most its connect timeout; the agents concurrently)."""
     description = cls.description or (cls.__doc__ or "").strip().split("\n")[0]
     model = served_by = ""
     tools: list[AgentTool] = []
@@ -39,7 +42,7 @@ def _describe(cls: type[Think], settings: Settings) -> AgentOut:
             served_by = f"nobody: {error}"
         tools = [
             AgentTool(name=t.name, description=t.description, needs_approval=t.may_need_approval)
-            for t in agent.get_tools()
+            for t in [*agent.get_tools(), *await agent.mcp_tools()]
         ]
     except Exception:
         log.warning("agent %s could not describe its model or tools", cls.name, exc_info=True)

@@ -1,5 +1,5 @@
 """Tools: the `@tool` decorator and `Tool`, JSON Schemas from type hints, and the built-in
-tools an agent may add to `get_tools()`.
+tools an agent may add to `get_tools()`; MCP servers (`McpServer`) whose tools join them.
 
     from think.tools import search_history
 
@@ -8,7 +8,28 @@ tools an agent may add to `get_tools()`.
             return [search_history]
 """
 
+from think.tools._mcp import (
+    McpServer,
+    McpTool,
+    McpToolInfo,
+    McpUnavailable,
+    close_mcp_pool,
+    warm_mcp_servers,
+)
 from think.tools._search_history import search_history
 from think.tools._tool import Tool, ToolCallIdentity, ToolContext, ToolPolicy, tool
 
-__all__ = ["Tool", "ToolCallIdentity", "ToolContext", "ToolPolicy", "search_history", "tool"]
+__all__ = [
+    "McpServer",
+    "McpTool",
+    "McpToolInfo",
+    "McpUnavailable",
+    "Tool",
+    "ToolCallIdentity",
+    "ToolContext",
+    "ToolPolicy",
+    "close_mcp_pool",
+    "search_history",
+    "tool",
+    "warm_mcp_servers",
+]

@@ -1,0 +1,335 @@
+"""This process's connections to MCP servers: one per server, shared by every activity.
+
+Each connection lives in a task of its own, which holds the SDK's `Client` open (the SDK's
+transports run in anyio task groups that must be entered and left by one task, and whose
+failure cancels that task: a caller's activity must never be the one cancelled). Callers
+borrow the open client. A connection that ends (the child process exited, the HTTP server
+went away, its change subscription dropped) or fails a call is dropped, and the next use
+opens a new one, so a restarted server is picked up again by itself.
+
+The tool list of each server is kept with its connection, fetched again when the server
+says it changed (`notifications/tools/list_changed`, or a `ToolsListChanged` event on a
+2026-07-28 connection) and at the latest `refresh_seconds` after the last fetch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import httpx2
+import mcp_types
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError
+from mcp_types import CONNECTION_CLOSED, CallToolResult, TextContent
+
+from think.exceptions import ToolError
+from think.tools._mcp import McpToolInfo, McpUnavailable
+
+if TYPE_CHECKING:
+    from think.tools._mcp import McpServer
+
+log = logging.getLogger("think.mcp")
+
+_RECONNECT_PAUSE_SECONDS = 1.0
+"""A server that just failed to connect is not tried again sooner by a caller that does not
+wait (a turn without `wait_for_mcp_connections`), so a down server costs no retry storm."""
+_MAX_PAGES = 100
+
+
+def _describe(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+class _Connection:
+    def __init__(self, server: McpServer) -> None:
+        self.server = server
+        self.client: Client | None = None
+        self.tools: list[McpToolInfo] | None = None
+        """The last list fetched, kept while the server is down (its calls fail then)."""
+        self.listed_at = 0.0
+        self.stale = False
+        self.error: str | None = None
+        self.failed_at = 0.0
+        self._task: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._refreshing: asyncio.Task[None] | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self.client is not None and self._task is not None and not self._task.done()
+
+    def start(self) -> None:
+        if self._task is not None and not self._task.done():
+            return
+        self._ready, self._stop = asyncio.Event(), asyncio.Event()
+        self._task = asyncio.create_task(self._run(), name=f"mcp server {self.server.name}")
+
+    def drop(self, why: str) -> None:
+        """Close this connection (a call found it broken); the next use opens another."""
+        if self._task is not None and not self._task.done():
+            log.info("MCP server %s: dropping its connection (%s)", self.server.name, why)
+        self.client = None
+        self._stop.set()
+
+    async def open_client(self, wait: float) -> Client:
+        """The open client, connecting first (for at most `wait` seconds) if there is none."""
+        if self.alive:
+            assert self.client is not None
+            return self.client
+        self.start()
+        try:
+            async with asyncio.timeout(wait):
+                await self._ready.wait()
+        except TimeoutError:
+            raise McpUnavailable(
+                f"MCP server {self.server.name!r} did not connect within {wait:g} s"
+            ) from None
+        if self.client is None:
+            raise McpUnavailable(
+                f"MCP server {self.server.name!r} is unreachable: {self.error or 'not connected'}"
+            )
+        return self.client
+
+    async def _run(self) -> None:
+        name = self.server.name
+        try:
+            async with (
+                contextlib.AsyncExitStack() as stack,
+                Client(
+                    await self._target(stack),
+                    message_handler=self._on_message,
+                    read_timeout_seconds=self.server.connect_timeout_seconds,
+                    client_info=mcp_types.Implementation(name="think", version="1"),
+                ) as client,
+            ):
+                self.tools = await _list_tools(client, name)
+                self.listed_at, self.stale = time.monotonic(), False
+                self.client, self.error = client, None
+                self._ready.set()
+                log.info("MCP server %s: connected, %d tools", name, len(self.tools))
+                await self._watch(client)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the pool is closing
+            self.error = "the connection was cancelled"
+        except BaseException as exc:
+            self.error = _describe(exc)
+            log.warning("MCP server %s: connection ended: %s", name, self.error)
+        finally:
+            self.client = None
+            self.failed_at = time.monotonic()
+            self._ready.set()
+
+    async def _watch(self, client: Client) -> None:
+        """Until the connection is dropped: follow the server's tool-list changes (which, on
+        a 2026-07-28 connection, need a subscription; its loss means the server is gone)."""
+        stop = asyncio.create_task(self._stop.wait())
+        try:
+            try:
+                async with client.listen(tools_list_changed=True) as subscription:
+                    events = asyncio.create_task(self._follow(subscription))
+                    await asyncio.wait({stop, events}, return_when=asyncio.FIRST_COMPLETED)
+                    events.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await events
+                    return
+            except ListenNotSupportedError:
+                pass  # an older protocol: the change notification comes unasked
+            await stop
+        finally:
+            stop.cancel()
+
+    async def _follow(self, subscription: Any) -> None:
+        async for _event in subscription:
+            self.stale = True
+            log.info("MCP server %s: its tools changed", self.server.name)
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, mcp_types.ToolListChangedNotification) or (
+            getattr(message, "method", None) == "notifications/tools/list_changed"
+        ):
+            self.stale = True
+
+    async def _target(self, stack: contextlib.AsyncExitStack) -> StdioServerParameters | Any:
+        server = self.server
+        if server.transport == "stdio":
+            assert server.command is not None
+            return StdioServerParameters(
+                command=server.command,
+                args=list(server.args),
+                env=server.resolved_env(),
+                cwd=server.cwd,
+            )
+        assert server.url is not None
+        http = await stack.enter_async_context(
+            httpx2.AsyncClient(
+                headers=server.resolved_headers(),
+                # No read timeout: the change subscription is a stream that may stay quiet
+                # for hours; each call is bounded by `timeout_seconds` instead.
+                timeout=httpx2.Timeout(server.connect_timeout_seconds, read=None),
+            )
+        )
+        return streamable_http_client(server.url, http_client=http)
+
+    def needs_listing(self) -> bool:
+        return self.stale or time.monotonic() - self.listed_at > self.server.refresh_seconds
+
+    async def refresh(self, client: Client) -> None:
+        self.stale = False  # a change announced while we list is caught by the next one
+        try:
+            self.tools = await _list_tools(client, self.server.name)
+        except BaseException:
+            self.stale = True
+            raise
+        self.listed_at = time.monotonic()
+
+    def refresh_later(self) -> None:
+        if self.client is None or (self._refreshing is not None and not self._refreshing.done()):
+            return
+        self._refreshing = asyncio.create_task(self._refresh_quietly(self.client))
+
+    async def _refresh_quietly(self, client: Client) -> None:
+        try:
+            async with asyncio.timeout(self.server.connect_timeout_seconds):
+                await self.refresh(client)
+        except Exception as exc:
+            log.warning("MCP server %s: listing its tools failed: %s", self.server.name, exc)
+
+    async def close(self) -> None:
+        self.drop("the pool is closing")
+        if self._task is not None:
+            with contextlib.suppress(Exception, asyncio.CancelledError, TimeoutError):
+                async with asyncio.timeout(5):
+                    await self._task
+            if not self._task.done():
+                self._task.cancel()
+
+
+async def _list_tools(client: Client, server: str) -> list[McpToolInfo]:
+    tools: list[McpToolInfo] = []
+    cursor: str | None = None
+    for _ in range(_MAX_PAGES):
+        page = await client.list_tools(cursor=cursor, cache_mode="refresh")
+        tools.extend(
+            McpToolInfo(
+                server=server,
+                name=t.name,
+                description=t.description or "",
+                input_schema=dict(t.input_schema or {"type": "object"}),
+            )
+            for t in page.tools
+        )
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return tools
+
+
+def tool_output(server: str, tool: str, result: CallToolResult) -> Any:
+    """A call's result as the model reads it: the structured content when there is some,
+    else the text, else the content blocks; an error result becomes a `ToolError`."""
+    texts = [c.text for c in result.content if isinstance(c, TextContent)]
+    if result.is_error:
+        raise ToolError("\n".join(texts) or f"tool {tool!r} of MCP server {server!r} failed")
+    if result.structured_content is not None:
+        return result.structured_content
+    if len(texts) == len(result.content):
+        return "\n".join(texts)
+    return [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in result.content]
+
+
+class McpPool:
+    """The connections of one event loop (a worker's, or the gateway's)."""
+
+    def __init__(self) -> None:
+        self._connections: dict[str, _Connection] = {}
+
+    def connection(self, server: McpServer) -> _Connection:
+        key = server.model_dump_json()
+        conn = self._connections.get(key)
+        if conn is None:
+            conn = self._connections[key] = _Connection(server)
+        return conn
+
+    async def tools(self, server: McpServer, *, wait: bool) -> list[McpToolInfo] | None:
+        """The server's tools. `wait`: connect (or list again) first, for at most its
+        `connect_timeout_seconds`. Without it, what is known now, connecting or listing in
+        the background for next time; None when the server was never reached."""
+        conn = self.connection(server)
+        if not wait:
+            if not conn.alive and time.monotonic() - conn.failed_at > _RECONNECT_PAUSE_SECONDS:
+                conn.start()
+            elif conn.alive and conn.needs_listing():
+                conn.refresh_later()
+            return conn.tools
+        try:
+            client = await conn.open_client(server.connect_timeout_seconds)
+            if conn.needs_listing():
+                async with asyncio.timeout(server.connect_timeout_seconds):
+                    await conn.refresh(client)
+        except (McpUnavailable, TimeoutError, MCPError, OSError) as exc:
+            log.warning("MCP server %s: no fresh tool list: %s", server.name, _describe(exc))
+        return conn.tools
+
+    async def call(self, server: McpServer, tool: str, arguments: dict[str, Any]) -> Any:
+        conn = self.connection(server)
+        client = await conn.open_client(server.connect_timeout_seconds)
+        try:
+            async with asyncio.timeout(server.timeout_seconds):
+                result = await client.call_tool(
+                    tool, arguments, read_timeout_seconds=server.timeout_seconds
+                )
+        except TimeoutError:
+            raise ToolError(
+                f"tool {tool!r} of MCP server {server.name!r} did not answer within "
+                f"{server.timeout_seconds:g} s"
+            ) from None
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                conn.drop(str(exc))
+                raise McpUnavailable(
+                    f"MCP server {server.name!r} went away during the call of {tool!r}"
+                ) from None
+            raise ToolError(f"MCP server {server.name!r} refused {tool!r}: {exc}") from None
+        except ToolError:
+            raise
+        except Exception as exc:
+            conn.drop(_describe(exc))
+            raise McpUnavailable(
+                f"MCP server {server.name!r} failed the call of {tool!r}: {_describe(exc)}"
+            ) from None
+        return tool_output(server.name, tool, result)
+
+    async def close(self) -> None:
+        connections, self._connections = list(self._connections.values()), {}
+        await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
+
+
+_pools: dict[asyncio.AbstractEventLoop, McpPool] = {}
+
+
+def pool() -> McpPool:
+    """This event loop's pool (a worker has one loop; a closed loop's pool is forgotten)."""
+    loop = asyncio.get_running_loop()
+    for other in [lp for lp in _pools if lp.is_closed()]:
+        del _pools[other]
+    found = _pools.get(loop)
+    if found is None:
+        found = _pools[loop] = McpPool()
+    return found
+
+
+async def close_pool() -> None:
+    """Close this loop's connections (stdio servers exit): a worker calls it as it stops."""
+    found = _pools.pop(asyncio.get_running_loop(), None)
+    if found is not None:
+        await found.close()
