@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -20,6 +21,7 @@ from think import (
     ChatResponseResult,
     ContextBlock,
     ContextOverflow,
+    McpServer,
     Proactive,
     Session,
     StepConfig,
@@ -569,6 +571,10 @@ class Fragile(Helper):
         self._breaks("get_tools")
         return super().get_tools()
 
+    def get_mcp_servers(self) -> list[McpServer]:
+        self._breaks("get_mcp_servers")
+        return []
+
     def repair_interrupted_tool_part(self, part: dict[str, Any]) -> dict[str, Any]:
         self._breaks("repair_interrupted_tool_part")
         return super().repair_interrupted_tool_part(part)
@@ -585,3 +591,62 @@ class Wrecked(Helper):
 
     def get_tools(self) -> list[Tool]:
         raise RuntimeError(f"get_tools broke: {OVERRIDE_SECRET}")
+
+
+NOTES_SERVER = str(Path(__file__).with_name("mcp_notes_server.py"))
+
+
+def notes_server() -> McpServer:
+    """The stdio MCP server of tests/mcp_notes_server.py; its `erase` needs approval."""
+    return McpServer.stdio(
+        "notes",
+        command=sys.executable,
+        args=[NOTES_SERVER],
+        needs_approval=("erase",),
+        connect_timeout_seconds=30,
+        timeout_seconds=20,
+    )
+
+
+class McpUser(Helper):
+    """Tools from MCP servers: `notes` over stdio, and `calc` over streamable HTTP when the
+    conversation's configuration names its url (`{"calc_url": ...}`). Waits for connections,
+    so what a test starts is there in its first turn. `before_tool_call` keeps passwords out
+    of notes."""
+
+    name = "mcp_user"
+    wait_for_mcp_connections = True
+
+    def get_tools(self) -> list[Tool]:
+        return [add]
+
+    def get_mcp_servers(self) -> list[McpServer]:
+        servers = [notes_server()]
+        url = self.get_config().get("calc_url")
+        if url:
+            servers.append(
+                McpServer.http("calc", url=url, timeout_seconds=10, connect_timeout_seconds=5)
+            )
+        return servers
+
+    def before_tool_call(self, ctx: ToolCallContext) -> ToolCallDecision | None:
+        if ctx.tool_name == "notes_remember" and "password" in str(ctx.input.get("text")):
+            return ToolCallDecision.block("no passwords in notes")
+        return None
+
+
+class McpImpatient(Helper):
+    """An MCP server that never answers, and the default `wait_for_mcp_connections = False`:
+    its turns must not wait for it."""
+
+    name = "mcp_impatient"
+
+    def get_mcp_servers(self) -> list[McpServer]:
+        return [
+            McpServer.stdio(
+                "mute",
+                command=sys.executable,
+                args=["-c", "import time; time.sleep(3600)"],
+                connect_timeout_seconds=3,
+            )
+        ]

@@ -67,6 +67,7 @@ def stack(
             "tests.agents:Remembering,tests.agents:Configured,tests.agents:Forgetful,"
             "tests.agents:Fragile,tests.agents:Wrecked,"
             "tests.agents:Patient,tests.agents:Watchful,"
+            "tests.agents:McpUser,tests.agents:McpImpatient,"
             "examples.assistant:Assistant"
         ),
         model_url=fake_model.base_url,
@@ -77,6 +78,8 @@ def stack(
     # And one whose key variable is not set: a model on it cannot be resolved.
     keyless = {"base_url": fake_model.base_url, "api_key_env": "THINK_TEST_UNSET_KEY"}
     env["THINK_MODEL_ENDPOINTS"] = json.dumps({"plain": plain, "keyless": keyless})
+    # The secret a conversation's MCP server names (tests/test_mcp.py): never stored.
+    env["MCP_TEST_AUTH"] = "Bearer mcp-test-secret"
     running = Stack(env=env, logs=logs)
     try:
         running.start_worker()

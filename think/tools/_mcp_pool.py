@@ -110,12 +110,15 @@ class _Connection:
                     client_info=mcp_types.Implementation(name="think", version="1"),
                 ) as client,
             ):
-                self.tools = await _list_tools(client, name)
-                self.listed_at, self.stale = time.monotonic(), False
-                self.client, self.error = client, None
-                self._ready.set()
-                log.info("MCP server %s: connected, %d tools", name, len(self.tools))
-                await self._watch(client)
+                async with contextlib.AsyncExitStack() as inner:
+                    # Subscribed before the first listing: no change can fall in between.
+                    subscription = await _subscribe(inner, client)
+                    self.tools = await _list_tools(client, name)
+                    self.listed_at, self.stale = time.monotonic(), False
+                    self.client, self.error = client, None
+                    self._ready.set()
+                    log.info("MCP server %s: connected, %d tools", name, len(self.tools))
+                    await self._watch(subscription)
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
@@ -129,24 +132,21 @@ class _Connection:
             self.failed_at = time.monotonic()
             self._ready.set()
 
-    async def _watch(self, client: Client) -> None:
-        """Until the connection is dropped: follow the server's tool-list changes (which, on
-        a 2026-07-28 connection, need a subscription; its loss means the server is gone)."""
-        stop = asyncio.create_task(self._stop.wait())
+    async def _watch(self, subscription: Any) -> None:
+        """Until the connection is dropped: follow the server's tool-list changes. On a
+        2026-07-28 connection they come through the subscription, whose loss means the
+        server is gone; on an older one, as notifications (`_on_message`)."""
+        waits = {asyncio.create_task(self._stop.wait())}
+        if subscription is not None:
+            waits.add(asyncio.create_task(self._follow(subscription)))
         try:
-            try:
-                async with client.listen(tools_list_changed=True) as subscription:
-                    events = asyncio.create_task(self._follow(subscription))
-                    await asyncio.wait({stop, events}, return_when=asyncio.FIRST_COMPLETED)
-                    events.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await events
-                    return
-            except ListenNotSupportedError:
-                pass  # an older protocol: the change notification comes unasked
-            await stop
+            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                task.result()  # the subscription's loss ends the connection
         finally:
-            stop.cancel()
+            for task in waits:
+                task.cancel()
+            await asyncio.gather(*waits, return_exceptions=True)
 
     async def _follow(self, subscription: Any) -> None:
         async for _event in subscription:
@@ -212,6 +212,14 @@ class _Connection:
                     await self._task
             if not self._task.done():
                 self._task.cancel()
+
+
+async def _subscribe(stack: contextlib.AsyncExitStack, client: Client) -> Any:
+    """A `subscriptions/listen` stream of tool-list changes, or None on an older protocol."""
+    try:
+        return await stack.enter_async_context(client.listen(tools_list_changed=True))
+    except ListenNotSupportedError:
+        return None
 
 
 async def _list_tools(client: Client, server: str) -> list[McpToolInfo]:
