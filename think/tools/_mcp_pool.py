@@ -109,16 +109,18 @@ class _Connection:
                     read_timeout_seconds=self.server.connect_timeout_seconds,
                     client_info=mcp_types.Implementation(name="think", version="1"),
                 ) as client,
+                # Its own stack, left before the client is: the subscription's request
+                # ends while the session can still say so.
+                contextlib.AsyncExitStack() as inner,
             ):
-                async with contextlib.AsyncExitStack() as inner:
-                    # Subscribed before the first listing: no change can fall in between.
-                    subscription = await _subscribe(inner, client)
-                    self.tools = await _list_tools(client, name)
-                    self.listed_at, self.stale = time.monotonic(), False
-                    self.client, self.error = client, None
-                    self._ready.set()
-                    log.info("MCP server %s: connected, %d tools", name, len(self.tools))
-                    await self._watch(subscription)
+                # Subscribed before the first listing: no change can fall in between.
+                subscription = await _subscribe(inner, client)
+                self.tools = await _list_tools(client, name)
+                self.listed_at, self.stale = time.monotonic(), False
+                self.client, self.error = client, None
+                self._ready.set()
+                log.info("MCP server %s: connected, %d tools", name, len(self.tools))
+                await self._watch(subscription)
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
@@ -136,7 +138,7 @@ class _Connection:
         """Until the connection is dropped: follow the server's tool-list changes. On a
         2026-07-28 connection they come through the subscription, whose loss means the
         server is gone; on an older one, as notifications (`_on_message`)."""
-        waits = {asyncio.create_task(self._stop.wait())}
+        waits: set[asyncio.Task[Any]] = {asyncio.create_task(self._stop.wait())}
         if subscription is not None:
             waits.add(asyncio.create_task(self._follow(subscription)))
         try:
