@@ -610,9 +610,10 @@ def notes_server() -> McpServer:
 
 class McpUser(Helper):
     """Tools from MCP servers: `notes` over stdio, and `calc` over streamable HTTP when the
-    conversation's configuration names its url (`{"calc_url": ...}`). Waits for connections,
-    so what a test starts is there in its first turn. `before_tool_call` keeps passwords out
-    of notes."""
+    conversation's configuration names its url (`{"calc_url": ...}`, with `calc_timeout` and
+    `calc_retries`). Waits for connections, so what a test starts is there in its first turn.
+    `before_tool_call` keeps passwords out of notes; a body's `only_tools` is the turn's
+    `active_tools`."""
 
     name = "mcp_user"
     wait_for_mcp_connections = True
@@ -622,12 +623,23 @@ class McpUser(Helper):
 
     def get_mcp_servers(self) -> list[McpServer]:
         servers = [notes_server()]
-        url = self.get_config().get("calc_url")
-        if url:
+        config = self.get_config()
+        if config.get("calc_url"):
             servers.append(
-                McpServer.http("calc", url=url, timeout_seconds=10, connect_timeout_seconds=5)
+                McpServer.http(
+                    "calc",
+                    url=config["calc_url"],
+                    timeout_seconds=config.get("calc_timeout", 10),
+                    connect_timeout_seconds=5,
+                    retries=config.get("calc_retries", 0),
+                    retry_backoff=1,
+                )
             )
         return servers
+
+    def before_turn(self, ctx: TurnContext) -> TurnConfig | None:
+        only = ctx.body.get("only_tools")
+        return TurnConfig(active_tools=only) if only is not None else None
 
     def before_tool_call(self, ctx: ToolCallContext) -> ToolCallDecision | None:
         if ctx.tool_name == "notes_remember" and "password" in str(ctx.input.get("text")):

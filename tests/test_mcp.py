@@ -29,6 +29,7 @@ import pytest
 from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from tests._sse import read_until
 from tests._stack import free_port
 from tests._turn_helpers import tool_part, wait_turn
 from tests.agents import McpUser
@@ -313,3 +314,90 @@ async def test_a_server_that_never_answers_does_not_delay_the_turn(
     assert not any(n.startswith("mute_") for n in tool_names(fake_model, cid, 0))
     assert "get_weather" in tool_names(fake_model, cid, 0)
     assert turn["message"]["parts"][-1]["text"] == "Hello without it."
+
+
+async def test_active_tools_narrow_mcp_tools_too(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, text("Only recall."))
+    await wait_turn(
+        api, AGENT, cid, "hi", status="completed", body={"only_tools": ["notes_recall"]}
+    )
+    assert tool_names(fake_model, cid, 0) == ["notes_recall"]
+
+
+async def test_a_slow_call_times_out_as_a_tool_error_and_the_connection_stays(
+    api: httpx.AsyncClient,
+    service: ThinkService,
+    fake_model: FakeOpenAIServer,
+    calc: CalcServer,
+    cid: str,
+) -> None:
+    await service.conversation(McpUser, cid).configure({"calc_url": calc.url, "calc_timeout": 1})
+    fake_model.script(
+        cid,
+        tool_call("calc_sleep", {"seconds": 30}, id="c1"),
+        tool_call("calc_add", {"a": 1, "b": 2}, id="c2"),
+        text("Done."),
+    )
+    turn = await wait_turn(api, AGENT, cid, "sleep", status="completed")
+    assert tool_part(turn, "c1")["state"] == "output-error"
+    assert "did not answer within 1 s" in tool_part(turn, "c1")["errorText"]
+    assert tool_part(turn, "c2")["output"] == {"result": 3}
+
+
+async def test_a_call_to_a_down_server_is_retried_as_its_server_says(
+    api: httpx.AsyncClient,
+    service: ThinkService,
+    fake_model: FakeOpenAIServer,
+    calc: CalcServer,
+    cid: str,
+) -> None:
+    await service.conversation(McpUser, cid).configure({"calc_url": calc.url, "calc_retries": 30})
+    fake_model.script(cid, tool_call("calc_add", {"a": 1, "b": 1}, id="c1"), text("Up."))
+    await wait_turn(api, AGENT, cid, "1+1", status="completed")
+    calc.stop()
+    # The call finds the server down and retries (a second apart) until it is back.
+    fake_model.script(cid, tool_call("calc_add", {"a": 2, "b": 2}, id="c2"), text("Back."))
+    turn = (
+        await api.post(f"/v1/agents/{AGENT}/conversations/{cid}/turns", json={"input": "2+2"})
+    ).json()
+    await asyncio.sleep(1.5)
+    calc.start()
+    for _ in range(600):
+        done = (await api.get(turn["status_url"])).json()
+        if done["status"] == "completed":
+            break
+        await asyncio.sleep(0.1)
+    assert done["status"] == "completed", done
+    assert tool_part(done, "c2")["output"] == {"result": 4}
+
+
+async def test_a_cancel_reaches_a_running_mcp_call(
+    api: httpx.AsyncClient,
+    service: ThinkService,
+    fake_model: FakeOpenAIServer,
+    calc: CalcServer,
+    cid: str,
+) -> None:
+    await service.conversation(McpUser, cid).configure({"calc_url": calc.url, "calc_timeout": 60})
+    fake_model.script(cid, tool_call("calc_sleep", {"seconds": 60}, id="c1"))
+    turn = (
+        await api.post(f"/v1/agents/{AGENT}/conversations/{cid}/turns", json={"input": "sleep"})
+    ).json()
+    # Once the model has asked for the tool and the call is with the server.
+    await read_until(
+        api, turn["stream_url"], lambda got: any(c["type"] == "tool-input-available" for c in got)
+    )
+    await asyncio.sleep(0.5)
+    assert (await api.post(f"{turn['status_url']}/cancel")).status_code == 202
+    for _ in range(300):
+        done = (await api.get(turn["status_url"])).json()
+        if done["status"] not in ("pending", "running"):
+            break
+        await asyncio.sleep(0.1)
+    assert done["status"] == "aborted", done
+    # The connection is still good for the next turn.
+    fake_model.script(cid, tool_call("calc_add", {"a": 3, "b": 4}, id="c2"), text("7."))
+    after = await wait_turn(api, AGENT, cid, "3+4", status="completed")
+    assert tool_part(after, "c2")["output"] == {"result": 7}

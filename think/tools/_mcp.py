@@ -40,7 +40,8 @@ class McpServer(BaseModel):
     server's names of the tools that do. `timeout_seconds` bounds each call;
     `connect_timeout_seconds` bounds a connection (and how long a step with
     `wait_for_mcp_connections` waits for one); the tool list is fetched again when the server
-    says it changed, and at the latest `refresh_seconds` after it was fetched.
+    says it changed, and at the latest `refresh_seconds` after it was fetched. `retries`:
+    extra attempts of a call that did not reach the server, `retry_backoff` apart.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -59,6 +60,11 @@ class McpServer(BaseModel):
     timeout_seconds: float = Field(default=60.0, gt=0, allow_inf_nan=False)
     connect_timeout_seconds: float = Field(default=10.0, gt=0, allow_inf_nan=False)
     refresh_seconds: float = Field(default=300.0, gt=0, allow_inf_nan=False)
+    retries: int = Field(default=0, ge=0)
+    """Extra attempts of a call that could not reach the server (never of one the server
+    answered, error or not); 0 by default, since a server that died during a call may have
+    done its work."""
+    retry_backoff: float = Field(default=2.0, ge=1, allow_inf_nan=False)
 
     @field_validator("name")
     @classmethod
@@ -190,7 +196,10 @@ class McpToolInfo(BaseModel):
 
 
 class McpUnavailable(ToolError):
-    """The server cannot be reached now: its tools fail with this, as tool errors."""
+    """The server cannot be reached now: its tools fail with this, as tool errors, after the
+    server's `retries`."""
+
+    retryable = True
 
 
 def mcp_tool_name(server: str, tool: str) -> str:
@@ -211,6 +220,8 @@ class McpTool(Tool):
         self.needs_approval = server.tool_needs_approval(info.name)
         self.policy = ToolPolicy(
             timeout_seconds=server.timeout_seconds + server.connect_timeout_seconds,
+            max_attempts=server.retries + 1,
+            retry_backoff=server.retry_backoff,
             needs_approval=self.needs_approval,
         )
         self.context_param = None

@@ -291,6 +291,8 @@ class McpPool:
         return conn.tools
 
     async def call(self, server: McpServer, tool: str, arguments: dict[str, Any]) -> Any:
+        """Call `tool`; `McpUnavailable` when the server cannot be reached (the call was never
+        sent), `ToolError` for everything else that goes wrong."""
         conn = self.connection(server)
         client = await conn.open_client(server.connect_timeout_seconds)
         try:
@@ -305,8 +307,9 @@ class McpPool:
             ) from None
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED:
+                # Not retried: the server may have done the work before it went.
                 conn.drop(str(exc))
-                raise McpUnavailable(
+                raise ToolError(
                     f"MCP server {server.name!r} went away during the call of {tool!r}"
                 ) from None
             raise ToolError(f"MCP server {server.name!r} refused {tool!r}: {exc}") from None
@@ -314,7 +317,7 @@ class McpPool:
             raise
         except Exception as exc:
             conn.drop(_describe(exc))
-            raise McpUnavailable(
+            raise ToolError(
                 f"MCP server {server.name!r} failed the call of {tool!r}: {_describe(exc)}"
             ) from None
         return tool_output(server.name, tool, result)
