@@ -1,6 +1,7 @@
 """A small MCP server over stdio, written with the SDK's server framework (FastMCP, named
 `MCPServer` since mcp 2): notes kept in memory, its process id, a tool that needs approval,
-and one that adds a tool (and says the list changed).
+one that adds a tool (and says the list changed), one that adds one quietly, and its
+environment.
 
     python tests/mcp_notes_server.py
 """
@@ -54,6 +55,24 @@ async def grow(ctx: Context) -> str:
     await ctx.notify_tools_changed()  # a 2026-07-28 client's subscription
     await ctx.session.send_tool_list_changed()  # notifications/tools/list_changed, for older ones
     return "grown"
+
+
+@server.tool()
+def grow_quietly() -> str:
+    """Add the `whisper` tool without saying so."""
+
+    def whisper(text: str) -> str:
+        """Say it softer."""
+        return text.lower()
+
+    server.add_tool(whisper, name="whisper")
+    return "grown"
+
+
+@server.tool()
+def env(name: str) -> str | None:
+    """The value of an environment variable of this server's process."""
+    return os.environ.get(name)
 
 
 if __name__ == "__main__":
