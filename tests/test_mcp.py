@@ -220,6 +220,16 @@ async def test_a_killed_stdio_server_is_started_again(
     first = await wait_turn(api, AGENT, cid, "pid?", status="completed")
     pid = int(tool_part(first, "c1")["output"]["result"])
     os.kill(pid, signal.SIGKILL)
+    # Until the worker has seen it die (it reaps its child then). A call already on its way
+    # to a server that dies fails as a tool error instead, as the crash test shows.
+    for _ in range(300):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        await asyncio.sleep(0.1)
+    else:
+        raise AssertionError(f"the worker never reaped its killed notes server {pid}")
 
     fake_model.script(cid, tool_call("notes_pid", {}, id="c2"), text("Again."))
     second = await wait_turn(api, AGENT, cid, "pid again?", status="completed")

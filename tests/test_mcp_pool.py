@@ -16,7 +16,7 @@ from mcp_types import CallToolResult, ImageContent, TextContent
 
 from tests._stack import free_port
 from think import McpServer, ToolError, UserError
-from think.tools import McpTool, McpToolInfo, McpUnavailable
+from think.tools import McpTool, McpToolInfo, McpUnavailable, mcp_tools_of
 from think.tools._mcp_pool import close_pool, pool, tool_output
 
 NOTES = str(Path(__file__).with_name("mcp_notes_server.py"))
@@ -171,3 +171,15 @@ async def test_a_server_nobody_listens_for_is_unavailable_not_hung() -> None:
     with pytest.raises(McpUnavailable, match="'gone' is unreachable"):
         await pool().call(server, "anything", {})
     assert await pool().tools(server, wait=True) is None  # never reached: no tools
+
+
+def test_names_models_do_not_accept_are_cleaned_or_left_out() -> None:
+    server = McpServer.http("wx", url="http://127.0.0.1:1/mcp")
+    infos = [
+        McpToolInfo(server="wx", name="files.read"),
+        McpToolInfo(server="wx", name="files/read"),  # the same once cleaned: left out
+        McpToolInfo(server="wx", name="x" * 70),  # too long: left out
+    ]
+    [tool] = mcp_tools_of(server, infos)
+    assert tool.name == "wx_files_read"
+    assert tool.info.name == "files.read"  # what the server is called with

@@ -32,7 +32,7 @@ from think.sessions._context_blocks import ContextBlock, checked_blocks, set_con
 from think.sessions._session import ContextOverflow, Session
 from think.sessions._truncation import check_step
 from think.storage._records import MessageConcurrency
-from think.tools._mcp import McpServer, McpTool
+from think.tools._mcp import McpServer, McpTool, mcp_tools_of
 from think.tools._tool import Tool
 
 if TYPE_CHECKING:
@@ -146,9 +146,9 @@ class Think(ConversationMethods):
         servers = list(self.get_mcp_servers())
         found = await asyncio.gather(*(pool().tools(s, wait=True) for s in servers))
         return [
-            McpTool(server, info)
+            made
             for server, infos in zip(servers, found, strict=True)
-            for info in infos or []
+            for made in mcp_tools_of(server, infos or [])
         ]
 
     def configure_context(self) -> Sequence[ContextBlock]:

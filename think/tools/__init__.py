@@ -14,6 +14,7 @@ from think.tools._mcp import (
     McpToolInfo,
     McpUnavailable,
     close_mcp_pool,
+    mcp_tools_of,
     warm_mcp_servers,
 )
 from think.tools._search_history import search_history
@@ -29,6 +30,7 @@ __all__ = [
     "ToolContext",
     "ToolPolicy",
     "close_mcp_pool",
+    "mcp_tools_of",
     "search_history",
     "tool",
     "warm_mcp_servers",

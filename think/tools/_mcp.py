@@ -11,6 +11,7 @@ without reaching the server), and its call goes through this worker's connection
 from __future__ import annotations
 
 import copy
+import logging
 import os
 import re
 import sys
@@ -26,6 +27,9 @@ from think.tools._tool import Tool, ToolContext, ToolPolicy
 _SERVER_NAME = re.compile(r"^[A-Za-z0-9-]{1,32}$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_NOT_IN_NAMES = re.compile(r"[^A-Za-z0-9_-]")
+
+log = logging.getLogger("think.mcp")
 
 
 class McpServer(BaseModel):
@@ -203,7 +207,27 @@ class McpUnavailable(ToolError):
 
 
 def mcp_tool_name(server: str, tool: str) -> str:
-    return f"{server}_{tool}"
+    """`<server>_<tool>`, with what models do not accept in a name (MCP allows `.` and `/`)
+    as `_`; the server is still called by its own name for the tool."""
+    return f"{server}_{_NOT_IN_NAMES.sub('_', tool)}"
+
+
+def mcp_tools_of(server: McpServer, infos: list[McpToolInfo]) -> list[McpTool]:
+    """The server's tools as `McpTool`s; one whose name cannot be given to a model (too long,
+    or the same as another's once cleaned) is left out, with a warning."""
+    tools: dict[str, McpTool] = {}
+    for info in infos:
+        name = mcp_tool_name(server.name, info.name)
+        if not _MODEL_NAME.match(name) or name in tools:
+            log.warning(
+                "MCP server %s: tool %r left out: %r is too long for a model or taken",
+                server.name,
+                info.name,
+                name,
+            )
+            continue
+        tools[name] = McpTool(server, info)
+    return list(tools.values())
 
 
 class McpTool(Tool):
@@ -214,8 +238,6 @@ class McpTool(Tool):
         self.server = server
         self.info = info
         self.name = mcp_tool_name(server.name, info.name)
-        if not _MODEL_NAME.match(self.name):
-            raise ToolError(f"MCP tool {self.name!r} has a name models do not accept")
         self.description = info.description.strip()
         self.needs_approval = server.tool_needs_approval(info.name)
         self.policy = ToolPolicy(

@@ -120,7 +120,12 @@ class _Connection:
                 self.client, self.error = client, None
                 self._ready.set()
                 log.info("MCP server %s: connected, %d tools", name, len(self.tools))
-                await self._watch(subscription)
+                try:
+                    await self._watch(subscription)
+                finally:
+                    # Gone before the transports are closed, which may take a while (a
+                    # child's exit is waited for): no call may borrow a dead client meanwhile.
+                    self.client = None
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None and task.cancelling():

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from think._current import BOUND
 from think._messages import ID, UIMessage
 from think.agent._compactor import compact
+from think.agent._conversation_methods import bind_config
 from think.agent._think import Think
 from think.exceptions import UserError
 from think.schedules import reconcile_conversation
@@ -389,7 +390,9 @@ class ConversationHandle:
         if not isinstance(server, McpServer):
             raise UserError(f"add_mcp_server takes an McpServer, not {server!r}")
         server.check_storable()
-        if any(s.name == server.name for s in self.agent().get_mcp_servers()):
+        agent = self.agent()
+        bind_config(agent, await self.get_config())
+        if any(s.name == server.name for s in agent.get_mcp_servers()):
             raise UserError(
                 f"the agent {self.agent.name!r} declares an MCP server named {server.name!r} "
                 "already; give the conversation's server another name"

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from think.agent._think import Think
 from think.storage import Store, TurnRecord, conversation_mcp_servers
-from think.tools import McpServer, McpTool, McpToolInfo, Tool
+from think.tools import McpServer, McpToolInfo, Tool, mcp_tools_of
 
 log = logging.getLogger("think.mcp")
 
@@ -37,13 +37,14 @@ def declared_servers(agent: Think) -> list[McpServer]:
     return servers
 
 
-async def discover(agent: Think, turn: TurnRecord, store: Store) -> dict[str, Any] | None:
-    """The turn's MCP record, from the servers as this worker knows them now; None when the
-    agent leaves MCP tools out or has no server at all. Raises what `get_mcp_servers` does
-    (the caller wraps it as agent code)."""
+async def discover(
+    agent: Think, turn: TurnRecord, store: Store, declared: list[McpServer]
+) -> dict[str, Any] | None:
+    """The turn's MCP record, from the servers as this worker knows them now: `declared`
+    (`declared_servers`, which the caller runs as agent code) and the conversation's; None
+    when the agent leaves MCP tools out or has no server at all."""
     if not agent.include_mcp_tools:
         return None
-    declared = declared_servers(agent)
     async with store.db.connection() as conn:
         stored = await conversation_mcp_servers(conn, turn.conversation_uid)
     added: list[McpServer] = []
@@ -94,16 +95,14 @@ def recorded_tools(agent: Think, record: dict[str, Any]) -> dict[str, Tool]:
             declared = {s.name: s for s in declared_servers(agent)}
         if name in declared:
             servers[name] = declared[name]
-    tools: dict[str, Tool] = {}
+    infos: dict[str, list[McpToolInfo]] = {}
     for raw in record.get("tools", []):
         info = McpToolInfo.model_validate(raw)
-        server = servers.get(info.server)
+        infos.setdefault(info.server, []).append(info)
+    tools: dict[str, Tool] = {}
+    for name, listed in infos.items():
+        server = servers.get(name)
         if server is None:
             continue  # the agent no longer declares it: its calls find no tool
-        try:
-            made = McpTool(server, info)
-        except Exception as exc:
-            log.warning("MCP tool %s of %s left out: %s", info.name, info.server, exc)
-            continue
-        tools[made.name] = made
+        tools.update((t.name, t) for t in mcp_tools_of(server, listed))
     return tools

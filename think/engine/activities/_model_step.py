@@ -41,7 +41,7 @@ from think.engine.activities._cancels import cancel_noted, cancellable
 from think.engine.activities._compaction import Compactions
 from think.engine.activities._context import step_prompt
 from think.engine.activities._heartbeat import StreamStalled, heartbeating, within_stall_timeout
-from think.engine.activities._mcp import discover
+from think.engine.activities._mcp import declared_servers, discover
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._step_budget import budget_message, budget_spent, time_left
 from think.engine.activities._step_outcomes import StepOutcomes
@@ -219,7 +219,8 @@ class StepAttempt:
         mcp = None
         if step == 0 and "mcp" not in (turn.config or {}):
             with agent_code("get_mcp_servers"):
-                mcp = await discover(agent, turn, self.res.store)  # recorded with the turn
+                declared = declared_servers(agent) if agent.include_mcp_tools else []
+            mcp = await discover(agent, turn, self.res.store, declared)  # recorded with the turn
         setup = await assemble(
             agent,
             turn,
