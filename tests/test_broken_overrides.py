@@ -55,6 +55,9 @@ async def failed_turn(
 
 async def model_step_attempts(temporal: Client, agent: str, cid: str, turn_id: str) -> list[int]:
     handle = temporal.get_workflow_handle(turn_workflow_id(agent, cid, turn_id))
+    # The turn ends in Postgres from inside the step, before the workflow task that records
+    # the step's marker completes: read the history once the workflow is done.
+    await asyncio.wait_for(handle.result(), timeout=30)
     history = await handle.fetch_history()
     return activity_attempts(history.events, MODEL_STEP_ACTIVITY)
 
