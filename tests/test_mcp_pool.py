@@ -183,3 +183,26 @@ def test_names_models_do_not_accept_are_cleaned_or_left_out() -> None:
     [tool] = mcp_tools_of(server, infos)
     assert tool.name == "wx_files_read"
     assert tool.info.name == "files.read"  # what the server is called with
+
+
+async def test_an_idle_connection_is_closed_and_its_list_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import think.tools._mcp_pool as mcp_pool
+
+    idle, busy = notes(), notes(timeout_seconds=30)
+    first = await pool().call(idle, "pid", {})
+    await pool().call(busy, "pid", {})
+    monkeypatch.setattr(mcp_pool, "IDLE_SECONDS", 0.2)
+    await asyncio.sleep(0.3)
+    await pool().call(busy, "pid", {})  # any use of the pool closes what sat idle
+    for _ in range(100):
+        if not pool().connection(idle).alive:
+            break
+        await asyncio.sleep(0.05)
+    monkeypatch.setattr(mcp_pool, "IDLE_SECONDS", 3600)
+    connection = pool().connection(idle)
+    assert not connection.alive
+    assert "remember" in {t.name for t in connection.tools or []}  # still known, for no-wait turns
+    again = await pool().call(idle, "pid", {})
+    assert again["result"] != first["result"]  # a new child

@@ -10,6 +10,7 @@ from api.schemas import AgentOut, AgentsOut, AgentTool
 from think.exceptions import ConfigurationError
 from think.models import resolve_model
 from think.server import Settings, Think
+from think.tools import Tool
 
 log = logging.getLogger("think.api.agents")
 
@@ -40,12 +41,20 @@ async def _describe(cls: type[Think], settings: Settings) -> AgentOut:
             served_by = resolve_model(found, settings).name
         except ConfigurationError as error:
             served_by = f"nobody: {error}"
-        tools = [
-            AgentTool(name=t.name, description=t.description, needs_approval=t.may_need_approval)
-            for t in [*agent.get_tools(), *await agent.mcp_tools()]
-        ]
+        tools = [_tool(t) for t in agent.get_tools()]
     except Exception:
         log.warning("agent %s could not describe its model or tools", cls.name, exc_info=True)
+    else:
+        try:
+            tools.extend(_tool(t) for t in await agent.mcp_tools())
+        except Exception:
+            log.warning("agent %s could not list its MCP servers", cls.name, exc_info=True)
     return AgentOut(
         name=cls.name, description=description, model=model, served_by=served_by, tools=tools
+    )
+
+
+def _tool(tool: Tool) -> AgentTool:
+    return AgentTool(
+        name=tool.name, description=tool.description, needs_approval=tool.may_need_approval
     )

@@ -39,6 +39,9 @@ _RECONNECT_PAUSE_SECONDS = 1.0
 """A server that just failed to connect is not tried again sooner by a caller that does not
 wait (a turn without `wait_for_mcp_connections`), so a down server costs no retry storm."""
 _MAX_PAGES = 100
+IDLE_SECONDS = 600.0
+"""A connection unused this long is closed (a stdio child exits); its tool list is kept, and
+the next use connects again. Servers added to many conversations do not pile up."""
 
 
 def _describe(exc: BaseException) -> str:
@@ -47,58 +50,93 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
+class _Runner:
+    """One life of a connection: its task, and the events and client of that life only, so
+    that a life that is still closing never touches the next one's."""
+
+    def __init__(self) -> None:
+        self.ready = asyncio.Event()
+        self.stop = asyncio.Event()
+        self.client: Client | None = None
+        self.task: asyncio.Task[None] | None = None
+
+    @property
+    def running(self) -> bool:
+        """Connecting, or connected: not stopped, not failed, not ended."""
+        return (
+            self.task is not None
+            and not self.task.done()
+            and not self.stop.is_set()
+            and not (self.ready.is_set() and self.client is None)
+        )
+
+
 class _Connection:
     def __init__(self, server: McpServer) -> None:
         self.server = server
-        self.client: Client | None = None
         self.tools: list[McpToolInfo] | None = None
         """The last list fetched, kept while the server is down (its calls fail then)."""
         self.listed_at = 0.0
         self.stale = False
         self.error: str | None = None
         self.failed_at = 0.0
-        self._task: asyncio.Task[None] | None = None
-        self._ready = asyncio.Event()
-        self._stop = asyncio.Event()
+        self.used_at = time.monotonic()
+        self._runner: _Runner | None = None
+        self._closing: set[asyncio.Task[None]] = set()
         self._refreshing: asyncio.Task[None] | None = None
 
     @property
+    def client(self) -> Client | None:
+        runner = self._runner
+        return runner.client if runner is not None and runner.running else None
+
+    @property
     def alive(self) -> bool:
-        return self.client is not None and self._task is not None and not self._task.done()
+        return self.client is not None
 
     def start(self) -> None:
-        if self._task is not None and not self._task.done():
+        """Connect, unless connecting or connected already. A life that is still closing
+        (dropped, or its server gone) closes on its own while the next one connects."""
+        old = self._runner
+        if old is not None and old.running:
             return
-        self._ready, self._stop = asyncio.Event(), asyncio.Event()
-        self._task = asyncio.create_task(self._run(), name=f"mcp server {self.server.name}")
+        if old is not None and old.task is not None and not old.task.done():
+            old.stop.set()
+            self._closing.add(old.task)
+            old.task.add_done_callback(self._closing.discard)
+        runner = self._runner = _Runner()
+        runner.task = asyncio.create_task(self._run(runner), name=f"mcp {self.server.name}")
 
     def drop(self, why: str) -> None:
         """Close this connection (a call found it broken); the next use opens another."""
-        if self._task is not None and not self._task.done():
+        runner = self._runner
+        if runner is not None and runner.task is not None and not runner.task.done():
             log.info("MCP server %s: dropping its connection (%s)", self.server.name, why)
-        self.client = None
-        self._stop.set()
+            runner.stop.set()
+            runner.client = None
 
     async def open_client(self, wait: float) -> Client:
         """The open client, connecting first (for at most `wait` seconds) if there is none."""
-        if self.alive:
-            assert self.client is not None
-            return self.client
+        client = self.client
+        if client is not None:
+            return client
         self.start()
+        runner = self._runner
+        assert runner is not None
         try:
             async with asyncio.timeout(wait):
-                await self._ready.wait()
+                await runner.ready.wait()
         except TimeoutError:
             raise McpUnavailable(
                 f"MCP server {self.server.name!r} did not connect within {wait:g} s"
             ) from None
-        if self.client is None:
+        if runner.client is None:
             raise McpUnavailable(
                 f"MCP server {self.server.name!r} is unreachable: {self.error or 'not connected'}"
             )
-        return self.client
+        return runner.client
 
-    async def _run(self) -> None:
+    async def _run(self, runner: _Runner) -> None:
         name = self.server.name
         try:
             async with (
@@ -117,15 +155,15 @@ class _Connection:
                 subscription = await _subscribe(inner, client)
                 self.tools = await _list_tools(client, name)
                 self.listed_at, self.stale = time.monotonic(), False
-                self.client, self.error = client, None
-                self._ready.set()
+                runner.client, self.error = client, None
+                runner.ready.set()
                 log.info("MCP server %s: connected, %d tools", name, len(self.tools))
                 try:
-                    await self._watch(subscription)
+                    await self._watch(runner, subscription)
                 finally:
                     # Gone before the transports are closed, which may take a while (a
                     # child's exit is waited for): no call may borrow a dead client meanwhile.
-                    self.client = None
+                    runner.client = None
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
@@ -135,15 +173,15 @@ class _Connection:
             self.error = _describe(exc)
             log.warning("MCP server %s: connection ended: %s", name, self.error)
         finally:
-            self.client = None
+            runner.client = None
             self.failed_at = time.monotonic()
-            self._ready.set()
+            runner.ready.set()
 
-    async def _watch(self, subscription: Any) -> None:
+    async def _watch(self, runner: _Runner, subscription: Any) -> None:
         """Until the connection is dropped: follow the server's tool-list changes. On a
         2026-07-28 connection they come through the subscription, whose loss means the
         server is gone; on an older one, as notifications (`_on_message`)."""
-        waits: set[asyncio.Task[Any]] = {asyncio.create_task(self._stop.wait())}
+        waits: set[asyncio.Task[Any]] = {asyncio.create_task(runner.stop.wait())}
         if subscription is not None:
             waits.add(asyncio.create_task(self._follow(subscription)))
         try:
@@ -213,12 +251,15 @@ class _Connection:
 
     async def close(self) -> None:
         self.drop("the pool is closing")
-        if self._task is not None:
+        tasks = [*self._closing]
+        if self._runner is not None and self._runner.task is not None:
+            tasks.append(self._runner.task)
+        for task in tasks:
             with contextlib.suppress(Exception, asyncio.CancelledError, TimeoutError):
                 async with asyncio.timeout(5):
-                    await self._task
-            if not self._task.done():
-                self._task.cancel()
+                    await asyncio.shield(task)
+            if not task.done():
+                task.cancel()
 
 
 async def _subscribe(stack: contextlib.AsyncExitStack, client: Client) -> Any:
@@ -269,10 +310,15 @@ class McpPool:
         self._connections: dict[str, _Connection] = {}
 
     def connection(self, server: McpServer) -> _Connection:
+        now = time.monotonic()
+        for idle in self._connections.values():
+            if idle.alive and now - idle.used_at > IDLE_SECONDS:
+                idle.drop(f"unused for {IDLE_SECONDS:g} s")
         key = server.model_dump_json()
         conn = self._connections.get(key)
         if conn is None:
             conn = self._connections[key] = _Connection(server)
+        conn.used_at = now
         return conn
 
     async def tools(self, server: McpServer, *, wait: bool) -> list[McpToolInfo] | None:
