@@ -43,7 +43,21 @@ async def measure(server: McpServer, tool: str, arguments: dict[str, object], ca
     return f"| {server.transport} | {connect_ms:.0f} ms | {p50:.2f} ms | {p95:.2f} ms |"
 
 
-async def main(calls: int) -> None:
+async def measure_both(port: int, calls: int) -> None:
+    notes = McpServer.stdio(
+        "notes", command=sys.executable, args=[str(ROOT / "tests" / "mcp_notes_server.py")]
+    )
+    http = McpServer.http("calc", url=f"http://127.0.0.1:{port}/mcp")
+    print("| transport | first connection | call p50 | call p95 |")
+    print("| --- | --- | --- | --- |")
+    try:
+        print(await measure(notes, "pid", {}, calls))
+        print(await measure(http, "add", {"a": 1, "b": 2}, calls))
+    finally:
+        await close_pool()
+
+
+def main(calls: int) -> None:
     port = free_port("127.0.0.1")
     calc = subprocess.Popen(
         [sys.executable, str(ROOT / "tests" / "mcp_calc_server.py"), str(port)],
@@ -52,21 +66,13 @@ async def main(calls: int) -> None:
     )
     try:
         while not _listening(port):
-            await asyncio.sleep(0.05)
-        notes = McpServer.stdio(
-            "notes", command=sys.executable, args=[str(ROOT / "tests" / "mcp_notes_server.py")]
-        )
-        http = McpServer.http("calc", url=f"http://127.0.0.1:{port}/mcp")
-        print("| transport | first connection | call p50 | call p95 |")
-        print("| --- | --- | --- | --- |")
-        print(await measure(notes, "pid", {}, calls))
-        print(await measure(http, "add", {"a": 1, "b": 2}, calls))
+            time.sleep(0.05)
+        asyncio.run(measure_both(port, calls))
     finally:
-        await close_pool()
         calc.kill()
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--calls", type=int, default=300)
-    asyncio.run(main(parser.parse_args().calls))
+    main(parser.parse_args().calls)
