@@ -206,3 +206,15 @@ async def test_an_idle_connection_is_closed_and_its_list_kept(
     assert "remember" in {t.name for t in connection.tools or []}  # still known, for no-wait turns
     again = await pool().call(idle, "pid", {})
     assert again["result"] != first["result"]  # a new child
+
+
+async def test_a_stdio_server_gets_none_of_the_workers_other_variables(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("THINK_TEST_WORKER_SECRET", "the worker's own")
+    server = notes(env={"NOTES_MODE": "plain"})
+    assert await pool().call(server, "env", {"name": "THINK_TEST_WORKER_SECRET"}) == {
+        "result": None
+    }
+    assert await pool().call(server, "env", {"name": "NOTES_MODE"}) == {"result": "plain"}
+    assert (await pool().call(server, "env", {"name": "PATH"}))["result"]

@@ -112,7 +112,8 @@ class McpServer(BaseModel):
         **options: Any,
     ) -> McpServer:
         """A server the worker starts as a child process and talks to over stdin/stdout.
-        `env` is added to the worker's own environment for the child."""
+        The child's environment is the SDK's short list of harmless variables (`PATH`,
+        `HOME`, ...), `env`, and `env_from` (read from the worker's environment)."""
         return _build(
             name=name,
             transport="stdio",
@@ -150,8 +151,10 @@ class McpServer(BaseModel):
         return tool in self.needs_approval
 
     def resolved_env(self) -> dict[str, str]:
-        """The child's environment: the worker's, `env`, and `env_from` read now."""
-        return {**os.environ, **self.env, **_read_env(self, self.env_from)}
+        """What the child gets besides the SDK's short list of harmless variables (`PATH`,
+        `HOME`, ...): `env`, and `env_from` read now. Never the rest of the worker's
+        environment, which holds its own secrets (the database's, the model's)."""
+        return {**self.env, **_read_env(self, self.env_from)}
 
     def resolved_headers(self) -> dict[str, str]:
         return {**self.headers, **_read_env(self, self.headers_from_env)}
