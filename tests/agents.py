@@ -662,3 +662,10 @@ class McpImpatient(Helper):
                 connect_timeout_seconds=3,
             )
         ]
+
+
+class McpHidden(McpUser):
+    """`McpUser` with `include_mcp_tools = False`: its servers' tools reach no model."""
+
+    name = "mcp_hidden"
+    include_mcp_tools = False

@@ -67,7 +67,7 @@ def stack(
             "tests.agents:Remembering,tests.agents:Configured,tests.agents:Forgetful,"
             "tests.agents:Fragile,tests.agents:Wrecked,"
             "tests.agents:Patient,tests.agents:Watchful,"
-            "tests.agents:McpUser,tests.agents:McpImpatient,"
+            "tests.agents:McpUser,tests.agents:McpImpatient,tests.agents:McpHidden,"
             "examples.assistant:Assistant"
         ),
         model_url=fake_model.base_url,

@@ -32,9 +32,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from tests._sse import read_until
 from tests._stack import free_port
 from tests._turn_helpers import tool_part, wait_turn
-from tests.agents import McpUser
+from tests.agents import McpHidden, McpUser
 from think import McpServer, ThinkService, UserError
 from think.testing import FakeOpenAIServer, text, tool_call
+from think.tools import close_mcp_pool
 
 AGENT = "mcp_user"
 CALC = Path(__file__).with_name("mcp_calc_server.py")
@@ -411,3 +412,18 @@ async def test_a_cancel_reaches_a_running_mcp_call(
     fake_model.script(cid, tool_call("calc_add", {"a": 3, "b": 4}, id="c2"), text("7."))
     after = await wait_turn(api, AGENT, cid, "3+4", status="completed")
     assert tool_part(after, "c2")["output"] == {"result": 7}
+
+
+async def test_include_mcp_tools_false_keeps_them_from_the_model(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, text("Only add."))
+    await wait_turn(api, "mcp_hidden", cid, "hi", status="completed")
+    assert tool_names(fake_model, cid, 0) == ["add"]
+    agents = {a["name"]: a for a in (await api.get("/v1/agents")).json()["agents"]}
+    assert [t["name"] for t in agents["mcp_hidden"]["tools"]] == ["add"]
+    # An explicit call still lists them (connecting from this process).
+    try:
+        assert "notes_recall" in {t.name for t in await McpHidden().mcp_tools()}
+    finally:
+        await close_mcp_pool()

@@ -46,7 +46,8 @@ async def _describe(cls: type[Think], settings: Settings) -> AgentOut:
         log.warning("agent %s could not describe its model or tools", cls.name, exc_info=True)
     else:
         try:
-            tools.extend(_tool(t) for t in await agent.mcp_tools())
+            if agent.include_mcp_tools:
+                tools.extend(_tool(t) for t in await agent.mcp_tools())
         except Exception:
             log.warning("agent %s could not list its MCP servers", cls.name, exc_info=True)
     return AgentOut(

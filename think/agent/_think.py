@@ -86,7 +86,9 @@ class Think(ConversationMethods):
     older messages are left out of the model's context (never out of storage)."""
     include_mcp_tools: ClassVar[bool] = True
     """Give the model the tools of `get_mcp_servers()` and of the conversation's added
-    servers (`add_mcp_server`), as `<server>_<tool>`; False leaves them out of every turn."""
+    servers (`add_mcp_server`), as `<server>_<tool>`; False leaves them out of every turn
+    (and of `GET /v1/agents`), for an agent that exposes them another way: the worker still
+    connects, and `mcp_tools()` still lists them."""
     wait_for_mcp_connections: ClassVar[bool] = False
     """A turn's first step waits (for at most each server's `connect_timeout_seconds`) for
     servers that are not connected yet, and for a fresh tool list. False (the default): a
@@ -137,9 +139,8 @@ class Think(ConversationMethods):
         """The tools `get_mcp_servers()` offer now, connecting to each server first (for at
         most its `connect_timeout_seconds`); a server that cannot be reached offers none.
         Outside any turn: `GET /v1/agents` lists them. A turn uses the list its first step
-        recorded instead."""
-        if not self.include_mcp_tools:
-            return []
+        recorded instead. An explicit call: `include_mcp_tools = False` (which keeps these
+        tools from the model) does not change what it returns."""
         # Imported here: the SDK costs most of a second, paid only where MCP is used.
         from think.tools._mcp_pool import pool
 

@@ -210,9 +210,7 @@ def _declared_mcp_servers(registry: AgentRegistry) -> list[McpServer]:
     servers: list[McpServer] = []
     for cls in registry:
         try:
-            agent = cls()
-            if agent.include_mcp_tools:
-                servers.extend(agent.get_mcp_servers())
+            servers.extend(cls().get_mcp_servers())
         except Exception:
             log.info("agent %s: its MCP servers are connected by its turns", cls.name)
     return servers
