@@ -20,6 +20,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import httpx2
 import mcp_types
 from mcp import Client, MCPError, StdioServerParameters
@@ -39,6 +40,15 @@ _RECONNECT_PAUSE_SECONDS = 1.0
 """A server that just failed to connect is not tried again sooner by a caller that does not
 wait (a turn without `wait_for_mcp_connections`), so a down server costs no retry storm."""
 _MAX_PAGES = 100
+_TRANSPORT_ERRORS = (
+    OSError,
+    httpx2.HTTPError,
+    anyio.ClosedResourceError,
+    anyio.BrokenResourceError,
+    anyio.EndOfStream,
+    BaseExceptionGroup,
+)
+"""What a broken connection raises from a call, beyond the SDK's `CONNECTION_CLOSED`."""
 IDLE_SECONDS = 600.0
 """A connection unused this long is closed (a stdio child exits); its tool list is kept, and
 the next use connects again. Servers added to many conversations do not pile up."""
@@ -367,7 +377,10 @@ class McpPool:
         except ToolError:
             raise
         except Exception as exc:
-            conn.drop(_describe(exc))
+            if isinstance(exc, _TRANSPORT_ERRORS):
+                conn.drop(_describe(exc))  # the next use connects again
+            # Else the connection is fine and the answer was not (say structured content
+            # that does not match the tool's output schema, which the SDK checks).
             raise ToolError(
                 f"MCP server {server.name!r} failed the call of {tool!r}: {_describe(exc)}"
             ) from None
