@@ -659,7 +659,8 @@ class McpImpatient(Helper):
                 "mute",
                 command=sys.executable,
                 args=["-c", "import time; time.sleep(3600)"],
-                connect_timeout_seconds=3,
+                # Were it waited for, a turn would take ten minutes (its test would fail).
+                connect_timeout_seconds=600,
             )
         ]
 
