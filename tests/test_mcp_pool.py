@@ -6,6 +6,8 @@ environment by name, a server nobody listens for)."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -218,3 +220,25 @@ async def test_a_stdio_server_gets_none_of_the_workers_other_variables(
     }
     assert await pool().call(server, "env", {"name": "NOTES_MODE"}) == {"result": "plain"}
     assert (await pool().call(server, "env", {"name": "PATH"}))["result"]
+
+
+async def test_an_older_protocol_gets_list_changes_as_notifications_and_restarts() -> None:
+    server = notes(protocol="legacy")
+    assert "shout" not in {t.name for t in await pool().tools(server, wait=True) or []}
+    assert await pool().call(server, "grow", {}) == {"result": "grown"}
+    # notifications/tools/list_changed, unasked: there is no subscription on this protocol.
+    for _ in range(100):
+        if pool().connection(server).stale:
+            break
+        await asyncio.sleep(0.05)
+    assert "shout" in {t.name for t in await pool().tools(server, wait=True) or []}
+
+    pid = (await pool().call(server, "pid", {}))["result"]
+    os.kill(pid, signal.SIGKILL)
+    for _ in range(200):  # until this process has reaped it: the connection saw it die
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        await asyncio.sleep(0.05)
+    assert (await pool().call(server, "pid", {}))["result"] != pid

@@ -16,6 +16,10 @@ log = logging.getLogger("think.api.agents")
 
 router = APIRouter(tags=["agents"])
 
+MCP_WAIT_SECONDS = 5.0
+"""The longest the listing waits for an MCP server (all at once); a slower one is listed
+with the tools it had when last reached, or none, while it connects for the next listing."""
+
 
 @router.get("/v1/agents", response_model=AgentsOut)
 async def list_agents(res: Res) -> AgentsOut:
@@ -27,7 +31,7 @@ async def _describe(cls: type[Think], settings: Settings) -> AgentOut:
     """One agent as listed. Its `get_model`, `get_tools` and `get_mcp_servers` run here,
     outside any conversation: one that raises leaves its model empty or its tools out (and
     says so in the log) rather than failing the whole listing. MCP servers are asked for
-    their tools (each for at most its connect timeout; the agents concurrently)."""
+    their tools (each for at most `MCP_WAIT_SECONDS`; the agents concurrently)."""
     description = cls.description or (cls.__doc__ or "").strip().split("\n")[0]
     model = served_by = ""
     tools: list[AgentTool] = []
@@ -47,7 +51,7 @@ async def _describe(cls: type[Think], settings: Settings) -> AgentOut:
     else:
         try:
             if agent.include_mcp_tools:
-                tools.extend(_tool(t) for t in await agent.mcp_tools())
+                tools.extend(_tool(t) for t in await agent.mcp_tools(within=MCP_WAIT_SECONDS))
         except Exception:
             log.warning("agent %s could not list its MCP servers", cls.name, exc_info=True)
     return AgentOut(

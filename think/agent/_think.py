@@ -135,9 +135,10 @@ class Think(ConversationMethods):
         them, on any worker; it may read `get_config()`."""
         return []
 
-    async def mcp_tools(self) -> list[McpTool]:
+    async def mcp_tools(self, within: float | None = None) -> list[McpTool]:
         """The tools `get_mcp_servers()` offer now, connecting to each server first (for at
-        most its `connect_timeout_seconds`); a server that cannot be reached offers none.
+        most its `connect_timeout_seconds`, or `within` seconds when that is shorter); a
+        server that cannot be reached offers none, or the tools it had when last reached.
         Outside any turn: `GET /v1/agents` lists them. A turn uses the list its first step
         recorded instead. An explicit call: `include_mcp_tools = False` (which keeps these
         tools from the model) does not change what it returns."""
@@ -145,7 +146,7 @@ class Think(ConversationMethods):
         from think.tools._mcp_pool import pool
 
         servers = list(self.get_mcp_servers())
-        found = await asyncio.gather(*(pool().tools(s, wait=True) for s in servers))
+        found = await asyncio.gather(*(pool().tools(s, wait=True, within=within) for s in servers))
         return [
             made
             for server, infos in zip(servers, found, strict=True)

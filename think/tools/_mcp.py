@@ -69,6 +69,10 @@ class McpServer(BaseModel):
     answered, error or not); 0 by default, since a server that died during a call may have
     done its work."""
     retry_backoff: float = Field(default=2.0, ge=1, allow_inf_nan=False)
+    protocol: Literal["auto", "legacy"] = "auto"
+    """"auto": the SDK asks for the 2026-07-28 protocol and falls back to the initialize
+    handshake of older servers; "legacy" starts with that handshake, for a server that
+    mishandles the probe."""
 
     @field_validator("name")
     @classmethod

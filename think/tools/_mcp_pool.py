@@ -98,7 +98,14 @@ class _Connection:
     @property
     def client(self) -> Client | None:
         runner = self._runner
-        return runner.client if runner is not None and runner.running else None
+        if runner is None or not runner.running or runner.client is None:
+            return None
+        if _closed(runner.client):
+            # The server went away (a child's EOF) and no subscription said so yet (there is
+            # none on an older protocol): let this life end, and the caller open the next.
+            self.drop("its server closed the connection")
+            return None
+        return runner.client
 
     @property
     def alive(self) -> bool:
@@ -154,6 +161,7 @@ class _Connection:
                 Client(
                     await self._target(stack),
                     message_handler=self._on_message,
+                    mode=self.server.protocol,
                     read_timeout_seconds=self.server.connect_timeout_seconds,
                     client_info=mcp_types.Implementation(name="think", version="1"),
                 ) as client,
@@ -272,6 +280,15 @@ class _Connection:
                 task.cancel()
 
 
+def _closed(client: Client) -> bool:
+    """Whether the session's dispatcher has seen its transport end: its read loop stopped at
+    an EOF, and every request would fail unsent with `CONNECTION_CLOSED`. The SDK exposes
+    no public flag for it; read defensively (False when its insides change), in which case
+    a call on the dead connection fails once as a tool error and the next one reconnects."""
+    dispatcher = getattr(getattr(client, "_session", None), "_dispatcher", None)
+    return getattr(dispatcher, "_closed", False) is True
+
+
 async def _subscribe(stack: contextlib.AsyncExitStack, client: Client) -> Any:
     """A `subscriptions/listen` stream of tool-list changes, or None on an older protocol."""
     try:
@@ -331,10 +348,13 @@ class McpPool:
         conn.used_at = now
         return conn
 
-    async def tools(self, server: McpServer, *, wait: bool) -> list[McpToolInfo] | None:
+    async def tools(
+        self, server: McpServer, *, wait: bool, within: float | None = None
+    ) -> list[McpToolInfo] | None:
         """The server's tools. `wait`: connect (or list again) first, for at most its
-        `connect_timeout_seconds`. Without it, what is known now, connecting or listing in
-        the background for next time; None when the server was never reached."""
+        `connect_timeout_seconds` (or `within`, when that is shorter). Without it, what is
+        known now, connecting or listing in the background for next time; None when the
+        server was never reached."""
         conn = self.connection(server)
         if not wait:
             if not conn.alive and time.monotonic() - conn.failed_at > _RECONNECT_PAUSE_SECONDS:
@@ -342,10 +362,15 @@ class McpPool:
             elif conn.alive and conn.needs_listing():
                 conn.refresh_later()
             return conn.tools
+        bound = (
+            server.connect_timeout_seconds
+            if within is None
+            else min(within, server.connect_timeout_seconds)
+        )
         try:
-            client = await conn.open_client(server.connect_timeout_seconds)
-            if conn.needs_listing():
-                async with asyncio.timeout(server.connect_timeout_seconds):
+            async with asyncio.timeout(bound):
+                client = await conn.open_client(bound)
+                if conn.needs_listing():
                     await conn.refresh(client)
         except (McpUnavailable, TimeoutError, MCPError, OSError) as exc:
             log.warning("MCP server %s: no fresh tool list: %s", server.name, _describe(exc))
