@@ -109,7 +109,7 @@ async def _send(res: Resources, turn: TurnRecord, signal: str, payload: BaseMode
     """Signal the recorded answer to the turn's workflow. Should Temporal be unreachable, the
     answer stays recorded: the workers' sweeper signals it again."""
     handle = res.temporal.get_workflow_handle(
-        turn_workflow_id(turn.agent, turn.conversation_id, turn.id)
+        turn_workflow_id(turn.agent, turn.conversation_id, turn.id, tenant=turn.tenant)
     )
     try:
         await handle.signal(signal, payload)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.types import Receive, Scope, Send
 
 from api.deps import Resources
-from think import server
+from think import metrics, server
 
 PING_EVERY = 15.0
 HEADERS = {
@@ -50,10 +51,32 @@ async def follow(res: Resources, turn_id: str, after: int) -> AsyncIterator[Serv
     yield DONE
 
 
-def stream_response(res: Resources, turn_id: str, after: int) -> EventSourceResponse:
+class _CountedStream(EventSourceResponse):
+    """Gives its tenant's stream slot back when the response ends, however it ends (done,
+    client gone, server stopping): the ASGI call returns in every case, where a generator
+    that never started would never run its `finally`."""
+
+    def __init__(self, release: Callable[[], None], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        metrics.STREAMS_OPEN.inc()
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            metrics.STREAMS_OPEN.dec()
+            self._release()
+
+
+def stream_response(
+    res: Resources, turn_id: str, after: int, release: Callable[[], None]
+) -> EventSourceResponse:
+    """`release` gives back the stream slot taken from the tenant's limit (`TenantLimits`)."""
     # sse-starlette sends the keep-alive comments and notices disconnects; resume is ours.
-    return EventSourceResponse(
-        follow(res, turn_id, after),
+    return _CountedStream(
+        release,
+        content=follow(res, turn_id, after),
         # The turn's id, so a client of a `mode: "stream"` submission can resume or cancel it.
         headers={**HEADERS, "x-think-turn-id": turn_id},
         ping=PING_EVERY,

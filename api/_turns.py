@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Literal
 
 from fastapi import Request
@@ -90,8 +91,13 @@ def _unavailable(exc: DispatchFailed) -> Problem:
 
 
 def base_url(request: Request) -> str:
-    """Where this gateway is reached, for the URLs a `Turn` carries."""
-    return str(request.base_url).rstrip("/")
+    """What the URLs a `Turn` carries start with: THINK_PUBLIC_URL, or nothing (a path).
+
+    Not `request.base_url`: that is the Host header, which the client chooses, so a forged
+    Host would have put another site into the URLs a gateway hands out (and a cache could
+    keep them for everyone)."""
+    public: str | None = request.app.state.resources.settings.public_url
+    return public or ""
 
 
 def _turn_url(turn: TurnRecord, base: str) -> str:
@@ -133,12 +139,14 @@ async def admitted(
     *,
     mode: Literal["submit", "wait", "stream"],
     wait_timeout: float | None,
+    release: Callable[[], None] | None = None,
 ) -> Response:
     """The answer of a route that admitted a turn (a submission, a regenerate): the stream,
     the turn once it settles (wait), or the record (202 new, 200 a repeat)."""
     turn = admission.turn
     if mode == "stream":
-        return stream_response(res, turn.id, -1)
+        assert release is not None, "a stream's slot is taken before its turn is admitted"
+        return stream_response(res, turn.id, -1, release)
     status = 202 if admission.accepted else 200
     queued_behind = None
     if mode == "wait":
@@ -183,3 +191,16 @@ async def wait_for_turn(
 async def cancel(res: Resources, turn: TurnRecord, reason: str) -> bool:
     """Cancel a turn; False when it had already ended (nothing changes then)."""
     return await server.cancel_turn(res.store, res.temporal, res.settings.task_queue, turn, reason)
+
+
+def limited(res: Resources, tenant: str, mode: str) -> Callable[[], None] | None:
+    """Before admitting a turn: spend one of the tenant's submissions, and for stream mode
+    take one of its stream slots (returned, for `admitted`), so a refusal admits nothing."""
+    release = res.limits.open_stream(tenant) if mode == "stream" else None
+    try:
+        res.limits.take_submission(tenant)
+    except BaseException:
+        if release is not None:
+            release()
+        raise
+    return release

@@ -6,17 +6,21 @@ LISTEN connection) and routes receive them through dependencies; nothing is glob
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api import _docs, errors
+from api import _docs, _openapi, errors
+from api._limits import TenantLimits
 from api._listener import ChunkListener
 from api.deps import Resources, require_tenant
-from api.routes import agents, conversations, health, schedules, search, tree, turns
+from api.routes import agents, conversations, health, schedules, search, tree, turns, workspace
+from think import metrics
 from think.server import AgentRegistry, Settings, connect
 from think.storage import Store, open_database
 from think.tools import close_mcp_pool
@@ -66,6 +70,69 @@ class _TooLarge(StarletteHTTPException):
         super().__init__(413, f"the request body is larger than the limit of {limit} bytes")
 
 
+class HttpMetrics:
+    """Count every answer by method, route template and status (`think_http_requests_total`),
+    and time it to its headers. The template (`/v1/agents/{agent}/...`), never the path: a
+    path holds conversation ids, which would make the label set unbounded."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+
+        async def timed(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                route = scope.get("route")
+                template = getattr(route, "path", None) or "unmatched"
+                method = scope["method"]
+                status = str(message["status"])
+                metrics.HTTP_REQUESTS.labels(method, template, status).inc()
+                metrics.HTTP_DURATION.labels(method, template).observe(
+                    time.perf_counter() - started
+                )
+            await send(message)
+
+        await self.app(scope, receive, timed)
+
+
+class HeadAsGet:
+    """HEAD on every GET route (RFC 9110 9.3.2): the GET's status and headers, no body.
+
+    FastAPI registers a GET route for GET alone, so HEAD was a 405. The app runs the GET; its
+    body is dropped here, and once the headers are out the request reads as disconnected, so
+    a stream (`.../stream`) stops at once instead of following a running turn."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+        done = False
+
+        async def headless(message: Message) -> None:
+            nonlocal done
+            if done:
+                return
+            if message["type"] == "http.response.body":
+                done = True
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            await send(message)
+
+        async def gone() -> Message:
+            if done:
+                return {"type": "http.disconnect"}
+            return await receive()
+
+        # A copy: the server keeps its own scope, and answers a HEAD without a body itself.
+        await self.app({**scope, "method": "GET"}, gone, headless)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings.from_env()
     registry = AgentRegistry.from_paths(settings.agents)
@@ -76,12 +143,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         listener = ChunkListener(settings.libpq_url)
         await listener.start()
         temporal = await connect(settings)
+        metrics.count_events()
         app.state.resources = Resources(
             settings=settings,
             store=Store(db),
             temporal=temporal,
             listener=listener,
             registry=registry,
+            limits=TenantLimits(
+                per_minute=settings.submissions_per_minute,
+                burst=settings.submission_burst,
+                max_streams=settings.max_streams_per_tenant,
+            ),
         )
         try:
             yield
@@ -99,11 +172,26 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
     )
     errors.install(app)
+    _openapi.install(app)
     _docs.install(app)
     # Every /v1 route needs the caller's tenant, which answers 401 first when keys are
     # configured; the operations routes stay open for load balancers and probes.
-    for module in (agents, conversations, schedules, search, tree, turns):
+    for module in (agents, conversations, schedules, search, tree, turns, workspace):
         app.include_router(module.router, dependencies=[Depends(require_tenant)])
     app.include_router(health.router)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    # Inside HeadAsGet, which hands the app a copy of the scope: the route is set on that one.
+    app.add_middleware(HttpMetrics)
+    app.add_middleware(HeadAsGet)
+    if settings.cors_origins:
+        # Outermost: a preflight is answered before anything else sees it, and every answer
+        # (a 401 or a 429 too) carries the headers a browser needs to read it.
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST", "PUT", "DELETE"],
+            allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID"],
+            expose_headers=["x-think-turn-id", "Retry-After"],
+            max_age=600,
+        )
     return app

@@ -6,9 +6,11 @@ import secrets
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Header, Path, Request
+from pydantic import AfterValidator
 from temporalio.client import Client
 
+from api._limits import TenantLimits
 from api._listener import ChunkListener
 from api.errors import Problem
 from api.schemas import ID_PATTERN
@@ -25,6 +27,7 @@ class Resources:
     temporal: Client
     listener: ChunkListener
     registry: AgentRegistry
+    limits: TenantLimits
 
 
 # Every dependency is `async def`: FastAPI runs a plain `def` in its thread pool, a thread hop
@@ -34,21 +37,39 @@ async def _resources(request: Request) -> Resources:
     return resources
 
 
-async def require_tenant(
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: the tenant, and the key's name when it has one (`key:tenant:name`)."""
+
+    tenant: str
+    key_name: str | None = None
+
+    @property
+    def label(self) -> str:
+        """As recorded with a decision: `key:<name>`, or `tenant:<tenant>` for its own key."""
+        return f"key:{self.key_name}" if self.key_name else f"tenant:{self.tenant}"
+
+
+async def require_principal(
     request: Request, resources: Annotated[Resources, Depends(_resources)]
-) -> str:
-    """The caller's tenant: from the bearer key when keys are configured, else `default`."""
+) -> Principal:
+    """The caller: from the bearer key when keys are configured, else tenant `default`."""
     keys = resources.settings.api_keys
     if not keys:
-        return "default"
+        return Principal("default")
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() == "bearer":
         for key, tenant in keys.items():
             # As bytes: `compare_digest` refuses a `str` that is not ASCII (a 500, not a 401).
             if secrets.compare_digest(token.strip().encode(), key.encode()):
-                return tenant
+                return Principal(tenant, resources.settings.api_key_names.get(key))
     raise Problem(401, "a valid `Authorization: Bearer <key>` header is required")
+
+
+async def require_tenant(principal: Annotated[Principal, Depends(require_principal)]) -> str:
+    """The caller's tenant (see `require_principal`)."""
+    return principal.tenant
 
 
 async def _agent(
@@ -60,6 +81,7 @@ async def _agent(
 
 Res = Annotated[Resources, Depends(_resources)]
 Tenant = Annotated[str, Depends(require_tenant)]
+Caller = Annotated[Principal, Depends(require_principal)]
 AgentClass = Annotated[type[Think], Depends(_agent)]
 ConversationId = Annotated[str, Path(pattern=ID_PATTERN, description="The conversation id")]
 # Turn ids are ours (`turn_<hex>`); checking their shape keeps e.g. a NUL out of the SQL (a 500).
@@ -78,3 +100,27 @@ async def _conversation(
 
 
 ExistingConversation = Annotated[Conversation, Depends(_conversation)]
+
+
+def _printable_ascii(key: str | None) -> str | None:
+    # A header arrives as bytes that Starlette reads as Latin-1: a UTF-8 `é` would be stored
+    # as `Ã©` and never match the same key sent by a client that encodes it otherwise. Keys
+    # are opaque tokens, so the honest answer is to refuse what is not plain ASCII.
+    if key is not None and not all(" " <= c <= "~" for c in key):
+        raise ValueError(
+            "must be printable ASCII (a UUID or another token); this one holds other bytes"
+        )
+    return key
+
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=255,
+        json_schema_extra={"pattern": "^[\\x20-\\x7e]+$"},
+        description="Printable ASCII, at most 255 characters: a retry with it is the same turn",
+    ),
+    AfterValidator(_printable_ascii),
+]

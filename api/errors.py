@@ -11,7 +11,9 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import BaseRoute, Match
 
+from think import metrics
 from think.exceptions import AgentNotFoundError, UserError
 from think.schedules import ScheduleNotFound
 from think.storage import (
@@ -32,12 +34,14 @@ PROBLEM = "application/problem+json"
 _TITLES = {
     400: "Bad Request",
     401: "Unauthorized",
+    403: "Forbidden",
     404: "Not Found",
     405: "Method Not Allowed",
     409: "Conflict",
     413: "Content Too Large",
     415: "Unsupported Media Type",
     422: "Unprocessable Content",
+    429: "Too Many Requests",
     500: "Internal Server Error",
     503: "Service Unavailable",
 }
@@ -46,10 +50,13 @@ _TITLES = {
 class Problem(Exception):
     """Raise from a route to answer with a problem document."""
 
-    def __init__(self, status: int, detail: str, **extra: Any) -> None:
+    def __init__(
+        self, status: int, detail: str, *, headers: dict[str, str] | None = None, **extra: Any
+    ) -> None:
         super().__init__(detail)
         self.status = status
         self.detail = detail
+        self.headers = headers or {}
         self.extra = extra
 
 
@@ -98,17 +105,43 @@ async def _validation(request: Request, exc: Exception) -> JSONResponse:
     return problem_response(422, detail, errors=errors)
 
 
+_METHODS = ("DELETE", "GET", "PATCH", "POST", "PUT")
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves at this path. Starlette's 405 names only the methods
+    of the first route whose path matched, and FastAPI has one route per method, so `Allow`
+    would say `POST` on a path that also has GET and DELETE. Each method is tried against
+    the route table (routes of included routers are nested, so they are asked, not read)."""
+    routes: list[BaseRoute] = request.app.router.routes
+    allowed = {
+        method
+        for method in _METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes
+        )
+    }
+    if "GET" in allowed:
+        allowed.add("HEAD")  # api.app.HeadAsGet answers it on every GET route
+    return sorted(allowed)
+
+
 async def _http(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     response = problem_response(exc.status_code, str(exc.detail))
-    # Keep the exception's headers: a 405 must say `Allow` (RFC 9110, 15.5.6).
+    # Keep the exception's headers: a 405 must say `Allow` (RFC 9110, 15.5.6), and say all
+    # of the path's methods.
     response.headers.update(exc.headers or {})
+    if exc.status_code == 405:
+        response.headers["Allow"] = ", ".join(allowed_methods(request))
     return response
 
 
 async def _problem(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, Problem)
-    return problem_response(exc.status, exc.detail, **exc.extra)
+    response = problem_response(exc.status, exc.detail, **exc.extra)
+    response.headers.update(exc.headers)
+    return response
 
 
 async def _user_error(request: Request, exc: Exception) -> JSONResponse:
@@ -117,6 +150,7 @@ async def _user_error(request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc, ScheduleNotFound):
         return problem_response(404, str(exc))
     if isinstance(exc, IdempotencyConflict | SubmissionConflict | ConversationBusy):
+        metrics.ADMISSION_CONFLICTS.labels(_CONFLICT[type(exc)]).inc()
         return problem_response(409, str(exc), turn_id=exc.turn_id)
     if isinstance(exc, TurnStillActive):
         return problem_response(409, str(exc), turn_id=exc.turn_id, turn_status=exc.status)
@@ -133,6 +167,13 @@ async def _user_error(request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc, ParentNotFound):
         return problem_response(422, str(exc), errors=[{"field": "parent_id", "message": str(exc)}])
     return problem_response(400, str(exc))
+
+
+_CONFLICT: dict[type[Exception], str] = {
+    IdempotencyConflict: "idempotency",
+    SubmissionConflict: "submission",
+    ConversationBusy: "busy",
+}
 
 
 async def _database_unavailable(request: Request, exc: Exception) -> JSONResponse:

@@ -19,6 +19,7 @@ from pydantic import (
     Tag,
     field_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from think.server import ID, PendingApproval, PendingClientTool, UIMessage
 from think.storage import MessageConcurrency
@@ -223,8 +224,52 @@ class ApprovalBody(_Body):
 class ToolResultBody(_Body):
     """`{"output": …}` or `{"error": "…"}`: exactly one of them."""
 
-    output: Any = None
-    error: str | None = Field(default=None, min_length=1, max_length=100_000)
+    # Said in the schema too, so a client generated from it (and a fuzzer) knows that
+    # `{}` and a body with both are refused (422) rather than merely undocumented.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {"required": ["output"], "not": {"required": ["error"]}},
+                {"required": ["error"], "not": {"required": ["output"]}},
+            ]
+        }
+    )
+
+    output: Any = Field(default=None, description="The tool's result (any JSON value)")
+    error: str | SkipJsonSchema[None] = Field(
+        default=None,
+        min_length=1,
+        max_length=100_000,
+        description="Why the tool failed; the model sees it as the call's error",
+    )
+
+    @field_validator("error", mode="before")
+    @classmethod
+    def _error_is_text(cls, value: Any) -> Any:
+        # Only absent means "no error": `{"error": null}` would otherwise count as giving
+        # the error and submit a result with neither.
+        if value is None:
+            raise ValueError("error must be a string; leave it out to send an output")
+        return value
+
+
+class FieldError(BaseModel):
+    field: str = Field(description="The field at fault, dotted (`client_tools.0.name`)")
+    message: str
+
+
+class Problem(BaseModel):
+    """An RFC 9457 problem document: the body of every 4xx and 5xx answer."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str = "about:blank"
+    title: str
+    status: int
+    detail: str
+    errors: list[FieldError] | None = Field(
+        default=None, description="For a request that named a field wrongly: which and why"
+    )
 
 
 class QueuedBehind(BaseModel):
@@ -325,3 +370,14 @@ class TriggeredOut(BaseModel):
     task: str
     schedule_id: str
     triggered: bool = True
+
+
+class WorkspaceEntryOut(BaseModel):
+    path: str
+    size: int
+    media_type: str
+    updated_at: datetime
+
+
+class WorkspaceListOut(BaseModel):
+    files: list[WorkspaceEntryOut]

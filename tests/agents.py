@@ -13,6 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from temporalio import activity
 
+from tests._fetch_fixtures import PUBLIC_IP, Sealed
+from tests._fetch_fixtures import Resolver as FetchResolver
 from think import (
     ChatErrorContext,
     ChatRecovery,
@@ -21,7 +23,10 @@ from think import (
     ChatResponseResult,
     ContextBlock,
     ContextOverflow,
+    FetchTarget,
+    FetchTools,
     McpServer,
+    MediaEviction,
     Proactive,
     Session,
     StepConfig,
@@ -39,6 +44,7 @@ from think import (
     create_compact_function,
     default_context_overflow_classifier,
     events,
+    skills,
     tool,
 )
 from think.tools import search_history
@@ -205,6 +211,13 @@ class Gatekeeper(Helper):
 
     def get_tools(self) -> list[Tool]:
         return [get_weather, slow, delete_file, transfer, launch, flaky, sluggish, add]
+
+
+class Guarded(Gatekeeper):
+    """Gatekeeper's tools, whose approvals only the `ops-lead` key may decide."""
+
+    name = "guarded"
+    approvers = frozenset({"ops-lead"})
 
 
 class Hooked(Helper):
@@ -575,6 +588,10 @@ class Fragile(Helper):
         self._breaks("get_mcp_servers")
         return []
 
+    def get_skills(self) -> list[skills.SkillSource]:
+        self._breaks("get_skills")
+        return []
+
     def repair_interrupted_tool_part(self, part: dict[str, Any]) -> dict[str, Any]:
         self._breaks("repair_interrupted_tool_part")
         return super().repair_interrupted_tool_part(part)
@@ -670,3 +687,61 @@ class McpHidden(McpUser):
 
     name = "mcp_hidden"
     include_mcp_tools = False
+
+
+# -- built-in tools (tests/test_builtin_tools.py) ----------------------------------------------
+
+SKILLS_DIR = Path(__file__).resolve().parent / "skills"
+
+
+class Workspaced(Helper):
+    """The workspace tools, and media eviction that acts early (every message past the 4th)."""
+
+    name = "workspaced"
+    max_steps = 12
+    workspace_tools = True
+    truncation_step = 1
+    media_eviction = MediaEviction(keep_recent_messages=4, min_part_bytes=16)
+
+    def get_tools(self) -> list[Tool]:
+        return []
+
+
+class Skilled(Helper):
+    """Skills from the conversation's workspace first, then from tests/skills."""
+
+    name = "skilled"
+    max_steps = 8
+    workspace_tools = True
+
+    def get_tools(self) -> list[Tool]:
+        return []
+
+    def get_skills(self) -> list[skills.SkillSource]:
+        return [skills.workspace(), skills.directory(SKILLS_DIR)]
+
+
+class Fetcher(Helper):
+    """Fetch tools built per turn from the conversation's configuration (the port of the test's
+    127.0.0.1 server). `fetch_url` resolves and connects through the sealed test connector:
+    docs.example.com is a public-looking address only it routes, to that server."""
+
+    name = "fetcher"
+    max_steps = 8
+
+    def get_tools(self) -> list[Tool]:
+        port = int(self.get_config().get("port", 9))
+        return FetchTools(
+            allowlist=["http://docs.example.com/v1/**", "http://169.254.169.254/**"],
+            targets={
+                "docs": FetchTarget(
+                    base_url=f"http://127.0.0.1:{port}",
+                    allowlist=["/v1/docs/**"],
+                    headers={"x-agent": "think"},
+                    description="The test docs service.",
+                )
+            },
+            resolver=FetchResolver({"docs.example.com": [[PUBLIC_IP]]}),
+            connector=Sealed({PUBLIC_IP: port, "127.0.0.1": port}),
+            max_model_chars=1000,
+        ).tools()

@@ -59,7 +59,7 @@ def stack(
         agents=(
             "tests.agents:Helper,tests.agents:Staller,tests.agents:Persister,"
             "tests.agents:GiveUp,tests.agents:Budgeted,tests.agents:Hurried,"
-            "tests.agents:Gatekeeper,tests.agents:Hooked,tests.agents:Hooks,"
+            "tests.agents:Gatekeeper,tests.agents:Guarded,tests.agents:Hooked,tests.agents:Hooks,"
             "tests.agents:QuietReasoner,"
             "tests.agents:Compactor,tests.agents:Recoverer,tests.agents:Forethought,"
             "tests.agents:Lookout,"
@@ -68,6 +68,7 @@ def stack(
             "tests.agents:Fragile,tests.agents:Wrecked,"
             "tests.agents:Patient,tests.agents:Watchful,"
             "tests.agents:McpUser,tests.agents:McpImpatient,tests.agents:McpHidden,"
+            "tests.agents:Workspaced,tests.agents:Skilled,tests.agents:Fetcher,"
             "examples.assistant:Assistant"
         ),
         model_url=fake_model.base_url,

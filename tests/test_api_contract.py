@@ -40,9 +40,7 @@ SHORT_PREFIX = ".../conversations/"
 ROUTE = re.compile(r"`(GET|POST|PUT|PATCH|DELETE) ([^`\s]+)`")
 EXTENSION = "x-think-extension"
 NOT_SERVED_YET = {
-    ("GET", "/metrics"),
     ("GET", "/ui"),
-    ("GET", "/v1/agents/{agent}/conversations/{cid}/workspace/{path}"),
 }
 """Documented in API.md's "Operations", not built yet."""
 

@@ -247,7 +247,7 @@ async def test_the_readme_cli_update_refuses_an_unknown_id_and_decides_a_known_o
     approval_id = turn["pending_approvals"][0]["approval_id"]
     temporal_cli = shlex.quote(str(Path(sys.executable).parent / "temporal"))
     command = command.replace(
-        "turn-assistant-ops-turn_9a…", turn_workflow_id(AGENT, cid, turn["turn_id"])
+        "turn:default:assistant:ops:turn_9a…", turn_workflow_id(AGENT, cid, turn["turn_id"])
     )
     command = command.replace("temporal ", f"{temporal_cli} ", 1)
     command += f" --address {settings.temporal_address} --namespace {settings.temporal_namespace}"

@@ -14,6 +14,7 @@ from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests._turn_helpers import helper_path
+from think.testing import FakeOpenAIServer
 
 PROBLEM = "application/problem+json"
 JSON = {"content-type": "application/json"}
@@ -735,23 +736,52 @@ async def test_last_event_id_odd_integers_still_stream(
 @pytest.mark.parametrize(
     ("method", "path", "allowed"),
     [
-        ("POST", "/v1/agents", "GET"),
+        ("POST", "/v1/agents", "GET, HEAD"),
         ("GET", "/v1/agents/helper/conversations", "POST"),
-        ("DELETE", "/v1/agents/helper/conversations/CID", "GET"),
-        ("PUT", "/v1/agents/helper/conversations/CID/messages", "GET"),
-        ("PUT", "/v1/agents/helper/conversations/CID/turns", "POST"),
-        ("PATCH", "/v1/agents/helper/conversations/CID/turns/turn_x", "GET"),
-        ("POST", "/v1/agents/helper/conversations/CID/turns/turn_x/stream", "GET"),
-        ("POST", "/healthz", "GET"),
+        ("DELETE", "/v1/agents/helper/conversations/CID", "GET, HEAD"),
+        ("PUT", "/v1/agents/helper/conversations/CID/messages", "GET, HEAD, POST"),
+        ("PUT", "/v1/agents/helper/conversations/CID/turns", "DELETE, GET, HEAD, POST"),
+        ("PATCH", "/v1/agents/helper/conversations/CID/turns/turn_x", "DELETE, GET, HEAD"),
+        ("POST", "/v1/agents/helper/conversations/CID/turns/turn_x/stream", "GET, HEAD"),
+        ("POST", "/healthz", "GET, HEAD"),
     ],
 )
 async def test_method_not_allowed(
     api: httpx.AsyncClient, engine: AsyncEngine, cid: str, method: str, path: str, allowed: str
 ) -> None:
+    """`Allow` lists every method of the path, not only those of the first route that
+    matched it (`allow: POST` on .../turns, which has GET and DELETE too)."""
     response = await api.request(method, path.replace("CID", cid), json={"input": "hi"})
     assert_problem(response, 405)
-    assert allowed in response.headers.get("allow", "")
+    assert response.headers["allow"] == allowed
     assert await counts(engine, cid) == NOTHING
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/healthz",
+        "/v1/agents",
+        "/v1/agents/helper/conversations/CID",
+        "/v1/agents/helper/conversations/CID/turns/TURN",
+        "/v1/agents/helper/conversations/CID/turns/TURN/stream",
+        "/v1/agents/helper/conversations/nope",
+    ],
+)
+async def test_head_is_get_without_a_body(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str, path: str
+) -> None:
+    turn = (
+        await api.post(
+            f"/v1/agents/helper/conversations/{cid}/turns", json={"input": "hi", "mode": "wait"}
+        )
+    ).json()
+    path = path.replace("CID", cid).replace("TURN", turn["turn_id"])
+    got = await api.get(path)
+    head = await api.head(path)
+    assert head.status_code == got.status_code
+    assert head.headers["content-type"] == got.headers["content-type"]
+    assert head.content == b""
 
 
 @pytest.mark.parametrize(

@@ -55,8 +55,8 @@ async def failed_turn(
 
 async def model_step_attempts(temporal: Client, agent: str, cid: str, turn_id: str) -> list[int]:
     handle = temporal.get_workflow_handle(turn_workflow_id(agent, cid, turn_id))
-    # The turn ends in Postgres from inside the step, before the workflow task that records
-    # the step's marker completes: read the history once the workflow is done.
+    # The turn ends in Postgres inside its model step, before the workflow task that records
+    # the step's marker completes: wait for the workflow, or the history may not have it yet.
     await asyncio.wait_for(handle.result(), timeout=30)
     history = await handle.fetch_history()
     return activity_attempts(history.events, MODEL_STEP_ACTIVITY)
@@ -83,6 +83,7 @@ async def completes(api: httpx.AsyncClient, agent: str, cid: str, words: str) ->
         pytest.param({"break": "get_model"}, id="get_model"),
         pytest.param({"break": "get_system_prompt"}, id="get_system_prompt"),
         pytest.param({"break": "get_mcp_servers"}, id="get_mcp_servers"),
+        pytest.param({"break": "get_skills"}, id="get_skills"),
         # A UserError's text is shown to clients when the framework raises one; from an
         # override it is as internal as any other exception.
         pytest.param({"break": "get_tools", "as": "UserError"}, id="get_tools-UserError"),

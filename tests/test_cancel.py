@@ -7,11 +7,13 @@ import asyncio
 import time
 
 import httpx
+from temporalio.client import Client
 
 from tests._ai_sdk import NODE_DIR, reconstruct
 from tests._sse import chunks, deltas, read_stream, read_until, until_terminal
 from tests._turn_helpers import helper_path
 from think.testing import FakeOpenAIServer, reply, text
+from think.workflows._names import turn_workflow_id
 
 WORDS = [f"w{i} " for i in range(60)]
 
@@ -135,3 +137,24 @@ async def test_a_tool_call_cut_off_by_a_cancel_is_repaired_for_the_next_turn(
     sent = fake_model.requests(cid)[-1]["body"]["messages"]
     answer = next(m for m in sent if m["role"] == "tool" and m["tool_call_id"] == "call_slow")
     assert "interrupted" in answer["content"]
+
+
+async def test_a_cancel_from_the_temporal_ui_aborts_the_turn_and_the_next_one_runs(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, temporal: Client, cid: str
+) -> None:
+    """An operator's "Request cancellation" on a streaming turn's workflow (here through the
+    client, as the UI does) ends the turn `aborted` with what had streamed, not `error`, and
+    the conversation's next turn runs. Such a cancel is not noted in Postgres, so it reaches
+    the step with its workflow task's next heartbeat, within a few seconds."""
+    fake_model.script(cid, reply(text(*WORDS), delay=0.25), reply(text("next")))  # ~15 s
+    turn = (await api.post(f"{helper_path(cid)}/turns", json={"input": "long"})).json()
+    queued = (await api.post(f"{helper_path(cid)}/turns", json={"input": "then"})).json()
+    await read_until(api, turn["stream_url"], deltas(3))
+    await temporal.get_workflow_handle(turn_workflow_id("helper", cid, turn["turn_id"])).cancel()
+    final = await until_terminal(api, turn["status_url"])
+    assert final["status"] == "aborted", final
+    partial = final["message"]["parts"][-1]["text"] if final["message"]["parts"] else ""
+    assert "".join(WORDS).startswith(partial) and len(partial) < len("".join(WORDS))
+    after = await until_terminal(api, queued["status_url"])
+    assert after["status"] == "completed", after
+    assert after["message"]["parts"][-1]["text"] == "next"

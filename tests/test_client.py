@@ -192,6 +192,7 @@ def test_exports() -> None:
         "ThinkStreamError",
         "Turn",
         "TurnStream",
+        "WorkspaceFile",
         "new_idempotency_key",
     ]
     for name in think.client.__all__:

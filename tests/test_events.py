@@ -26,6 +26,7 @@ from think.events import (
     ToolApprovalDecided,
     ToolApprovalRequested,
     ToolCalled,
+    ToolFetched,
 )
 from think.exceptions import UserError
 from think.models._base import Usage
@@ -60,6 +61,14 @@ def samples() -> list[ThinkEvent]:
         ToolCalled(
             **IDS, tool_name="get_weather", tool_call_id="call_1", outcome="success", duration_ms=5
         ),
+        ToolFetched(
+            **IDS,
+            tool_name="fetch_url",
+            tool_call_id="call_2",
+            url="http://127.1/",
+            ok=False,
+            code="disallowed_url",
+        ),
         ToolApprovalRequested(**IDS, approval_id="appr_1", tool_name="delete_repo"),
         ToolApprovalDecided(
             **IDS, approval_id="appr_1", tool_name="delete_repo", approved=False, by="http"
@@ -75,7 +84,7 @@ def tool_event(outcome: str = "success") -> ToolCalled:
 
 def test_every_event_type_has_a_sample() -> None:
     assert {e.type for e in samples()} == EVENT_TYPES
-    assert len(EVENT_TYPES) == 11
+    assert len(EVENT_TYPES) == 12
 
 
 @pytest.mark.parametrize("event", samples(), ids=lambda e: e.type)
@@ -108,7 +117,12 @@ async def test_filters_by_exact_type_and_by_prefix() -> None:
     for event in samples():
         await bus.emit(event)
     assert everything == [e.type for e in samples()]
-    assert tools == ["tool.call", "tool.approval.requested", "tool.approval.decided"]
+    assert tools == [
+        "tool.call",
+        "tool.fetch",
+        "tool.approval.requested",
+        "tool.approval.decided",
+    ]
     assert approvals == ["tool.approval.requested", "tool.approval.decided"]
     assert finished_or_cancelled == ["chat.turn.cancelled", "chat.turn.finished"]
 

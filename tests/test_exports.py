@@ -27,7 +27,10 @@ def test_think_exports() -> None:
         "ContextProvider",
         "ConversationBusy",
         "ConversationHandle",
+        "FetchTarget",
+        "FetchTools",
         "McpServer",
+        "MediaEviction",
         "MessageConcurrency",
         "ModelClient",
         "ModelError",
@@ -67,6 +70,7 @@ def test_think_exports() -> None:
         "current_conversation",
         "default_context_overflow_classifier",
         "default_token_counter",
+        "skills",
         "tool",
     ]
     for name in think.__all__:

@@ -52,7 +52,7 @@ async def test_operator_finds_turns_by_conversation(
         await asyncio.sleep(0.2)
     assert len(found) == 2
     ids = {w["execution"]["workflowId"] for w in found}  # type: ignore[index]
-    assert all(i.startswith(f"turn-helper-{cid}-turn_") for i in ids)
+    assert all(i.startswith(f"turn:default:helper:{cid}:turn_") for i in ids)
 
     turn_id = turn["turn_id"]
     described = await temporal.get_workflow_handle(
@@ -61,6 +61,7 @@ async def test_operator_finds_turns_by_conversation(
     attrs = {p.key.name: p.value for p in described.typed_search_attributes}
     attrs.pop("BuildIds", None)  # set by the server
     assert attrs == {
+        "ThinkTenant": "default",
         "ThinkAgent": "helper",
         "ThinkConversationId": cid,
         "ThinkTurnStatus": "completed",
@@ -70,7 +71,7 @@ async def test_operator_finds_turns_by_conversation(
     # One workflow per turn and nothing else: the conversation's order lives in Postgres.
     listed = {w.id async for w in temporal.list_workflows(f"ThinkConversationId='{cid}'")}
     assert turn_workflow_id("helper", cid, turn_id) in listed
-    assert all(w.startswith(f"turn-helper-{cid}-turn_") for w in listed), listed
+    assert all(w.startswith(f"turn:default:helper:{cid}:turn_") for w in listed), listed
 
 
 async def test_health_and_agents(api: httpx.AsyncClient, stack: Stack) -> None:

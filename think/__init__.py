@@ -49,9 +49,12 @@ if TYPE_CHECKING:
         default_token_counter,
     )
     from think.sessions._context_blocks import ContextBlock, ContextProvider
+    from think.sessions._eviction import MediaEviction
     from think.sessions._session import ContextOverflow, Proactive, Session
     from think.storage import ConversationBusy, MessageConcurrency, SubmissionConflict
     from think.storage._compactions import Compaction
+    from think.tools import skills
+    from think.tools._fetch import FetchTarget, FetchTools
     from think.tools._mcp import McpServer
     from think.tools._tool import Tool, ToolContext, ToolPolicy, tool
     from think.turns._service import (
@@ -80,9 +83,12 @@ _LAZY: dict[str, tuple[str, str]] = {
     "ContextBlock": ("think.sessions._context_blocks", "ContextBlock"),
     "ContextOverflow": ("think.sessions._session", "ContextOverflow"),
     "ContextProvider": ("think.sessions._context_blocks", "ContextProvider"),
+    "FetchTarget": ("think.tools._fetch", "FetchTarget"),
+    "FetchTools": ("think.tools._fetch", "FetchTools"),
     "ConversationBusy": ("think.storage", "ConversationBusy"),
     "ConversationHandle": ("think.turns._service", "ConversationHandle"),
     "MessageConcurrency": ("think.storage", "MessageConcurrency"),
+    "MediaEviction": ("think.sessions._eviction", "MediaEviction"),
     "ModelClient": ("think.models", "ModelClient"),
     "ModelError": ("think.exceptions", "ModelError"),
     "ModelRequest": ("think.models", "ModelRequest"),
@@ -119,6 +125,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "UIMessage": ("think._messages", "UIMessage"),
     "UserError": ("think.exceptions", "UserError"),
     "create_compact_function": ("think.sessions._compaction", "create_compact_function"),
+    "skills": ("think.tools", "skills"),
     "current_conversation": ("think.turns._service", "current_conversation"),
     "default_context_overflow_classifier": (
         "think.models._overflow",
@@ -147,7 +154,10 @@ __all__ = [
     "ContextProvider",
     "ConversationBusy",
     "ConversationHandle",
+    "FetchTarget",
+    "FetchTools",
     "McpServer",
+    "MediaEviction",
     "MessageConcurrency",
     "ModelClient",
     "ModelError",
@@ -187,6 +197,7 @@ __all__ = [
     "current_conversation",
     "default_context_overflow_classifier",
     "default_token_counter",
+    "skills",
     "tool",
 ]
 

@@ -51,8 +51,35 @@ class Settings(BaseModel):
     openai_api_key: str | None = None
     api_keys: dict[str, str] = Field(default_factory=dict)
     """Bearer key -> tenant. Empty: one tenant (`default`), no authentication."""
+    api_key_names: dict[str, str] = Field(default_factory=dict, repr=False)
+    """Bearer key -> its name, for keys given as `key:tenant:name` (a named approver's key,
+    `key:acme:ops-lead`); a key without a name is its tenant's own."""
     home: Path = Path(".think")
     """Where `think dev` keeps embedded data and the endpoints file."""
+    public_url: str | None = None
+    """`THINK_PUBLIC_URL`: where clients reach the gateway (`https://chat.example.com`), the
+    base of a turn's `stream_url` and `status_url`. Unset, they are paths (`/v1/...`): never
+    built from the request's Host header, which any client can set."""
+    worker_metrics_port: int | None = None
+    """`THINK_WORKER_METRICS_PORT`: a worker serves Prometheus metrics at `/metrics` on this
+    port (all interfaces). Unset: none (two workers on one host need two ports)."""
+    header_timeout_seconds: float = 10.0
+    """`THINK_HEADER_TIMEOUT_SECONDS`: a connection that has not sent its whole request
+    headers this long after it opened (or after its previous answer) is answered 408 and
+    closed, so slow clients cannot hold the gateway's connections (slow loris)."""
+    keep_alive_seconds: float = 5.0
+    """`THINK_KEEP_ALIVE_SECONDS`: an idle keep-alive connection is closed after this long."""
+    submissions_per_minute: float = 600.0
+    """`THINK_SUBMISSIONS_PER_MINUTE`: turns (submissions and regenerates) one tenant may
+    start a minute on one gateway, beyond its burst; over it, 429 with Retry-After. 0: off."""
+    submission_burst: int = 60
+    """`THINK_SUBMISSION_BURST`: how many a tenant may submit at once before the rate applies."""
+    max_streams_per_tenant: int = 100
+    """`THINK_MAX_STREAMS_PER_TENANT`: SSE streams one tenant may hold open on one gateway;
+    over it, 429. 0: off."""
+    cors_origins: list[str] = Field(default_factory=list)
+    """`THINK_CORS_ORIGINS`: comma-separated origins (`https://chat.example.com`) whose pages
+    may call the API from a browser. Empty: no CORS headers, so only same-origin pages can."""
     max_body_bytes: int = 16 * 1024 * 1024
     """`THINK_MAX_BODY_BYTES`: bodies over it answer 413; a pasted document or an image must fit."""
     chunk_retention_seconds: float = 24 * 3600
@@ -79,9 +106,13 @@ class Settings(BaseModel):
         (see `with_dev_endpoints`) unless `find_dev_stack` is false (`think dev` itself)."""
         env = os.environ if env is None else env
         api_keys: dict[str, str] = {}
+        api_key_names: dict[str, str] = {}
         for pair in filter(None, (p.strip() for p in env.get("THINK_API_KEYS", "").split(","))):
-            key, sep, tenant = pair.partition(":")
+            key, sep, rest = pair.partition(":")
+            tenant, _, name = rest.partition(":")
             api_keys[key] = tenant if sep and tenant else "default"
+            if name:
+                api_key_names[key] = name
         agents = [
             a.strip() for a in env.get("THINK_AGENTS", DEFAULT_AGENTS).split(",") if a.strip()
         ]
@@ -94,10 +125,36 @@ class Settings(BaseModel):
             openai_base_url=env.get("OPENAI_BASE_URL") or None,
             openai_api_key=env.get("OPENAI_API_KEY") or None,
             api_keys=api_keys,
+            api_key_names=api_key_names,
             home=Path(env.get("THINK_HOME") or ".think"),
+            public_url=(env.get("THINK_PUBLIC_URL") or "").rstrip("/") or None,
             model_endpoints=parse_model_endpoints(env.get(MODEL_ENDPOINTS_VAR, ""), env),
             native_structured_output=_flag(env, NATIVE_OUTPUT_VAR, default=True),
         )
+        if settings.public_url and not settings.public_url.startswith(("http://", "https://")):
+            raise ConfigurationError(
+                f"THINK_PUBLIC_URL={settings.public_url!r}: expected an http:// or https:// URL "
+                "such as https://chat.example.com"
+            )
+        if env.get("THINK_WORKER_METRICS_PORT"):
+            settings.worker_metrics_port = _port(env, "THINK_WORKER_METRICS_PORT")
+        for name, field in (
+            ("THINK_HEADER_TIMEOUT_SECONDS", "header_timeout_seconds"),
+            ("THINK_KEEP_ALIVE_SECONDS", "keep_alive_seconds"),
+        ):
+            if env.get(name):
+                setattr(settings, field, _seconds(env, name))
+        if env.get("THINK_SUBMISSIONS_PER_MINUTE"):
+            settings.submissions_per_minute = _number(env, "THINK_SUBMISSIONS_PER_MINUTE")
+        for name, attr in (
+            ("THINK_SUBMISSION_BURST", "submission_burst"),
+            ("THINK_MAX_STREAMS_PER_TENANT", "max_streams_per_tenant"),
+        ):
+            if env.get(name):
+                setattr(settings, attr, int(_number(env, name, whole=True)))
+        settings.cors_origins = [
+            o.strip().rstrip("/") for o in env.get("THINK_CORS_ORIGINS", "").split(",") if o.strip()
+        ]
         if "THINK_MAX_BODY_BYTES" in env:
             settings.max_body_bytes = int(env["THINK_MAX_BODY_BYTES"])
         if env.get("THINK_WORKFLOW_SANDBOX", "").lower() in ("1", "true", "yes"):
@@ -227,3 +284,32 @@ def _flag(env: Mapping[str, str], name: str, *, default: bool) -> bool:
     if value in ("0", "false", "no", "off"):
         return False
     raise ConfigurationError(f"{name}={env[name]!r}: expected 1 or 0 (true/false, yes/no, on/off)")
+
+
+def _port(env: Mapping[str, str], name: str) -> int:
+    raw = env[name].strip()
+    if not raw.isascii() or not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise ConfigurationError(f"{name}={env[name]!r}: expected a TCP port, 1 to 65535")
+    return int(raw)
+
+
+def _seconds(env: Mapping[str, str], name: str) -> float:
+    try:
+        value = float(env[name])
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 86400:
+        raise ConfigurationError(f"{name}={env[name]!r}: expected a number of seconds, above 0")
+    return value
+
+
+def _number(env: Mapping[str, str], name: str, *, whole: bool = False) -> float:
+    raw = env[name].strip()
+    try:
+        value = int(raw) if whole else float(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        kind = "a whole number" if whole else "a number"
+        raise ConfigurationError(f"{name}={env[name]!r}: expected {kind}, 0 or more (0: off)")
+    return float(value)

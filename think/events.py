@@ -155,6 +155,28 @@ class ToolCalled(EventBase):
     error: str | None = None
 
 
+class ToolFetched(EventBase):
+    """A fetch tool was called (`fetch_url`, `fetch_<target>`), refused calls included: the
+    audit trail of what the model tried to read."""
+
+    type: Literal["tool.fetch"] = "tool.fetch"
+    tool_name: str
+    tool_call_id: str
+    url: str
+    """What the model asked for, as it wrote it (for a target: its base URL and the path)."""
+    final_url: str | None = None
+    ok: bool
+    code: str | None = None
+    """The failure's code (`disallowed_url`, `non_2xx`, ...); None when `ok`."""
+    status: int | None = None
+    bytes: int = 0
+    redirects: int = 0
+    duration_ms: int = 0
+
+    def log_level(self) -> int:
+        return logging.INFO if self.ok else logging.WARNING
+
+
 class ToolApprovalRequested(EventBase):
     type: Literal["tool.approval.requested"] = "tool.approval.requested"
     approval_id: str
@@ -169,6 +191,8 @@ class ToolApprovalDecided(EventBase):
     approved: bool
     reason: str | None = None
     by: Literal["http", "update", "signal", "timeout"]
+    principal: str | None = None
+    """Who decided over HTTP (`key:<name>` or `tenant:<tenant>`); None from Temporal."""
 
 
 ThinkEvent = Annotated[
@@ -181,6 +205,7 @@ ThinkEvent = Annotated[
     | ChatTurnFinished
     | ChatContextCompacted
     | ToolCalled
+    | ToolFetched
     | ToolApprovalRequested
     | ToolApprovalDecided,
     Field(discriminator="type"),

@@ -7,12 +7,20 @@ Reading a path (`GET …/messages`, the active one or the one to `leaf_id`) is i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Path, Request
+from fastapi import APIRouter, Path, Request
 
 from api import _turns
-from api.deps import AgentClass, ConversationId, ExistingConversation, Res, Tenant
+from api.deps import (
+    AgentClass,
+    ConversationId,
+    ExistingConversation,
+    IdempotencyKey,
+    Res,
+    Tenant,
+)
 from api.routes.conversations import conversation_out
 from api.schemas import (
     AddMessagesBody,
@@ -23,6 +31,8 @@ from api.schemas import (
     SwitchBranchBody,
     TurnOut,
 )
+from think.server import Think
+from think.storage import Conversation
 
 router = APIRouter(tags=["conversations"])
 
@@ -102,13 +112,30 @@ async def regenerate(
     agent: AgentClass,
     conv: ExistingConversation,
     body: RegenerateBody,
-    idempotency_key: Annotated[
-        str | None, Header(alias="Idempotency-Key", min_length=1, max_length=255)
-    ] = None,
+    idempotency_key: IdempotencyKey = None,
 ) -> Any:
     """A new answer to the message `message_id` answers, on a sibling branch: a turn that
     appends no message, sees the path up to that message's parent (not the old answer) and
     whose answer becomes the active leaf when it completes. The old answer is kept."""
+    release = _turns.limited(res, tenant, body.mode)
+    try:
+        return await _regenerate(request, res, tenant, agent, conv, body, idempotency_key, release)
+    except BaseException:
+        if release is not None:
+            release()
+        raise
+
+
+async def _regenerate(
+    request: Request,
+    res: Res,
+    tenant: str,
+    agent: type[Think],
+    conv: Conversation,
+    body: RegenerateBody,
+    idempotency_key: str | None,
+    release: Callable[[], None] | None,
+) -> Any:
     admission = await res.store.regenerate(
         tenant=tenant,
         agent=agent.name,
@@ -119,5 +146,5 @@ async def regenerate(
     )
     await _turns.dispatch(res, admission)
     return await _turns.admitted(
-        request, res, admission, mode=body.mode, wait_timeout=body.wait_timeout
+        request, res, admission, mode=body.mode, wait_timeout=body.wait_timeout, release=release
     )

@@ -10,7 +10,16 @@ from fastapi.responses import JSONResponse
 
 from api import _decisions, _turns
 from api._sse import stream_response
-from api.deps import AgentClass, ConversationId, ExistingConversation, Res, Tenant, TurnId
+from api.deps import (
+    AgentClass,
+    Caller,
+    ConversationId,
+    ExistingConversation,
+    IdempotencyKey,
+    Res,
+    Tenant,
+    TurnId,
+)
 from api.errors import Problem
 from api.schemas import (
     ApprovalBody,
@@ -56,9 +65,7 @@ async def submit_turn(
     agent: AgentClass,
     cid: ConversationId,
     body: SubmitTurnBody,
-    idempotency_key: Annotated[
-        str | None, Header(alias="Idempotency-Key", min_length=1, max_length=255)
-    ] = None,
+    idempotency_key: IdempotencyKey = None,
 ) -> Any:
     taken = _server_tool_names(agent) if body.client_tools else set()
     for i, client_tool in enumerate(body.client_tools):
@@ -68,17 +75,23 @@ async def submit_turn(
                 f"client tool {client_tool.name!r} has the name of one of the agent's tools",
                 errors=[{"field": f"client_tools.{i}.name", "message": "name already taken"}],
             )
-    admission = await _turns.submit(
-        res,
-        tenant=tenant,
-        agent=agent,
-        conversation_id=cid,
-        body=body,
-        idempotency_key=idempotency_key,
-    )
-    return await _turns.admitted(
-        request, res, admission, mode=body.mode, wait_timeout=body.wait_timeout
-    )
+    release = _turns.limited(res, tenant, body.mode)
+    try:
+        admission = await _turns.submit(
+            res,
+            tenant=tenant,
+            agent=agent,
+            conversation_id=cid,
+            body=body,
+            idempotency_key=idempotency_key,
+        )
+        return await _turns.admitted(
+            request, res, admission, mode=body.mode, wait_timeout=body.wait_timeout, release=release
+        )
+    except BaseException:
+        if release is not None:
+            release()
+        raise
 
 
 def _server_tool_names(agent: type[Think]) -> set[str]:
@@ -176,6 +189,7 @@ async def delete_turn(res: Res, conv: ExistingConversation, turn_id: TurnId) -> 
 )
 async def stream_turn(
     res: Res,
+    tenant: Tenant,
     conv: ExistingConversation,
     turn_id: TurnId,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
@@ -192,7 +206,7 @@ async def stream_turn(
                 f"Last-Event-ID must be a chunk sequence number, got {last_event_id!r}",
                 errors=[{"field": "Last-Event-ID", "message": "not an integer"}],
             )
-    return stream_response(res, turn_id, after)
+    return stream_response(res, turn_id, after, res.limits.open_stream(tenant))
 
 
 @router.post(
@@ -224,6 +238,7 @@ ApprovalId = Annotated[str, Path(min_length=1, max_length=200, description="The 
     response_model=TurnOut,
     responses={
         202: {"description": "Recorded; the turn applies it when a worker picks it up"},
+        403: {"description": "The agent restricts its approvals to other keys (approvers)"},
         404: {"description": "The turn has no such approval request"},
         409: {"description": "The request is already decided, or the turn has ended"},
     },
@@ -231,6 +246,8 @@ ApprovalId = Annotated[str, Path(min_length=1, max_length=200, description="The 
 async def decide_approval(
     request: Request,
     res: Res,
+    caller: Caller,
+    agent: AgentClass,
     conv: ExistingConversation,
     turn_id: TurnId,
     approval_id: ApprovalId,
@@ -239,8 +256,18 @@ async def decide_approval(
     """Approve or deny a tool call the turn paused for. The decision is recorded at once,
     worker or not; 200 when the turn already shows it, 202 when it will once a worker runs."""
     turn = await _turn(res, conv, turn_id)
+    if agent.approvers is not None and caller.key_name not in agent.approvers:
+        raise Problem(
+            403,
+            f"this key may not decide {agent.name!r}'s approvals: the agent restricts them to "
+            "its approvers' keys (Think.approvers); ask one of them",
+        )
     decision = ToolDecision(
-        approval_id=approval_id, approved=body.approved, reason=body.reason, by="http"
+        approval_id=approval_id,
+        approved=body.approved,
+        reason=body.reason,
+        by="http",
+        principal=caller.label,
     )
     current, applied = await _decisions.decide(res, turn, decision)
     return _answered(request, current, applied)

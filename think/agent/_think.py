@@ -29,11 +29,18 @@ from think.models import ModelClient
 from think.models._overflow import ChatErrorClass
 from think.models._transcript import interrupted_tool_error
 from think.sessions._context_blocks import ContextBlock, checked_blocks, set_context_tool
+from think.sessions._eviction import MediaEviction, eviction_settings
 from think.sessions._session import ContextOverflow, Session
 from think.sessions._truncation import check_step
 from think.storage._records import MessageConcurrency
+from think.tools._fetch import FetchTools
 from think.tools._mcp import McpServer, McpTool, mcp_tools_of
 from think.tools._tool import Tool
+from think.tools._workspace import WORKSPACE_TOOLS
+from think.tools.skills import SkillSource, load_catalog, render_catalog, skill_tools
+
+SKILLS_BLOCK = "skills"
+"""The label of the context block that lists the agent's skills."""
 
 if TYPE_CHECKING:
     # Types only: think.schedules builds on the agent, not the other way round.
@@ -94,10 +101,26 @@ class Think(ConversationMethods):
     servers that are not connected yet, and for a fresh tool list. False (the default): a
     slow or down server does not delay the turn; the tools known from the last connection
     are offered (and fail as tool errors while it is down), a never-reached server's none."""
+    approvers: ClassVar[frozenset[str] | None] = None
+    """Names of the API keys (`THINK_API_KEYS` entries `key:tenant:name`) that may decide
+    this agent's approval requests over HTTP; any other key is answered 403. None: any key
+    of the conversation's tenant."""
     context_overflow: ClassVar[ContextOverflow | None] = None
     """Recovery from context-window overflow (`ContextOverflow(reactive=True, ...)`): compact
     and retry a step the provider refused as too long, or compact before a step that nears
     the window. Needs `configure_session` with `on_compaction` and a `classify_chat_error`."""
+
+    fetch_tools: ClassVar[FetchTools | None] = None
+    """Allowlisted, read-only HTTP tools (`fetch_url`, `fetch_<target>`): see
+    docs/built-in-tools.md. None (the default): no fetch tools."""
+    media_eviction: ClassVar[bool | MediaEviction] = True
+    """Aged media leaves the model's context: an image in a message older than the newest
+    `keep_recent_messages` (8) becomes a marker naming the workspace file that keeps its
+    bytes (`read` brings it back). Read-time only: the stored message keeps the image.
+    False keeps every image in the context; `MediaEviction(...)` tunes it."""
+    workspace_tools: ClassVar[bool] = False
+    """True gives the model the workspace tools (`read`, `ls`, `find`, `grep`, `write`,
+    `edit`, `delete`) over the conversation's own workspace, kept in Postgres."""
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -112,6 +135,14 @@ class Think(ConversationMethods):
                 f"{cls.__name__}.chat_stream_stall_timeout={stall!r} must be a number of "
                 "seconds, or None or 0 for no stall watchdog"
             )
+        if cls.fetch_tools is not None and not isinstance(cls.fetch_tools, FetchTools):
+            raise UserError(
+                f"{cls.__name__}.fetch_tools={cls.fetch_tools!r} must be a FetchTools(...) or None"
+            )
+        try:
+            eviction_settings(cls.media_eviction)
+        except TypeError as exc:
+            raise UserError(f"{cls.__name__}.{exc}") from None
         budget = cls.hydration_byte_budget
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
             raise UserError(
@@ -159,6 +190,32 @@ class Think(ConversationMethods):
         a provider, or memory the model writes with the built-in `set_context` tool. The
         prompt they make is frozen per conversation: see docs/hooks.md."""
         return []
+
+    def get_skills(self) -> Sequence[SkillSource]:
+        """Agent Skills sources, first wins: `skills.workspace()`, `skills.directory(path)`,
+        `skills.manifest(...)`. With any, the model sees each skill's name and description
+        in a `skills` context block and gets `activate_skill` and `read_skill_resource`.
+        Called in every model step and skill tool call, so it may depend on `get_config()`."""
+        return []
+
+    def context_blocks(self) -> list[ContextBlock]:
+        """`configure_context()`'s blocks, checked, then the `skills` block when
+        `get_skills()` names sources (a "remind" block: a skill added or edited mid-
+        conversation reaches the model without rewriting the cached prompt)."""
+        blocks = checked_blocks(self.configure_context())
+        if self.get_skills() and all(b.label != SKILLS_BLOCK for b in blocks):
+            blocks.append(
+                ContextBlock(
+                    SKILLS_BLOCK,
+                    "Agent Skills you can load with activate_skill",
+                    provider=self._skills_catalog,
+                    when_changed="remind",
+                )
+            )
+        return blocks
+
+    async def _skills_catalog(self) -> str:
+        return render_catalog(await load_catalog(self.get_skills()))
 
     def configure_session(self, session: Session) -> Session:
         """Configure compaction: `session.on_compaction(fn).compact_after(tokens)` (and
@@ -265,4 +322,21 @@ class Think(ConversationMethods):
         memory = set_context_tool(checked_blocks(self.configure_context()))
         if memory is not None:
             tools.setdefault(memory.name, memory)
+        for built_in in self.built_in_tools():
+            tools.setdefault(built_in.name, built_in)  # a tool of the agent's own name wins
         return tools
+
+    def built_in_tools(self) -> list[Tool]:
+        """The tools the class attributes switch on: fetch, workspace, skills."""
+        out: list[Tool] = []
+        if self.fetch_tools is not None:
+            out += self.fetch_tools.tools()
+        if self.workspace_tools:
+            out += WORKSPACE_TOOLS
+        if self.get_skills():
+            # Once per instance: a worker makes one per activity, and asks several times.
+            cached: list[Tool] | None = self.__dict__.get("_skill_tools")
+            if cached is None:
+                cached = self.__dict__["_skill_tools"] = skill_tools(self.get_skills)
+            out += cached
+        return out

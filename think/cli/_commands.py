@@ -78,7 +78,7 @@ class _Unreachable(ThinkError):
 
 
 def _cmd_api(args: argparse.Namespace) -> int:
-    _require_services(_settings())
+    settings = _require_services(_settings())
     _configure_logging()
     import uvicorn
 
@@ -92,6 +92,13 @@ def _cmd_api(args: argparse.Namespace) -> int:
         # Open SSE streams would otherwise hold a stopping replica forever; clients resume
         # on another one with Last-Event-ID.
         timeout_graceful_shutdown=5,
+        # h11 with problem documents for what the parser refuses, and a bound on the time to
+        # send request headers (api/_server.py); by name, as the app is.
+        http="api._server:ProblemH11Protocol",
+        timeout_keep_alive=int(settings.keep_alive_seconds) or 1,
+        # A client behind a proxy on this host: its scheme and address, not the Host.
+        proxy_headers=True,
+        forwarded_allow_ips="127.0.0.1",
     )
     server = uvicorn.Server(config)
     server.run()

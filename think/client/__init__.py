@@ -39,6 +39,7 @@ from think.client._models import (
     SearchHit,
     StreamChunk,
     Turn,
+    WorkspaceFile,
     new_idempotency_key,
 )
 from think.client._sync import ThinkClient, TurnStream
@@ -67,5 +68,6 @@ __all__ = [
     "ThinkStreamError",
     "Turn",
     "TurnStream",
+    "WorkspaceFile",
     "new_idempotency_key",
 ]

@@ -24,6 +24,7 @@ from think.client._models import (
     SearchHit,
     StreamChunk,
     Turn,
+    WorkspaceFile,
     new_idempotency_key,
 )
 from think.client._sse import SSEDecoder
@@ -140,6 +141,16 @@ class AsyncThinkClient(_AsyncClosing):
     ) -> None:
         """Append messages without a model turn (idempotent by message id)."""
         await self._send(r.add_messages(agent, cid, messages, parent_id))
+
+    async def workspace_files(
+        self, agent: str, cid: str, prefix: str | None = None
+    ) -> list[WorkspaceFile]:
+        """The files of the conversation's workspace (under the directory `prefix`)."""
+        return await self._send(r.workspace_files(agent, cid, prefix))
+
+    async def read_workspace_file(self, agent: str, cid: str, path: str) -> bytes:
+        """A file of the conversation's workspace, as bytes (`NotFoundError` when absent)."""
+        return await self._send(r.read_workspace_file(agent, cid, path))
 
     async def search(
         self, agent: str, cid: str, q: str, limit: int | None = None

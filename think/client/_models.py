@@ -70,6 +70,15 @@ class SearchHit(_Answer):
     rank: float
 
 
+class WorkspaceFile(_Answer):
+    """A file of a conversation's workspace, without its content."""
+
+    path: str
+    size: int
+    media_type: str
+    updated_at: datetime
+
+
 class PendingApproval(_Answer):
     approval_id: str
     tool_call_id: str

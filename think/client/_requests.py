@@ -26,6 +26,7 @@ from think.client._models import (
     SearchHit,
     StreamChunk,
     Turn,
+    WorkspaceFile,
 )
 from think.client._sse import SSEEvent
 
@@ -132,6 +133,14 @@ def _turns(response: httpx.Response) -> list[Turn]:
 
 def _hits(response: httpx.Response) -> list[SearchHit]:
     return [SearchHit.model_validate(h) for h in response.json()["hits"]]
+
+
+def _workspace_files(response: httpx.Response) -> list[WorkspaceFile]:
+    return [WorkspaceFile.model_validate(f) for f in response.json()["files"]]
+
+
+def _content(response: httpx.Response) -> bytes:
+    return response.content
 
 
 # --------------------------------------------------------------------------- paths and bodies
@@ -250,6 +259,26 @@ def search(agent: str, cid: str, q: str, limit: int | None) -> Request[list[Sear
         params["limit"] = limit
     return Request(
         "GET", f"{conversation_path(agent, cid)}/search", _hits, params=params, retry=True
+    )
+
+
+def workspace_files(agent: str, cid: str, prefix: str | None) -> Request[list[WorkspaceFile]]:
+    params = {"prefix": prefix} if prefix else None
+    return Request(
+        "GET",
+        f"{conversation_path(agent, cid)}/workspace",
+        _workspace_files,
+        params=params,
+        retry=True,
+    )
+
+
+def read_workspace_file(agent: str, cid: str, path: str) -> Request[bytes]:
+    # `/workspace/...` (how eviction markers and fetched files name a file) is the root.
+    relative = path[len("/workspace/") :] if path.startswith("/workspace/") else path
+    encoded = quote(relative.lstrip("/"), safe="/")
+    return Request(
+        "GET", f"{conversation_path(agent, cid)}/workspace/{encoded}", _content, retry=True
     )
 
 

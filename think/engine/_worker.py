@@ -13,6 +13,7 @@ from temporalio.service import RPCError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from think import metrics
 from think._current import BindTurns
 from think._settings import Settings
 from think.agent._registry import AgentRegistry
@@ -153,7 +154,9 @@ async def sweep_once(client: Client, store: Store, settings: Settings, older_tha
         # The workflow ignores an answer it has already; a lost Signal is sent again.
         signal = APPROVE if row["kind"] == "approval" else SUBMIT_TOOL_RESULT
         handle = client.get_workflow_handle(
-            turn_workflow_id(row["agent"], row["conversation_id"], row["turn_id"])
+            turn_workflow_id(
+                row["agent"], row["conversation_id"], row["turn_id"], tenant=row["tenant"]
+            )
         )
         try:
             await handle.signal(signal, row["answer"])
@@ -194,6 +197,12 @@ async def _close_abandoned(
     return closed
 
 
+async def _sample_pool_forever(store: Store, every: float = 5.0) -> None:
+    while True:
+        metrics.sample_pool(store.db)
+        await asyncio.sleep(every)
+
+
 async def _sweep_forever(client: Client, store: Store, settings: Settings) -> None:
     every = settings.pending_sweep_seconds
     while True:
@@ -222,6 +231,10 @@ async def run_worker(settings: Settings) -> None:
     # Before anything else: a declaration it cannot arm stops the worker (one line, exit 2)
     # before it connects to anything, so it exits with nothing of Temporal's still running.
     check_deployment(settings.task_queue, registry)
+    metrics.count_events()
+    if settings.worker_metrics_port:
+        metrics.serve(settings.worker_metrics_port)
+        log.info("metrics at http://0.0.0.0:%d/metrics", settings.worker_metrics_port)
     client = await connect(settings)
     armed = await reconcile_deployment(client, settings.task_queue, registry)
     log.info("scheduled tasks armed: %d", armed)
@@ -241,6 +254,7 @@ async def run_worker(settings: Settings) -> None:
     housekeeping = [
         asyncio.create_task(_prune_forever(store, settings.chunk_retention_seconds)),
         asyncio.create_task(_sweep_forever(client, store, settings)),
+        asyncio.create_task(_sample_pool_forever(store)),
     ]
     log.info("worker polling task queue %r", settings.task_queue)
     try:

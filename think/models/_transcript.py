@@ -130,17 +130,46 @@ def _assistant(parts: list[dict[str, Any]], repair: Repair) -> list[dict[str, An
                 for p in calls
             ]
         out.append(message)
+        media: list[dict[str, Any]] = []
         for p in calls:
             if not str(p.get("state", "")).startswith("output-"):
                 p = repair(p)
             out.append({"role": "tool", "tool_call_id": p["toolCallId"], "content": _result(p)})
+            if p.get("state") == "output-available" and is_media(p.get("output")):
+                media.append(p["output"])
+        if media:
+            # A tool message carries text only: the files a tool read (the workspace's `read`)
+            # follow as a user message, which multimodal models accept.
+            out.append({"role": "user", "content": [_media_part(m) for m in media]})
     return out
+
+
+def is_media(output: Any) -> bool:
+    """A tool's media result (`think.tools`' `read` of an image or a PDF)."""
+    return (
+        isinstance(output, dict)
+        and output.get("type") == "media"
+        and isinstance(output.get("url"), str)
+        and isinstance(output.get("mediaType"), str)
+    )
+
+
+def _media_part(media: dict[str, Any]) -> dict[str, Any]:
+    if str(media["mediaType"]).startswith("image/"):
+        return {"type": "image_url", "image_url": {"url": media["url"]}}
+    name = str(media.get("path", "file")).rsplit("/", 1)[-1]
+    return {"type": "file", "file": {"filename": name, "file_data": media["url"]}}
 
 
 def _result(part: dict[str, Any]) -> str:
     state = part.get("state")
     if state == "output-available":
         output = part.get("output")
+        if isinstance(output, dict) and is_media(output):
+            return (
+                f"{output.get('path', 'The file')} ({output['mediaType']}, "
+                f"{output.get('bytes', '?')} bytes) is attached below."
+            )
         return output if isinstance(output, str) else json.dumps(output)
     if state == "output-error":
         return f"Error: {part.get('errorText', 'the tool failed')}"

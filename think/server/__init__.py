@@ -13,6 +13,8 @@ named here, so the framework's insides can move without breaking them.
   `PendingClientTool`, `client_tool_names`, `tool_part_name`;
 - decisions sent to a paused turn: `ToolDecision`, `ToolResultSubmission`, `APPROVE`,
   `SUBMIT_TOOL_RESULT`, `turn_workflow_id`;
+- a conversation's workspace, for the gateway's reads: `Workspace`, `workspace_path`,
+  `WorkspacePathError`;
 - the worker: `run_worker`, `build_worker`, `sweep_once`, `workflow_runner`, `WORKFLOWS`.
 """
 
@@ -20,6 +22,7 @@ from think._messages import ID, UIMessage, new_id
 from think._settings import Settings
 from think.agent import AgentRegistry, Think
 from think.engine._worker import build_worker, run_worker, sweep_once, workflow_runner
+from think.storage import Workspace, WorkspacePathError, workspace_path
 from think.turns import (
     DispatchFailed,
     PendingApproval,
@@ -62,6 +65,8 @@ __all__ = [
     "ToolResultSubmission",
     "TurnView",
     "UIMessage",
+    "Workspace",
+    "WorkspacePathError",
     "admit",
     "admit_submission",
     "build_worker",
@@ -83,4 +88,5 @@ __all__ = [
     "turn_workflow_id",
     "wait_for_turn",
     "workflow_runner",
+    "workspace_path",
 ]

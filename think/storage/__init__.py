@@ -43,6 +43,7 @@ from think.storage._records import (
     Admission,
     Conversation,
     MessageConcurrency,
+    QueueLock,
     TurnRecord,
     TurnRequest,
     TurnStatus,
@@ -57,7 +58,6 @@ from think.storage._submissions import (
     answer_parent,
     delete_turn,
     delete_turns,
-    lock_queue,
     prepare_start,
     queue_head,
     quiet_left,
@@ -66,6 +66,17 @@ from think.storage._submissions import (
 )
 from think.storage._tree import Appended, Siblings, TreeNode
 from think.storage._turn_columns import NOW
+from think.storage._workspace import (
+    Workspace,
+    WorkspaceEntry,
+    WorkspaceFile,
+    WorkspacePathError,
+    delete_files,
+    guess_media_type,
+    read_file,
+    workspace_path,
+    write_file,
+)
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -90,6 +101,7 @@ __all__ = [
     "ParentNotFound",
     "PathCache",
     "PromptState",
+    "QueueLock",
     "SearchHit",
     "Siblings",
     "Store",
@@ -100,16 +112,21 @@ __all__ = [
     "TurnRequest",
     "TurnStatus",
     "TurnStillActive",
+    "Workspace",
+    "WorkspaceEntry",
+    "WorkspaceFile",
+    "WorkspacePathError",
     "answer_parent",
     "clear_system_prompt",
     "conversation_config",
     "conversation_mcp_servers",
     "delete_conversation_mcp_server",
+    "delete_files",
     "delete_turn",
     "delete_turns",
     "first_answer",
     "freeze_prompt",
-    "lock_queue",
+    "guess_media_type",
     "migrate",
     "migrate_now",
     "open_database",
@@ -118,6 +135,7 @@ __all__ = [
     "put_conversation_mcp_server",
     "queue_head",
     "quiet_left",
+    "read_file",
     "read_memory",
     "record_answer",
     "search_messages",
@@ -125,6 +143,8 @@ __all__ = [
     "skipped_chunks",
     "unapplied_answers",
     "upsert_messages",
+    "workspace_path",
+    "write_file",
     "write_memory",
 ]
 

@@ -53,11 +53,11 @@ async def first_answer(
 
 async def unapplied_answers(conn: Conn, older_than_seconds: float) -> list[dict[str, Any]]:
     """Answers recorded a while ago to turns still paused: their Signal may have been lost
-    (Temporal unreachable when they arrived). Rows of turn id, agent, conversation id, kind,
+    (Temporal unreachable when they arrived). Rows of turn id, tenant, agent, conversation id, kind,
     answer."""
     return await fetch_all(
         conn,
-        "SELECT a.turn_id, t.agent, c.id AS conversation_id, a.kind, a.answer "
+        "SELECT a.turn_id, c.tenant, t.agent, c.id AS conversation_id, a.kind, a.answer "
         "FROM turn_answers a JOIN turns t ON t.id = a.turn_id "
         "JOIN conversations c ON c.uid = t.conversation_uid "
         "WHERE t.status IN ('awaiting_approval', 'awaiting_client_tool') "

@@ -51,6 +51,17 @@ class Database:
     async def close(self) -> None:
         await self._pool.close()
 
+    def pool_stats(self) -> dict[str, int]:
+        """The pool's size (open connections), available (idle), max and waiting (requests
+        queued for a connection), for metrics."""
+        stats = self._pool.get_stats()
+        return {
+            "size": stats.get("pool_size", 0),
+            "available": stats.get("pool_available", 0),
+            "max": stats.get("pool_max", 0),
+            "waiting": stats.get("requests_waiting", 0),
+        }
+
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[Conn]:
         """A connection for reads (each statement commits by itself)."""

@@ -99,10 +99,22 @@ class TurnRecord(BaseModel):
     seq: int = 0
     """Acceptance order: the conversation's running turn is its active turn with the
     smallest `seq`."""
+    version: str = ""
+    """The row's version as read (Postgres's `xmin`): a write made with it
+    (`append(..., version=)`) is refused with `TurnChanged` if anyone changed the row since,
+    which lets a writer that would lock the turn only to read-modify-write it skip the lock."""
 
     @property
     def terminal(self) -> bool:
         return self.status in TERMINAL_STATUSES
+
+
+class QueueLock(BaseModel, frozen=True):
+    """Held: the conversation's row lock, taken in the current transaction by
+    `Store.lock_queue_turn`, with the active leaf as it read it. Whoever starts or ends a
+    turn needs both, and passing them on saves taking the lock a second time."""
+
+    active_leaf_id: str | None
 
 
 class Admission(BaseModel):

@@ -26,6 +26,7 @@ from think.storage._errors import MessageIdConflict, ParentNotFound
 from think.storage._path_cache import walk
 from think.storage._records import (
     Conversation,
+    QueueLock,
     TurnRecord,
     TurnRequest,
 )
@@ -55,12 +56,12 @@ _CLAIM_STEP = """
         to_jsonb(COALESCE((t.fences ->> %(key)s)::int, 0) + 1))
     FROM conversations c
     WHERE t.id = %(id)s AND c.uid = t.conversation_uid
-    RETURNING t.*, c.id AS conversation_id, c.tenant AS tenant,
+    RETURNING t.*, t.xmin::text AS version, c.id AS conversation_id, c.tenant AS tenant,
               COALESCE(c.config, '{}') AS conversation_config, c.messages_revision,
               (t.fences ->> %(key)s)::int AS claimed_attempt
 """
 _LOCK_TURN_QUEUE = (
-    "SELECT 1 FROM conversations "
+    "SELECT active_leaf_id FROM conversations "
     "WHERE uid = (SELECT conversation_uid FROM turns WHERE id = %(id)s) FOR UPDATE"
 )
 
@@ -92,6 +93,17 @@ _INSERT_MESSAGE = """
     ON CONFLICT DO NOTHING
     RETURNING id
 """
+
+
+_INSERT_ACTIVE_MESSAGE = f"""
+    WITH inserted AS ({_INSERT_MESSAGE}),
+    moved AS (
+        UPDATE conversations SET active_leaf_id = %(id)s
+        WHERE uid = %(c)s AND EXISTS (SELECT 1 FROM inserted)
+    )
+    SELECT id FROM inserted
+"""
+"""`_INSERT_MESSAGE`, and the message becomes the active leaf if it was inserted."""
 
 
 def _conversation(row: DictRow) -> Conversation:
@@ -269,17 +281,22 @@ class Store:
         *,
         parent_id: str | None,
         turn_id: str | None,
+        activate: bool = False,
     ) -> str | None:
         """Append `messages` as a chain under `parent_id`; returns the id of the last one.
+        `activate`: the last one becomes the conversation's active leaf (in the statement that
+        inserts it; the caller holds the conversation's lock).
 
         A message this turn already inserted is left as it is, so a retried activity is
         harmless. An id another turn took meanwhile (two queued turns admitted with the same
         new id) is replaced by a fresh one: the content is kept, never dropped.
         """
         last = parent_id
-        for message in messages:
+        for i, message in enumerate(messages):
             params = _message_params(conversation_uid, message, parent_id=last, turn_id=turn_id)
-            if await fetch_one(conn, _INSERT_MESSAGE, params) is None:
+            activating = activate and i == len(messages) - 1
+            query = _INSERT_ACTIVE_MESSAGE if activating else _INSERT_MESSAGE
+            if await fetch_one(conn, query, params) is None:
                 owner = await fetch_one(
                     conn,
                     "SELECT turn_id FROM messages WHERE conversation_uid = %(c)s AND id = %(id)s",
@@ -288,6 +305,8 @@ class Store:
                 if turn_id is None or owner is None or owner["turn_id"] != turn_id:
                     message = message.model_copy(update={"id": new_id("msg")})
                     await conn.execute(_INSERT_MESSAGE, {**params, "id": message.id})
+                if activating:  # the insert that would have moved the leaf did nothing
+                    await self.set_active_leaf(conn, conversation_uid, message.id)
             last = message.id
         return last
 
@@ -320,6 +339,17 @@ class Store:
         )
         if taken is not None:
             raise MessageIdConflict(taken["id"], "is already a message of this conversation")
+
+    async def count_active_turns(self) -> dict[str, int]:
+        """Turns not ended, by status, across tenants (for metrics): one scan of the partial
+        index of active turns, however many turns have ended."""
+        async with self.db.connection() as conn:
+            rows = await fetch_all(
+                conn,
+                "SELECT status, count(*) AS n FROM turns WHERE completed_at IS NULL "
+                "GROUP BY status",
+            )
+        return {str(r["status"]): int(r["n"]) for r in rows}
 
     async def get_turn(
         self, turn_id: str, conversation_uid: str | None = None
@@ -354,17 +384,22 @@ class Store:
         attempt = int(row.pop("claimed_attempt"))
         return _turn_record(row), attempt
 
-    async def lock_turn(self, conn: Conn, turn_id: str, *, queue: bool = False) -> TurnRecord:
-        """The turn, under its row lock. `queue`: take its conversation's lock first, as a
-        transaction that may start or end the turn must (`start_turn`, `end_turn`): admission
-        and cancels take the conversation's lock before a turn's, and two transactions that
-        took the same two locks in opposite orders would deadlock."""
-        if queue:
-            await conn.execute(_LOCK_TURN_QUEUE, {"id": turn_id})
+    async def lock_turn(self, conn: Conn, turn_id: str) -> TurnRecord:
+        """The turn, under its row lock."""
         row = await fetch_one(conn, _LOCK_TURN, {"id": turn_id})
         if row is None:
             raise UserError(f"turn {turn_id!r} does not exist")
         return _turn_record(row)
+
+    async def lock_queue_turn(self, conn: Conn, turn_id: str) -> tuple[TurnRecord, QueueLock]:
+        """The turn under its row lock, after its conversation's: what a transaction that may
+        start or end the turn takes (`start_turn`, `end_turn`). Admission and cancels take the
+        conversation's lock before a turn's, and two transactions that took the same two locks
+        in opposite orders would deadlock."""
+        leaf = await fetch_one(conn, _LOCK_TURN_QUEUE, {"id": turn_id})
+        turn = await self.lock_turn(conn, turn_id)
+        assert leaf is not None  # the turn exists, so does its conversation
+        return turn, QueueLock(active_leaf_id=leaf["active_leaf_id"])
 
     async def update_turn(self, conn: Conn, turn_id: str, **values: Any) -> None:
         fragments, params = assignments(values)

@@ -42,6 +42,10 @@ class TurnEnded(ThinkError):
     """`append(..., while_open=True)` found the turn ended (a cancel won the race)."""
 
 
+class TurnChanged(ThinkError):
+    """`append(..., version=)` found the turn's row changed since that version was read."""
+
+
 _CLAIM = """
     UPDATE turns
     SET fences = jsonb_set(fences, ARRAY[%(key)s],
@@ -56,6 +60,7 @@ _APPEND = """
         WHERE id = %(turn)s
           AND (%(key)s::text IS NULL OR (fences ->> %(key)s)::int = %(attempt)s)
           AND (NOT %(open)s OR completed_at IS NULL)
+          AND (%(version)s::text IS NULL OR xmin::text = %(version)s)
         RETURNING next_seq - %(n)s AS start
     ), inserted AS (
         INSERT INTO stream_chunks (turn_id, seq, attempt, chunk)
@@ -97,6 +102,7 @@ async def append(
     fence: Fence | None = None,
     *,
     while_open: bool = False,
+    version: str | None = None,
     **columns: Any,
 ) -> int:
     """Append chunks in the caller's transaction and NOTIFY; returns the last sequence number.
@@ -104,7 +110,8 @@ async def append(
     `columns` are turn columns set in the same statement (`Store.update_turn`'s), only if the
     fence holds. `while_open`: only if the turn has not ended either (else `TurnEnded`), which
     lets a writer that would lock the turn only to check that skip the lock and the
-    transaction around it.
+    transaction around it. `version`: only if the row is still as read then
+    (`TurnRecord.version`), else `TurnChanged`: an optimistic read-modify-write.
 
     The `UPDATE` that reserves sequence numbers also takes the turn's row lock, so concurrent
     writers of one turn (parallel tool calls) get disjoint, gap-free ranges.
@@ -128,9 +135,12 @@ async def append(
             "chunks": json.dumps(list(chunks)),
             "channel": CHANNEL,
             "open": while_open,
+            "version": version,
         },
     )
     if row is None:
+        if version is not None:
+            raise TurnChanged(f"turn {turn_id!r} changed since version {version}")
         if while_open and await fetch_one(conn, _ENDED, {"turn": turn_id}) is not None:
             raise TurnEnded(f"turn {turn_id!r} has ended")
         raise StaleAttempt(f"attempt {attempt} of turn {turn_id!r} is stale")
@@ -142,6 +152,22 @@ async def read(
 ) -> list[tuple[int, dict[str, Any]]]:
     rows = await fetch_all(conn, _READ, {"turn": turn_id, "after": after, "limit": limit})
     return [(int(r["seq"]), r["chunk"]) for r in rows]
+
+
+_READ_TIMED = """
+    SELECT seq, chunk, extract(epoch FROM created_at)::float8 AS written
+    FROM stream_chunks WHERE turn_id = %(turn)s AND seq > %(after)s
+    ORDER BY seq LIMIT %(limit)s
+"""
+
+
+async def read_timed(
+    conn: Conn, turn_id: str, after: int, limit: int = 1000
+) -> list[tuple[int, dict[str, Any], float]]:
+    """`read`, with each chunk's write time (Unix seconds, Postgres's clock: the start of the
+    transaction that appended it), for the stream-lag metric."""
+    rows = await fetch_all(conn, _READ_TIMED, {"turn": turn_id, "after": after, "limit": limit})
+    return [(int(r["seq"]), r["chunk"], float(r["written"])) for r in rows]
 
 
 _LAST_STEP_BOUNDARY = """

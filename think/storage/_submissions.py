@@ -27,6 +27,7 @@ from think.storage._records import (
     ACTIVE_STATUSES,
     TERMINAL_STATUSES,
     Admission,
+    QueueLock,
     TurnRecord,
     TurnRequest,
 )
@@ -77,7 +78,7 @@ class TurnStillActive(UserError):
 
 
 TURN_SELECT = """
-    SELECT t.*, c.id AS conversation_id, c.tenant AS tenant,
+    SELECT t.*, t.xmin::text AS version, c.id AS conversation_id, c.tenant AS tenant,
            COALESCE(c.config, '{}') AS conversation_config, c.messages_revision
     FROM turns t JOIN conversations c ON c.uid = t.conversation_uid
 """
@@ -539,22 +540,17 @@ _ADDED_SINCE = """
 """
 
 
-async def answer_parent(conn: Conn, turn: TurnRecord) -> str | None:
+async def answer_parent(conn: Conn, turn: TurnRecord, queue: QueueLock) -> str | None:
     """Where a turn's answer goes: under its user message (`turn.parent_id`), or, when
     messages were added without a turn beneath that message while the turn ran (by one of its
     tools or hooks, with `add_messages`), under the last of them, so that they stay on the
     active path before the answer instead of becoming a branch beside it. Messages that were
     there before the turn started (imported history under a regenerated answer) never count.
 
-    Takes the conversation's row lock, which `add_messages` takes too: no message can be added
-    between this look and the caller's commit.
+    Under the conversation's row lock (`queue`), which `add_messages` takes too: no message can
+    be added between this look and the caller's commit.
     """
-    row = await fetch_one(
-        conn,
-        "SELECT active_leaf_id FROM conversations WHERE uid = %(c)s FOR UPDATE",
-        {"c": turn.conversation_uid},
-    )
-    leaf = row["active_leaf_id"] if row else None
+    leaf = queue.active_leaf_id
     if leaf is None or leaf == turn.parent_id:
         return turn.parent_id
     found = await fetch_one(

@@ -18,6 +18,7 @@ from sqlalchemy import (
     Identity,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     UniqueConstraint,
@@ -190,7 +191,7 @@ class ContextBlockRow(Base):
 
 
 class ConversationMcpServerRow(Base):
-    """An MCP server added to one conversation (0010): `think.tools.McpServer`'s fields."""
+    """An MCP server added to one conversation (0011): `think.tools.McpServer`'s fields."""
 
     __tablename__ = "conversation_mcp_servers"
     conversation_uid: Mapped[str] = mapped_column(
@@ -211,4 +212,30 @@ class TurnAnswerRow(Base):
     kind: Mapped[str] = mapped_column(String, primary_key=True)
     key: Mapped[str] = mapped_column(String, primary_key=True)
     answer: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class WorkspaceFileRow(Base):
+    """One file of a conversation's workspace (migration 0010), by its relative path."""
+
+    __tablename__ = "workspace_files"
+    conversation_uid: Mapped[str] = mapped_column(
+        ForeignKey("conversations.uid", ondelete="CASCADE"), primary_key=True
+    )
+    path: Mapped[str] = mapped_column(String, primary_key=True)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    media_type: Mapped[str] = mapped_column(String)
+    size: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class WorkspaceOpRow(Base):
+    """A workspace write a tool call applied, with what it answered (0010)."""
+
+    __tablename__ = "workspace_ops"
+    conversation_uid: Mapped[str] = mapped_column(
+        ForeignKey("conversations.uid", ondelete="CASCADE"), primary_key=True
+    )
+    key: Mapped[str] = mapped_column(String, primary_key=True)
+    result: Mapped[dict[str, Any]] = mapped_column(JSONB)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

@@ -1,13 +1,25 @@
 """Tools: the `@tool` decorator and `Tool`, JSON Schemas from type hints, and the built-in
-tools an agent may add to `get_tools()`; MCP servers (`McpServer`) whose tools join them.
+tools an agent may add to `get_tools()` or switch on with a class attribute; MCP servers
+(`McpServer`) whose tools join them.
 
     from think.tools import search_history
 
     class Archivist(Think):
         def get_tools(self) -> list[Tool]:
             return [search_history]
+
+- `search_history`: the model searches its own conversation;
+- `FetchTools` / `FetchTarget` (`Think.fetch_tools`): allowlisted, SSRF-safe HTTP reads;
+- `WORKSPACE_TOOLS` (`Think.workspace_tools = True`): `read`, `ls`, `find`, `grep`,
+  `write`, `edit`, `delete` over the conversation's workspace (`current_workspace()`);
+- `skills` (`Think.get_skills()`): Agent Skills sources, parser and catalog.
 """
 
+from think.storage import Workspace, WorkspaceEntry, WorkspaceFile
+from think.tools import skills
+from think.tools._fetch import DEFAULT_ACCEPT, MODEL_HEADERS, FetchTarget, FetchTools
+from think.tools._fetch_guard import AddressRefused, Connector, Resolver, system_resolver
+from think.tools._fetch_url import DisallowedURL, address_refusal, parse_url
 from think.tools._mcp import (
     McpServer,
     McpTool,
@@ -19,19 +31,38 @@ from think.tools._mcp import (
 )
 from think.tools._search_history import search_history
 from think.tools._tool import Tool, ToolCallIdentity, ToolContext, ToolPolicy, tool
+from think.tools._workspace import WORKSPACE_TOOLS, current_workspace, media_result
 
 __all__ = [
+    "DEFAULT_ACCEPT",
+    "MODEL_HEADERS",
+    "WORKSPACE_TOOLS",
+    "AddressRefused",
+    "Connector",
+    "DisallowedURL",
+    "FetchTarget",
+    "FetchTools",
     "McpServer",
     "McpTool",
     "McpToolInfo",
     "McpUnavailable",
+    "Resolver",
     "Tool",
     "ToolCallIdentity",
     "ToolContext",
     "ToolPolicy",
+    "Workspace",
+    "WorkspaceEntry",
+    "WorkspaceFile",
+    "address_refusal",
     "close_mcp_pool",
+    "current_workspace",
     "mcp_tools_of",
+    "media_result",
+    "parse_url",
     "search_history",
+    "skills",
+    "system_resolver",
     "tool",
     "warm_mcp_servers",
 ]

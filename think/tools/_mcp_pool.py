@@ -69,6 +69,7 @@ class _Runner:
         self.stop = asyncio.Event()
         self.client: Client | None = None
         self.task: asyncio.Task[None] | None = None
+        self.started_at = time.monotonic()
 
     @property
     def running(self) -> bool:
@@ -133,15 +134,19 @@ class _Connection:
             runner.client = None
 
     async def open_client(self, wait: float) -> Client:
-        """The open client, connecting first (for at most `wait` seconds) if there is none."""
+        """The open client, connecting first if there is none: for at most `wait` seconds
+        from the start of the attempt (which an earlier caller may have begun)."""
         client = self.client
         if client is not None:
             return client
         self.start()
         runner = self._runner
         assert runner is not None
+        # Counted from when this connection attempt began: a server that never answers
+        # costs each caller at most what is left of one wait, not a wait each.
+        left = runner.started_at + wait - time.monotonic()
         try:
-            async with asyncio.timeout(wait):
+            async with asyncio.timeout(max(left, 0)):
                 await runner.ready.wait()
         except TimeoutError:
             raise McpUnavailable(
@@ -368,9 +373,9 @@ class McpPool:
             else min(within, server.connect_timeout_seconds)
         )
         try:
-            async with asyncio.timeout(bound):
-                client = await conn.open_client(bound)
-                if conn.needs_listing():
+            client = await conn.open_client(bound)
+            if conn.needs_listing():
+                async with asyncio.timeout(bound):
                     await conn.refresh(client)
         except (McpUnavailable, TimeoutError, MCPError, OSError) as exc:
             log.warning("MCP server %s: no fresh tool list: %s", server.name, _describe(exc))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncGenerator, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast, get_args
@@ -25,6 +26,7 @@ from typing import Any, cast, get_args
 from temporalio.client import Client
 from temporalio.service import RPCError
 
+from think import metrics
 from think._messages import UIMessage
 from think.agent._think import Think
 from think.exceptions import UserError
@@ -37,7 +39,14 @@ from think.storage import (
     TurnRecord,
     TurnRequest,
 )
-from think.streaming import CANCEL_CHANNEL, TERMINAL_CHUNKS, ChunkListener, append, read
+from think.streaming import (
+    CANCEL_CHANNEL,
+    TERMINAL_CHUNKS,
+    ChunkListener,
+    append,
+    read,
+    read_timed,
+)
 from think.turns._dispatch import hand_off, start_turn_workflow
 from think.turns._fingerprint import request_hash, turn_fingerprint
 from think.workflows._names import turn_workflow_id
@@ -210,12 +219,15 @@ async def follow(
     """The turn's chunks after sequence number `after`, then its live ones, until the last
     (`finish`, `error` or `abort`), or until the turn has ended and its chunks were pruned."""
     db = store.db
+    since = time.time()
     with listener.subscribe(turn_id) as event:
         while True:
             event.clear()
             async with db.connection() as conn:
-                rows = await read(conn, turn_id, after)
-            for seq, chunk in rows:
+                rows = await read_timed(conn, turn_id, after)
+            for seq, chunk, written in rows:
+                if written >= since:  # live, not replayed: how long it took to get here
+                    metrics.STREAM_LAG.observe(max(0.0, time.time() - written))
                 yield seq, chunk
                 after = seq
                 if chunk.get("type") in TERMINAL_CHUNKS:
@@ -261,7 +273,7 @@ async def cancel_turn(
     if aborted:
         await hand_off(store, temporal, task_queue, turn.id)
     handle = temporal.get_workflow_handle(
-        turn_workflow_id(turn.agent, turn.conversation_id, turn.id)
+        turn_workflow_id(turn.agent, turn.conversation_id, turn.id, tenant=turn.tenant)
     )
     try:
         await handle.cancel()

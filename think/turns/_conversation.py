@@ -31,6 +31,7 @@ from think.storage import (
     TurnNotFound,
     TurnRecord,
     TurnStatus,
+    Workspace,
     clear_system_prompt,
     conversation_config,
     conversation_mcp_servers,
@@ -359,6 +360,14 @@ class ConversationHandle:
         return await reconcile_conversation(
             service.temporal, service.settings.task_queue, agent, self.tenant, self.conversation_id
         )
+
+    async def workspace(self) -> Workspace:
+        """The conversation's workspace (`read`, `list`, `write`, `delete`): the files its
+        workspace tools see, e.g. to put a file there before a turn or read one after. Creates
+        the conversation when it does not exist yet."""
+        async with self.service.store.db.transaction() as conn:
+            conv = await self._ensure(conn)
+        return Workspace(self.service.store.db, conv.uid)
 
     async def get_config(self) -> dict[str, Any]:
         """The conversation's configuration (`{}` when never configured)."""

@@ -28,6 +28,7 @@ from think.workflows._inputs import ConversationRef, TurnInput
 from think.workflows._names import (
     AGENT_KEY,
     CONVERSATION_KEY,
+    TENANT_KEY,
     TURN_STATUS_KEY,
     TURN_WORKFLOW,
     turn_workflow_id,
@@ -71,13 +72,14 @@ async def start_turn_workflow(client: Client, task_queue: str, turn: TurnRecord)
         await client.start_workflow(
             TURN_WORKFLOW,
             turn_input(turn),
-            id=turn_workflow_id(turn.agent, turn.conversation_id, turn.id),
+            id=turn_workflow_id(turn.agent, turn.conversation_id, turn.id, tenant=turn.tenant),
             task_queue=task_queue,
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             task_timeout=TASK_TIMEOUT,
             search_attributes=TypedSearchAttributes(
                 [
+                    SearchAttributePair(TENANT_KEY, turn.tenant),
                     SearchAttributePair(AGENT_KEY, turn.agent),
                     SearchAttributePair(CONVERSATION_KEY, turn.conversation_id),
                     # Set at start rather than upserted by the turn: one event less per turn.

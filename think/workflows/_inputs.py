@@ -86,6 +86,10 @@ class ToolDecision(BaseModel):
     reason: str | None = None
     by: str = "update"
     """Where the decision came from (`http`, `update`, `signal`, `timeout`), for the record."""
+    principal: str | None = None
+    """Who decided, over HTTP: `key:<name>` for a named key (`THINK_API_KEYS` entry
+    `key:tenant:name`), `tenant:<tenant>` for the tenant's own key. None from Temporal (an
+    operator's Signal or Update). Recorded with the answer, and in the workflow's history."""
 
 
 class ToolResultSubmission(BaseModel):

@@ -1,9 +1,17 @@
 """Stable names of workflows, activities, updates and search attributes, and workflow ids.
 
 Never derived from Python qualnames, so a refactor cannot orphan running workflows.
+
+A workflow id joins the turn's tenant, agent, conversation and turn id with `:`, each part
+percent-encoded (`:` and `%` included), so no name can make two turns share an id or read as
+another tenant's: `acme` + `probe-z1` and `acme-probe` + `z1` stay apart whatever characters a
+name holds. `parse_turn_workflow_id` is its inverse.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
+from urllib.parse import quote, unquote
 
 from temporalio.common import SearchAttributeKey
 
@@ -27,16 +35,48 @@ ALREADY_DECIDED = "AlreadyDecided"
 UNKNOWN_TOOL_CALL = "UnknownToolCall"
 ALREADY_ANSWERED = "AlreadyAnswered"
 
+# One name per attribute, never two joined in one value: a Keyword holds a name exactly as it
+# is, so `ThinkTenant = 'acme' AND ThinkConversationId = 'z1'` finds that tenant's turns only.
+SA_TENANT = "ThinkTenant"
 SA_AGENT = "ThinkAgent"
 SA_CONVERSATION = "ThinkConversationId"
 SA_TURN_STATUS = "ThinkTurnStatus"
-SEARCH_ATTRIBUTES = (SA_AGENT, SA_CONVERSATION, SA_TURN_STATUS)
+SEARCH_ATTRIBUTES = (SA_TENANT, SA_AGENT, SA_CONVERSATION, SA_TURN_STATUS)
 
 
+TENANT_KEY = SearchAttributeKey.for_keyword(SA_TENANT)
 AGENT_KEY = SearchAttributeKey.for_keyword(SA_AGENT)
 CONVERSATION_KEY = SearchAttributeKey.for_keyword(SA_CONVERSATION)
 TURN_STATUS_KEY = SearchAttributeKey.for_keyword(SA_TURN_STATUS)
 
+TURN_ID_PREFIX = "turn"
+DEFAULT_TENANT = "default"
 
-def turn_workflow_id(agent: str, conversation_id: str, turn_id: str) -> str:
-    return f"turn-{agent}-{conversation_id}-{turn_id}"
+
+class TurnWorkflowRef(NamedTuple):
+    tenant: str
+    agent: str
+    conversation_id: str
+    turn_id: str
+
+
+def _encode(part: str) -> str:
+    # `quote` leaves `-._~` alone and encodes `:` and `%`, which is all the separator needs.
+    return quote(part, safe="")
+
+
+def turn_workflow_id(
+    agent: str, conversation_id: str, turn_id: str, *, tenant: str = DEFAULT_TENANT
+) -> str:
+    """`turn:<tenant>:<agent>:<conversation>:<turn_id>`, each part percent-encoded."""
+    parts = (tenant, agent, conversation_id, turn_id)
+    return ":".join([TURN_ID_PREFIX, *map(_encode, parts)])
+
+
+def parse_turn_workflow_id(workflow_id: str) -> TurnWorkflowRef | None:
+    """The names a turn's workflow id was made of; None for an id that is not a turn's."""
+    parts = workflow_id.split(":")
+    if len(parts) != 5 or parts[0] != TURN_ID_PREFIX:
+        return None
+    tenant, agent, conversation_id, turn_id = map(unquote, parts[1:])
+    return TurnWorkflowRef(tenant, agent, conversation_id, turn_id)

@@ -71,7 +71,6 @@ with workflow.unsafe.imports_passed_through():
         TURN_WORKFLOW,
         UNKNOWN_APPROVAL,
         UNKNOWN_TOOL_CALL,
-        turn_workflow_id,
     )
 
 DB_RETRY = RetryPolicy(
@@ -145,6 +144,7 @@ class TurnWorkflow:
                     break  # the step budget is spent: end with what the tools returned
         except ActivityError as exc:
             if isinstance(exc.cause, CancelledError):
+                _raise_unless_cancelled()
                 outcome = CommitInput(turn_id=turn_id, status="aborted", error="cancelled")
             else:
                 _raise_if_superseded(exc.cause)
@@ -402,7 +402,6 @@ class TurnWorkflow:
             # it may start (and wait for) another turn: in a workflow of its own, left running.
             # Compaction after a turn runs there too, off the turn's path. A plain TurnInput
             # when there is nothing to compact, as before compaction existed.
-            conv = inp.conversation
             after: TurnInput = (
                 AfterTurnInput(
                     conversation=inp.conversation,
@@ -419,7 +418,9 @@ class TurnWorkflow:
             await workflow.start_child_workflow(
                 AFTER_TURN_WORKFLOW,
                 after,
-                id=f"after-{turn_workflow_id(conv.agent, conv.conversation_id, inp.turn_id)}",
+                # The turn's own id (`turn:...`): the same value the child had when ids were
+                # `turn-<agent>-<conversation>-<turn>`, so histories of either kind replay.
+                id=f"after-{workflow.info().workflow_id}",
                 parent_close_policy=ParentClosePolicy.ABANDON,
                 static_summary=f"{summary} of turn {inp.turn_id}",
             )
@@ -475,6 +476,18 @@ def _raise_if_superseded(cause: BaseException | None) -> None:
     a newer attempt took its fence): this task must not go on to record anything."""
     if isinstance(cause, ApplicationError) and cause.type == STALE_ATTEMPT:
         raise Superseded(cause.message)
+
+
+def _raise_unless_cancelled() -> None:
+    """A step ended as cancelled, but nobody cancelled this workflow: its worker cancelled the
+    local activity because this task was lost (the worker froze past the task's timeout, or is
+    shutting down). The turn goes on elsewhere; this task must record nothing, least of all
+    `aborted` (a local activity it started would run against Postgres at once)."""
+    task = asyncio.current_task()
+    # A cancel of the workflow (POST …/cancel, or "Request cancellation" in the Temporal UI)
+    # cancels this, its main task, first: deterministic, as it comes from the history.
+    if task is None or task.cancelling() == 0:
+        raise Superseded("a step was cancelled by its worker, not by a cancel of the turn")
 
 
 def _message(exc: ActivityError) -> str:

@@ -40,6 +40,7 @@ from think.exceptions import (
 )
 from think.models import ModelClient, ToolSpec, resolve_model
 from think.models._transcript import to_chat_messages
+from think.sessions._eviction import evict, eviction_settings, preserve
 from think.sessions._truncation import truncate
 from think.storage import TurnRecord
 from think.tools._tool import Tool
@@ -249,6 +250,11 @@ async def assemble(
         with agent_code("get_system_prompt"):
             system = agent.get_system_prompt()
     reminders = prompt.reminders if prompt is not None else []
+    # Media eviction first: truncation would cut an evicted tool image's JSON, not drop it.
+    transcript, evicted = evict(
+        transcript, eviction_settings(agent.media_eviction), agent.truncation_step
+    )
+    await preserve(evicted)
     transcript = truncate(transcript, agent.truncation_step)
     with agent_code("repair_interrupted_tool_part"):
         history = to_chat_messages("", transcript, agent.repair_interrupted_tool_part)

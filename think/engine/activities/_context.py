@@ -20,7 +20,6 @@ from think.agent._think import Think
 from think.engine.activities._assembly import HookFailed, overrides
 from think.sessions._context_blocks import (
     ContextBlock,
-    checked_blocks,
     fingerprint,
     read_block,
     reminder,
@@ -45,7 +44,7 @@ async def step_prompt(
     """None for an agent without context blocks: it sends `get_system_prompt()` as it is.
     Raises `HookFailed` (stage `context`) when `configure_context` or a provider raises."""
     try:
-        blocks = checked_blocks(agent.configure_context())
+        blocks = agent.context_blocks()
         if not blocks:
             return None
         async with store.db.connection() as conn:

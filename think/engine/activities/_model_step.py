@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,7 @@ from pydantic_core import to_jsonable_python
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from think import metrics
 from think._messages import UIMessage
 from think._protocol import is_static_tool_part
 from think.agent._think import Think
@@ -140,7 +142,7 @@ class StepAttempt:
             return await self._load_later_step()
         inp, store = self.inp, self.res.store
         async with store.db.transaction() as conn:
-            turn = await store.lock_turn(conn, inp.turn_id, queue=True)
+            turn, queue = await store.lock_queue_turn(conn, inp.turn_id)
             agent = self.res.bound_agent(turn)
             if turn.terminal:
                 return ModelStepResult(ended=True, status=turn.status)
@@ -148,7 +150,7 @@ class StepAttempt:
                 # A previous attempt finished this step but its completion never reached
                 # Temporal: answer from what it recorded instead of calling the model again.
                 return _recorded_step(turn, inp.step, agent)
-            turn = await start_turn(store, conn, turn)
+            turn = await start_turn(store, conn, turn, queue)
             if turn.terminal:
                 return ModelStepResult(ended=True, status=turn.status)  # skipped as it started
             fence = await claim(conn, turn.id, f"step-{inp.step}")
@@ -288,6 +290,8 @@ class StepAttempt:
         agent, turn, fence = loaded.agent, loaded.turn, loaded.fence
         builder, writer = step.builder, step.writer
         finish = Finish()
+        started = time.monotonic()
+        first_token: float | None = None
         try:
             if loaded.interrupted:
                 # Clients keep the step's `step-start` and drop what followed it; the draft
@@ -311,6 +315,11 @@ class StepAttempt:
                 ) as events,
             ):
                 async for event in events:
+                    if first_token is None and not isinstance(event, Finish):
+                        first_token = time.monotonic()
+                        metrics.TIME_TO_FIRST_TOKEN.labels(turn.agent).observe(
+                            first_token - started
+                        )
                     if isinstance(event, TextDelta):
                         step.text(event.delta)
                     elif isinstance(event, ReasoningDelta):
@@ -326,6 +335,7 @@ class StepAttempt:
                 step.emit(chunk)
             step.finish_step()
             rest = await writer.drain()
+            metrics.STEP_DURATION.labels(turn.agent).observe(time.monotonic() - started)
         except asyncio.CancelledError:
             details = activity.cancellation_details()
             if cancel.requested:
@@ -403,7 +413,7 @@ class StepAttempt:
             config["output"] = to_jsonable_python(value)
         if ended:
             async with store.db.transaction() as conn:
-                current = await store.lock_turn(conn, turn.id, queue=True)
+                current, queue = await store.lock_queue_turn(conn, turn.id)
                 if current.terminal:
                     # Cancelled while we were streaming: that outcome stands.
                     return ModelStepResult(ended=True, status=current.status)
@@ -411,6 +421,7 @@ class StepAttempt:
                     store,
                     conn,
                     turn,
+                    queue,
                     status="completed",
                     message=builder.message,
                     chunks=streamed.rest,

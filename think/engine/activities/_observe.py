@@ -142,8 +142,15 @@ async def approval_decided(
     approved: bool,
     reason: str | None,
     by: str,
+    principal: str | None = None,
 ) -> None:
-    decision = {"approval_id": approval_id, "approved": approved, "reason": reason, "by": by}
+    decision = {
+        "approval_id": approval_id,
+        "approved": approved,
+        "reason": reason,
+        "by": by,
+        "principal": principal,
+    }
     event = events.ToolApprovalDecided.model_validate(
         {**_ids(turn), **decision, "tool_name": tool_name}
     )

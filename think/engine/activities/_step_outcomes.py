@@ -68,10 +68,10 @@ class StepOutcomes:
         """End the turn with `outcome` (see `end_turn`), unless it has ended already (a cancel
         won the race): then nothing changes, and its status is returned."""
         async with self.res.store.db.transaction() as conn:
-            current = await self.res.store.lock_turn(conn, turn.id, queue=True)
+            current, queue = await self.res.store.lock_queue_turn(conn, turn.id)
             if current.terminal:
                 return current.status
-            await end_turn(self.res.store, conn, turn, **outcome)
+            await end_turn(self.res.store, conn, turn, queue, **outcome)
         return None
 
     async def step_finished(self, agent: Think, turn: TurnRecord, step: int) -> None:
@@ -225,7 +225,7 @@ class StepOutcomes:
         except StaleAttempt:
             return  # a newer attempt owns the turn; it will see the cancel itself
         async with self.res.store.db.transaction() as conn:
-            turn = await self.res.store.lock_turn(conn, turn_id, queue=True)
+            turn, queue = await self.res.store.lock_queue_turn(conn, turn_id)
             if turn.terminal:
                 return
             chunks = rest + step.interrupt()
@@ -233,6 +233,7 @@ class StepOutcomes:
                 self.res.store,
                 conn,
                 turn,
+                queue,
                 status="aborted",
                 message=builder.message,
                 chunks=[*chunks, {"type": "abort", "reason": turn.error or "cancelled"}],

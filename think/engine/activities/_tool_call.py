@@ -17,6 +17,7 @@ from typing import Any, Literal
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from think import metrics
 from think._protocol import ToolApprovalResponseChunk, UIMessageChunk
 from think.agent._think import Think
 from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
@@ -27,7 +28,7 @@ from think.engine.activities._resources import ActivityResources
 from think.engine.activities._tool_plan import client_tool_names, paused_status
 from think.exceptions import ToolError
 from think.storage import TurnRecord, first_answer
-from think.streaming import append
+from think.streaming import TurnChanged, TurnEnded, append
 from think.streaming._builder import MessageBuilder
 from think.tools._tool import Tool, ToolContext, tool_output_json
 from think.workflows._inputs import (
@@ -49,6 +50,8 @@ class ToolCalls:
 
     @activity.defn(name=TOOL_CALL_ACTIVITY)
     async def tool_call(self, inp: ToolCallInput) -> ToolCallResult:
+        if activity.info().attempt > 1:
+            metrics.ACTIVITY_RETRIES.labels(TOOL_CALL_ACTIVITY).inc()
         turn = await self.res.store.get_turn(inp.turn_id)
         if turn is None:
             raise ApplicationError(f"turn {inp.turn_id!r} does not exist", non_retryable=True)
@@ -84,6 +87,7 @@ class ToolCalls:
                 decision.approved,
                 decision.reason,
                 decision.by,
+                decision.principal,
             )
             if not decision.approved:
                 await observe.tool_called(turn, inp.tool_name, inp.tool_call_id, "denied")
@@ -104,7 +108,7 @@ class ToolCalls:
         )
         tool = turn_tools(agent, turn).get(inp.tool_name)
         chunk, ran = await self._run(agent, tool, context, part.get("input"))
-        recorded = await self._record(agent, turn.id, inp.tool_call_id, [chunk])
+        recorded = await self._record(agent, turn.id, inp.tool_call_id, [chunk], seen=turn)
         outcome = _OUTCOMES[ran.outcome]
         await observe.tool_called(
             turn, inp.tool_name, inp.tool_call_id, outcome, ran.duration_ms, ran.error
@@ -143,17 +147,50 @@ class ToolCalls:
         if not decision.approved:
             chunks.append({"type": "tool-output-denied", "toolCallId": tool_call_id})
         log.info(
-            "turn %s: tool call %s %s by %s",
+            "turn %s: tool call %s %s by %s%s",
             turn_id,
             tool_call_id,
             "approved" if decision.approved else "denied",
             decision.by,
+            f" ({decision.principal})" if decision.principal else "",
         )
         await self._record(agent, turn_id, tool_call_id, chunks)
 
     async def _record(
-        self, agent: Think, turn_id: str, tool_call_id: str, chunks: list[UIMessageChunk]
+        self,
+        agent: Think,
+        turn_id: str,
+        tool_call_id: str,
+        chunks: list[UIMessageChunk],
+        *,
+        seen: TurnRecord | None = None,
     ) -> ToolCallResult:
+        """Apply the call's chunks to the draft message and append them. `seen`: the turn as
+        read before the call ran (checked then: not ended, the call not settled); if its row
+        is unchanged since, one statement records the outcome without locking the turn. A
+        sole tool call usually finds it so; parallel calls, or a cancel meanwhile, take the
+        locked path."""
+        if seen is not None and seen.version:
+            builder = MessageBuilder(seen.message)
+            for chunk in chunks:
+                builder.apply(chunk)
+            status = _status(seen, builder.message, agent)
+            try:
+                async with self.res.store.db.connection() as conn:
+                    await append(
+                        conn,
+                        turn_id,
+                        chunks,
+                        version=seen.version,
+                        while_open=True,
+                        message=builder.message,
+                        status=status,
+                    )
+            except (TurnChanged, TurnEnded):
+                pass  # someone wrote meanwhile: read it again under the lock
+            else:
+                settled = builder.tool_part(tool_call_id) or {}
+                return ToolCallResult(ok=settled.get("state") == "output-available")
         async with self.res.store.db.transaction() as conn:
             turn = await self.res.store.lock_turn(conn, turn_id)
             builder = MessageBuilder(turn.message)

@@ -15,6 +15,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from think import metrics
 from think.agent._turn_hooks import ChatResponseResult
 from think.engine.activities import _observe as observe
 from think.engine.activities._assembly import maybe_await, overrides
@@ -64,6 +65,7 @@ class TurnActivities:
     async def model_step(self, inp: ModelStepInput) -> ModelStepResult:
         """One model call, streamed. The first step also starts the turn; a step that answers
         without tools also ends it, in the transaction that records the step."""
+        _count_retry(MODEL_STEP_ACTIVITY)
         result = await StepAttempt(self.res, self.compactions, self.outcomes, inp).run()
         if result.ended:
             # The conversation's next turn, if one waits, runs now (its workflow starts).
@@ -73,6 +75,7 @@ class TurnActivities:
     @activity.defn(name=COMMIT_ACTIVITY)
     async def commit_turn(self, inp: CommitInput) -> CommitResult:
         """End a turn that no model step ended: a failure, or the step budget spent."""
+        _count_retry(COMMIT_ACTIVITY)
         result = await self._commit_turn(inp)
         await self.res.hand_off(inp.turn_id)
         return result
@@ -99,13 +102,14 @@ class TurnActivities:
             error = await chat_error_text(agent, turn, "turn", cause, bool(message["parts"]))
             chunks = [{"type": "error", "errorText": error}]
         async with self.res.store.db.transaction() as conn:
-            turn = await self.res.store.lock_turn(conn, inp.turn_id, queue=True)
+            turn, queue = await self.res.store.lock_queue_turn(conn, inp.turn_id)
             if turn.terminal:
                 return CommitResult(status=turn.status, respond=respond)
             await end_turn(
                 self.res.store,
                 conn,
                 turn,
+                queue,
                 status=inp.status,
                 message=message,
                 chunks=chunks,
@@ -144,3 +148,8 @@ class TurnActivities:
         except Exception:
             # Reported, not retried: the hook may have started turns before it failed.
             log.warning("on_chat_response of turn %s failed", turn.id, exc_info=True)
+
+
+def _count_retry(name: str) -> None:
+    if activity.info().attempt > 1:
+        metrics.ACTIVITY_RETRIES.labels(name).inc()

@@ -1,6 +1,7 @@
 """The transactional steps of a turn's life: start it, and end it.
 
-Both run inside a caller's transaction that holds the turn's row lock, so they compose: the
+Both run inside a caller's transaction that holds the conversation's and the turn's row locks
+(`Store.lock_queue_turn`), so they compose: the
 first model step starts the turn in the same transaction that claims its stream, and the last
 model step ends it in the same transaction that records the step. Each is a no-op when its
 work is already done, which is what makes a retried activity harmless.
@@ -11,11 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from think._messages import UIMessage
-from think.storage import NOW, Conn, Store, TurnRecord, answer_parent, lock_queue, prepare_start
+from think.storage import NOW, Conn, QueueLock, Store, TurnRecord, answer_parent, prepare_start
 from think.streaming import Fence, append
 
 
-async def start_turn(store: Store, conn: Conn, turn: TurnRecord) -> TurnRecord:
+async def start_turn(store: Store, conn: Conn, turn: TurnRecord, queue: QueueLock) -> TurnRecord:
     """Apply what the turn's `message_concurrency` does as it starts (merge the submissions
     waiting behind it, roll back, or skip a continuation with nothing to continue), append the
     user's messages under the active leaf (as it is now, when the turn runs, not when it was
@@ -23,20 +24,23 @@ async def start_turn(store: Store, conn: Conn, turn: TurnRecord) -> TurnRecord:
     returned ended (`skipped`)."""
     if turn.status != "pending":
         return turn
-    active_leaf = await lock_queue(conn, turn.conversation_uid)
+    active_leaf = queue.active_leaf_id
     runs, turn = await prepare_start(conn, turn)
     if not runs:
         return turn.model_copy(update={"status": "skipped"})
     if turn.request.rollback_of is not None:  # prepare_start may have moved the leaf back
         active_leaf = (await store.conversation_by_uid(conn, turn.conversation_uid)).active_leaf_id
     parent = turn.request.parent_id or active_leaf
+    # A turn that appends nothing (a regenerate) leaves the active path as it is until its
+    # answer is stored: the old answer stays on show while the new one streams.
     leaf = await store.insert_messages(
-        conn, turn.conversation_uid, turn.request.messages, parent_id=parent, turn_id=turn.id
+        conn,
+        turn.conversation_uid,
+        turn.request.messages,
+        parent_id=parent,
+        turn_id=turn.id,
+        activate=True,
     )
-    if leaf is not None and turn.request.messages:
-        # A turn that appends nothing (a regenerate) leaves the active path as it is until
-        # its answer is stored: the old answer stays on show while the new one streams.
-        await store.set_active_leaf(conn, turn.conversation_uid, leaf)
     message = {"id": turn.message_id, "role": "assistant", "parts": []}
     await append(
         conn,
@@ -54,6 +58,7 @@ async def end_turn(
     store: Store,
     conn: Conn,
     turn: TurnRecord,
+    queue: QueueLock,
     *,
     status: str,
     message: dict[str, Any],
@@ -64,21 +69,18 @@ async def end_turn(
     **columns: Any,
 ) -> None:
     """Store the assistant message, the final status and the stream's last chunks together,
-    so a client never sees `finish` for a message that is not stored. Takes the
-    conversation's queue lock (before anything else of the conversation), so the turn waiting
-    behind this one is seen by whoever hands the queue on after the commit."""
+    so a client never sees `finish` for a message that is not stored. Under the conversation's
+    lock (`queue`), so the turn waiting behind this one is seen by whoever hands the queue on
+    after the commit."""
     if status in ("completed", "interrupted") or message["parts"]:
-        # `answer_parent` takes the conversation's lock, before anything else of it.
         await store.insert_messages(
             conn,
             turn.conversation_uid,
             [UIMessage.model_construct(**message)],
-            parent_id=await answer_parent(conn, turn),
+            parent_id=await answer_parent(conn, turn, queue),
             turn_id=turn.id,
+            activate=True,
         )
-        await store.set_active_leaf(conn, turn.conversation_uid, message["id"])
-    else:
-        await lock_queue(conn, turn.conversation_uid)
     if status in ("completed", "interrupted"):
         # An interrupted turn still has an answer (the terminal message): it finishes, with
         # the reason saying how. Errors and aborts end with their own chunk instead.
@@ -107,7 +109,7 @@ async def end_abandoned(store: Store, turn_id: str) -> bool:
     failed), as `error` with what it had: otherwise the conversation's queue would wait for it
     forever. False when the turn had ended after all."""
     async with store.db.transaction() as conn:
-        turn = await store.lock_turn(conn, turn_id, queue=True)
+        turn, queue = await store.lock_queue_turn(conn, turn_id)
         if turn.terminal:
             return False
         message = turn.message or {"id": turn.message_id, "role": "assistant", "parts": []}
@@ -115,6 +117,7 @@ async def end_abandoned(store: Store, turn_id: str) -> bool:
             store,
             conn,
             turn,
+            queue,
             status="error",
             message=message,
             chunks=[{"type": "error", "errorText": ABANDONED}],

@@ -1,0 +1,58 @@
+"""Prometheus metrics of gateways and workers: what they count, and how to expose them.
+
+`count_events()` turns the process's `think.events` into counters; `exposition()` is the
+body of a `/metrics` scrape (`CONTENT_TYPE` its type); `serve(port)` gives a worker a
+`/metrics` port of its own. The metric objects are here for the code that observes them.
+"""
+
+from think.metrics._metrics import (
+    ACTIVITY_RETRIES,
+    ADMISSION_CONFLICTS,
+    CONTENT_TYPE,
+    DB_POOL,
+    HTTP_DURATION,
+    HTTP_REQUESTS,
+    MODEL_FAILURES,
+    RATE_LIMITED,
+    RECOVERIES,
+    STEP_DURATION,
+    STREAM_LAG,
+    STREAMS_OPEN,
+    TIME_TO_FIRST_TOKEN,
+    TOOL_CALLS,
+    TOOL_DURATION,
+    TURN_DURATION,
+    TURNS,
+    TURNS_ACTIVE,
+    count_events,
+    exposition,
+    sample,
+    sample_pool,
+    serve,
+)
+
+__all__ = [
+    "ACTIVITY_RETRIES",
+    "ADMISSION_CONFLICTS",
+    "CONTENT_TYPE",
+    "DB_POOL",
+    "HTTP_DURATION",
+    "HTTP_REQUESTS",
+    "MODEL_FAILURES",
+    "RATE_LIMITED",
+    "RECOVERIES",
+    "STEP_DURATION",
+    "STREAMS_OPEN",
+    "STREAM_LAG",
+    "TIME_TO_FIRST_TOKEN",
+    "TOOL_CALLS",
+    "TOOL_DURATION",
+    "TURNS",
+    "TURNS_ACTIVE",
+    "TURN_DURATION",
+    "count_events",
+    "exposition",
+    "sample",
+    "sample_pool",
+    "serve",
+]
