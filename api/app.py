@@ -23,6 +23,7 @@ from api.routes import agents, conversations, health, schedules, search, tree, t
 from think import metrics
 from think.server import AgentRegistry, Settings, connect
 from think.storage import Store, open_database
+from think.tools import close_mcp_pool
 
 
 class BodyLimit:
@@ -158,6 +159,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            await close_mcp_pool()  # the MCP servers `GET /v1/agents` connected to
             await listener.stop()
             await db.close()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -24,6 +25,7 @@ from think import (
     ContextOverflow,
     FetchTarget,
     FetchTools,
+    McpServer,
     MediaEviction,
     Proactive,
     Session,
@@ -583,6 +585,10 @@ class Fragile(Helper):
         self._breaks("get_tools")
         return super().get_tools()
 
+    def get_mcp_servers(self) -> list[McpServer]:
+        self._breaks("get_mcp_servers")
+        return []
+
     def get_skills(self) -> list[skills.SkillSource]:
         self._breaks("get_skills")
         return []
@@ -681,6 +687,85 @@ class Recursive(Helper):
 
     def get_tools(self) -> list[Tool]:
         return [agent_tool(Recursive, name="deeper")]
+
+
+NOTES_SERVER = str(Path(__file__).with_name("mcp_notes_server.py"))
+
+
+def notes_server() -> McpServer:
+    """The stdio MCP server of tests/mcp_notes_server.py; its `erase` needs approval."""
+    return McpServer.stdio(
+        "notes",
+        command=sys.executable,
+        args=[NOTES_SERVER],
+        needs_approval=("erase",),
+        connect_timeout_seconds=30,
+        timeout_seconds=20,
+    )
+
+
+class McpUser(Helper):
+    """Tools from MCP servers: `notes` over stdio, and `calc` over streamable HTTP when the
+    conversation's configuration names its url (`{"calc_url": ...}`, with `calc_timeout` and
+    `calc_retries`). Waits for connections, so what a test starts is there in its first turn.
+    `before_tool_call` keeps passwords out of notes; a body's `only_tools` is the turn's
+    `active_tools`."""
+
+    name = "mcp_user"
+    wait_for_mcp_connections = True
+
+    def get_tools(self) -> list[Tool]:
+        return [add]
+
+    def get_mcp_servers(self) -> list[McpServer]:
+        servers = [notes_server()]
+        config = self.get_config()
+        if config.get("calc_url"):
+            servers.append(
+                McpServer.http(
+                    "calc",
+                    url=config["calc_url"],
+                    timeout_seconds=config.get("calc_timeout", 10),
+                    connect_timeout_seconds=5,
+                    retries=config.get("calc_retries", 0),
+                    retry_backoff=1,
+                )
+            )
+        return servers
+
+    def before_turn(self, ctx: TurnContext) -> TurnConfig | None:
+        only = ctx.body.get("only_tools")
+        return TurnConfig(active_tools=only) if only is not None else None
+
+    def before_tool_call(self, ctx: ToolCallContext) -> ToolCallDecision | None:
+        if ctx.tool_name == "notes_remember" and "password" in str(ctx.input.get("text")):
+            return ToolCallDecision.block("no passwords in notes")
+        return None
+
+
+class McpImpatient(Helper):
+    """An MCP server that never answers, and the default `wait_for_mcp_connections = False`:
+    its turns must not wait for it."""
+
+    name = "mcp_impatient"
+
+    def get_mcp_servers(self) -> list[McpServer]:
+        return [
+            McpServer.stdio(
+                "mute",
+                command=sys.executable,
+                args=["-c", "import time; time.sleep(3600)"],
+                # Were it waited for, a turn would take ten minutes (its test would fail).
+                connect_timeout_seconds=600,
+            )
+        ]
+
+
+class McpHidden(McpUser):
+    """`McpUser` with `include_mcp_tools = False`: its servers' tools reach no model."""
+
+    name = "mcp_hidden"
+    include_mcp_tools = False
 
 
 # -- built-in tools (tests/test_builtin_tools.py) ----------------------------------------------

@@ -69,6 +69,7 @@ def stack(
             "tests.agents:Remembering,tests.agents:Configured,tests.agents:Forgetful,"
             "tests.agents:Fragile,tests.agents:Wrecked,"
             "tests.agents:Patient,tests.agents:Watchful,tests.agents:Lead,tests.agents:Recursive,"
+            "tests.agents:McpUser,tests.agents:McpImpatient,tests.agents:McpHidden,"
             "tests.agents:Workspaced,tests.agents:Skilled,tests.agents:Fetcher,"
             "examples.assistant:Assistant"
         ),
@@ -82,6 +83,8 @@ def stack(
     env["THINK_MODEL_ENDPOINTS"] = json.dumps({"plain": plain, "keyless": keyless})
     if services.temporal.ui_url:
         env["THINK_TEMPORAL_UI_URL"] = services.temporal.ui_url
+    # The secret a conversation's MCP server names (tests/test_mcp.py): never stored.
+    env["MCP_TEST_AUTH"] = "Bearer mcp-test-secret"
     running = Stack(env=env, logs=logs)
     try:
         running.start_worker()

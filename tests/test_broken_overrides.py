@@ -82,6 +82,7 @@ async def completes(api: httpx.AsyncClient, agent: str, cid: str, words: str) ->
         pytest.param({"break": "get_tools"}, id="get_tools"),
         pytest.param({"break": "get_model"}, id="get_model"),
         pytest.param({"break": "get_system_prompt"}, id="get_system_prompt"),
+        pytest.param({"break": "get_mcp_servers"}, id="get_mcp_servers"),
         pytest.param({"break": "get_skills"}, id="get_skills"),
         # A UserError's text is shown to clients when the framework raises one; from an
         # override it is as internal as any other exception.

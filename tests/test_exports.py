@@ -31,6 +31,7 @@ def test_think_exports() -> None:
         "ConversationHandle",
         "FetchTarget",
         "FetchTools",
+        "McpServer",
         "MediaEviction",
         "MessageConcurrency",
         "ModelClient",

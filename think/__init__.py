@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from think.storage._compactions import Compaction
     from think.tools import skills
     from think.tools._fetch import FetchTarget, FetchTools
+    from think.tools._mcp import McpServer
     from think.tools._tool import Tool, ToolContext, ToolPolicy, tool
     from think.turns._service import (
         ConversationHandle,
@@ -112,6 +113,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "ThinkClient": ("think.client", "ThinkClient"),
     "ThinkError": ("think.exceptions", "ThinkError"),
     "ThinkService": ("think.turns._service", "ThinkService"),
+    "McpServer": ("think.tools._mcp", "McpServer"),
     "Tool": ("think.tools._tool", "Tool"),
     "ToolCallContext": ("think.agent._tool_hooks", "ToolCallContext"),
     "ToolCallDecision": ("think.agent._tool_hooks", "ToolCallDecision"),
@@ -161,6 +163,7 @@ __all__ = [
     "ConversationHandle",
     "FetchTarget",
     "FetchTools",
+    "McpServer",
     "MediaEviction",
     "MessageConcurrency",
     "ModelClient",

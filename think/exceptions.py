@@ -66,7 +66,13 @@ class OutputValidationError(ThinkError):
 
 
 class ToolError(ThinkError):
-    """Raised by a tool to fail with a message the model should see, verbatim."""
+    """Raised by a tool to fail with a message the model should see, verbatim.
+
+    Never retried, unless its class says `retryable`: a failure that another attempt may not
+    meet (an MCP server that cannot be reached) is retried as the tool's policy allows, and
+    the model reads its message once the attempts are spent."""
+
+    retryable: bool = False
 
 
 # Names of non-retryable Temporal ApplicationError types, shared by activities and clients.

@@ -19,6 +19,7 @@ from think.agent._agent_tool import AgentToolResult, SubAgent
 if TYPE_CHECKING:
     from think.agent._think import Think
     from think.storage import MessageConcurrency
+    from think.tools import McpServer
     from think.turns._service import (
         ConversationHandle,
         MessagesFunction,
@@ -60,6 +61,16 @@ class ConversationMethods:
         """Re-arm this conversation's scheduled tasks (conversation scope) after the data
         `get_scheduled_tasks()` reads has changed; returns how many are armed."""
         return await (await self.conversation()).reconcile_scheduled_tasks()
+
+    async def add_mcp_server(self, server: McpServer) -> None:
+        """Add an MCP server to this conversation (persisted with it; its tools join the
+        agent's from the next turn on). Secrets by environment-variable name only:
+        `McpServer.http("crm", url=..., headers_from_env={"authorization": "CRM_AUTH"})`."""
+        await (await self.conversation()).add_mcp_server(server)
+
+    async def remove_mcp_server(self, name: str) -> bool:
+        """Remove a server `add_mcp_server` added to this conversation."""
+        return await (await self.conversation()).remove_mcp_server(name)
 
     async def conversation(self) -> ConversationHandle:
         """The conversation of the turn this agent instance serves."""

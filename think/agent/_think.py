@@ -7,6 +7,7 @@ state lives in Postgres and Temporal, so any worker can run any step of any turn
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -33,6 +34,7 @@ from think.sessions._session import ContextOverflow, Session
 from think.sessions._truncation import check_step
 from think.storage._records import MessageConcurrency
 from think.tools._fetch import FetchTools
+from think.tools._mcp import McpServer, McpTool, mcp_tools_of
 from think.tools._tool import Tool
 from think.tools._workspace import WORKSPACE_TOOLS
 from think.tools.skills import SkillSource, load_catalog, render_catalog, skill_tools
@@ -96,6 +98,16 @@ class Think(ConversationMethods):
     hydration_byte_budget: ClassVar[int] = 32 * 1024 * 1024
     """The bytes of stored messages (`messages.byte_size`) a model step reads, newest first;
     older messages are left out of the model's context (never out of storage)."""
+    include_mcp_tools: ClassVar[bool] = True
+    """Give the model the tools of `get_mcp_servers()` and of the conversation's added
+    servers (`add_mcp_server`), as `<server>_<tool>`; False leaves them out of every turn
+    (and of `GET /v1/agents`), for an agent that exposes them another way: the worker still
+    connects, and `mcp_tools()` still lists them."""
+    wait_for_mcp_connections: ClassVar[bool] = False
+    """A turn's first step waits (for at most each server's `connect_timeout_seconds`) for
+    servers that are not connected yet, and for a fresh tool list. False (the default): a
+    slow or down server does not delay the turn; the tools known from the last connection
+    are offered (and fail as tool errors while it is down), a never-reached server's none."""
     approvers: ClassVar[frozenset[str] | None] = None
     """Names of the API keys (`THINK_API_KEYS` entries `key:tenant:name`) that may decide
     this agent's approval requests over HTTP; any other key is answered 403. None: any key
@@ -160,6 +172,30 @@ class Think(ConversationMethods):
 
     def get_tools(self) -> Sequence[Tool]:
         return []
+
+    def get_mcp_servers(self) -> Sequence[McpServer]:
+        """The MCP servers whose tools join `get_tools()` in every turn (docs/mcp.md):
+        `McpServer.stdio(...)`, `McpServer.http(...)`. Called in the activities that need
+        them, on any worker; it may read `get_config()`."""
+        return []
+
+    async def mcp_tools(self, within: float | None = None) -> list[McpTool]:
+        """The tools `get_mcp_servers()` offer now, connecting to each server first (for at
+        most its `connect_timeout_seconds`, or `within` seconds when that is shorter); a
+        server that cannot be reached offers none, or the tools it had when last reached.
+        Outside any turn: `GET /v1/agents` lists them. A turn uses the list its first step
+        recorded instead. An explicit call: `include_mcp_tools = False` (which keeps these
+        tools from the model) does not change what it returns."""
+        # Imported here: the SDK costs most of a second, paid only where MCP is used.
+        from think.tools._mcp_pool import pool
+
+        servers = list(self.get_mcp_servers())
+        found = await asyncio.gather(*(pool().tools(s, wait=True, within=within) for s in servers))
+        return [
+            made
+            for server, infos in zip(servers, found, strict=True)
+            for made in mcp_tools_of(server, infos or [])
+        ]
 
     def configure_context(self) -> Sequence[ContextBlock]:
         """The blocks of the system prompt after `get_system_prompt()`'s instructions (which,

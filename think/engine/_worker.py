@@ -29,6 +29,7 @@ from think.schedules import (
 )
 from think.storage import Store, open_database, unapplied_answers
 from think.streaming import CANCEL_CHANNEL, ChunkListener
+from think.tools import McpServer, close_mcp_pool, warm_mcp_servers
 from think.turns._dispatch import DispatchFailed, hand_off, start_turn_workflow
 from think.turns._service import ThinkService
 from think.workflows import WORKFLOWS
@@ -212,6 +213,18 @@ async def _sweep_forever(client: Client, store: Store, settings: Settings) -> No
             log.warning("sweeping pending turns failed", exc_info=True)
 
 
+def _declared_mcp_servers(registry: AgentRegistry) -> list[McpServer]:
+    """The MCP servers the hosted agents declare outside any conversation (a declaration
+    that needs one, or raises, is left to the turns, which report it)."""
+    servers: list[McpServer] = []
+    for cls in registry:
+        try:
+            servers.extend(cls().get_mcp_servers())
+        except Exception:
+            log.info("agent %s: its MCP servers are connected by its turns", cls.name)
+    return servers
+
+
 async def run_worker(settings: Settings) -> None:
     """Run until cancelled."""
     registry = AgentRegistry.from_paths(settings.agents)
@@ -237,6 +250,7 @@ async def run_worker(settings: Settings) -> None:
         ActivityResources(store, registry, settings, temporal=client, cancels=cancels)
     )
     worker = build_worker(client, settings, activities, service)
+    warm_mcp_servers(_declared_mcp_servers(registry))
     housekeeping = [
         asyncio.create_task(_prune_forever(store, settings.chunk_retention_seconds)),
         asyncio.create_task(_sweep_forever(client, store, settings)),
@@ -251,5 +265,6 @@ async def run_worker(settings: Settings) -> None:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await cancels.stop()
+        await close_mcp_pool()
         await service.close()
         await db.close()

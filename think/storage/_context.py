@@ -70,6 +70,37 @@ async def set_conversation_config(
     )
 
 
+async def conversation_mcp_servers(conn: Conn, conversation_uid: str) -> list[dict[str, Any]]:
+    """The MCP servers added to the conversation (`Think.add_mcp_server`), oldest first, as
+    stored: the caller validates them."""
+    cur = await conn.execute(
+        "SELECT spec FROM conversation_mcp_servers WHERE conversation_uid = %(c)s "
+        "ORDER BY created_at, name",
+        {"c": conversation_uid},
+    )
+    return [dict(row["spec"]) for row in await cur.fetchall()]
+
+
+async def put_conversation_mcp_server(
+    conn: Conn, conversation_uid: str, name: str, spec: dict[str, Any]
+) -> None:
+    """Add or replace (by name) an MCP server of the conversation."""
+    await conn.execute(
+        "INSERT INTO conversation_mcp_servers (conversation_uid, name, spec) "
+        "VALUES (%(c)s, %(name)s, %(spec)s) "
+        "ON CONFLICT (conversation_uid, name) DO UPDATE SET spec = EXCLUDED.spec",
+        {"c": conversation_uid, "name": name, "spec": Jsonb(spec)},
+    )
+
+
+async def delete_conversation_mcp_server(conn: Conn, conversation_uid: str, name: str) -> bool:
+    cur = await conn.execute(
+        "DELETE FROM conversation_mcp_servers WHERE conversation_uid = %(c)s AND name = %(name)s",
+        {"c": conversation_uid, "name": name},
+    )
+    return cur.rowcount > 0
+
+
 async def prompt_state(conn: Conn, conversation_uid: str) -> PromptState:
     row = await fetch_one(conn, _PROMPT_STATE, {"c": conversation_uid})
     blocks: dict[str, list[str | None]] = row["blocks"] if row else {}

@@ -190,6 +190,18 @@ class ContextBlockRow(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 
+class ConversationMcpServerRow(Base):
+    """An MCP server added to one conversation (0011): `think.tools.McpServer`'s fields."""
+
+    __tablename__ = "conversation_mcp_servers"
+    conversation_uid: Mapped[str] = mapped_column(
+        ForeignKey("conversations.uid", ondelete="CASCADE"), primary_key=True
+    )
+    name: Mapped[str] = mapped_column(String, primary_key=True)
+    spec: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
 class TurnAnswerRow(Base):
     """An approval decision or a client tool's result, recorded as it arrives (0007)."""
 

@@ -1,5 +1,6 @@
 """Tools: the `@tool` decorator and `Tool`, JSON Schemas from type hints, and the built-in
-tools an agent may add to `get_tools()` or switch on with a class attribute.
+tools an agent may add to `get_tools()` or switch on with a class attribute; MCP servers
+(`McpServer`) whose tools join them.
 
     from think.tools import search_history
 
@@ -19,6 +20,15 @@ from think.tools import skills
 from think.tools._fetch import DEFAULT_ACCEPT, MODEL_HEADERS, FetchTarget, FetchTools
 from think.tools._fetch_guard import AddressRefused, Connector, Resolver, system_resolver
 from think.tools._fetch_url import DisallowedURL, address_refusal, parse_url
+from think.tools._mcp import (
+    McpServer,
+    McpTool,
+    McpToolInfo,
+    McpUnavailable,
+    close_mcp_pool,
+    mcp_tools_of,
+    warm_mcp_servers,
+)
 from think.tools._search_history import search_history
 from think.tools._tool import Tool, ToolCallIdentity, ToolContext, ToolPolicy, tool
 from think.tools._workspace import WORKSPACE_TOOLS, current_workspace, media_result
@@ -32,6 +42,10 @@ __all__ = [
     "DisallowedURL",
     "FetchTarget",
     "FetchTools",
+    "McpServer",
+    "McpTool",
+    "McpToolInfo",
+    "McpUnavailable",
     "Resolver",
     "Tool",
     "ToolCallIdentity",
@@ -41,11 +55,14 @@ __all__ = [
     "WorkspaceEntry",
     "WorkspaceFile",
     "address_refusal",
+    "close_mcp_pool",
     "current_workspace",
+    "mcp_tools_of",
     "media_result",
     "parse_url",
     "search_history",
     "skills",
     "system_resolver",
     "tool",
+    "warm_mcp_servers",
 ]

@@ -19,6 +19,7 @@ from think._current import BOUND
 from think._messages import ID, UIMessage
 from think.agent._agent_tool import AgentToolResult, answer_text, child_conversation_id
 from think.agent._compactor import compact
+from think.agent._conversation_methods import bind_config
 from think.agent._think import Think
 from think.exceptions import UserError
 from think.schedules import reconcile_conversation
@@ -37,8 +38,11 @@ from think.storage import (
     Workspace,
     clear_system_prompt,
     conversation_config,
+    conversation_mcp_servers,
+    delete_conversation_mcp_server,
     delete_turn,
     delete_turns,
+    put_conversation_mcp_server,
     read_memory,
     search_messages,
     set_conversation_config,
@@ -46,6 +50,7 @@ from think.storage import (
     write_memory,
 )
 from think.storage._compactions import Compaction
+from think.tools import McpServer
 from think.turns._admission import admit_submission, cancel_turn, wait_for_turn
 from think.turns._results import Submission, TurnResult
 from think.turns._stream import TurnStream, call_back
@@ -502,6 +507,45 @@ class ConversationHandle:
         async with self.service.store.db.transaction() as conn:
             conv = await self._ensure(conn)
             await set_conversation_config(conn, conv.uid, config)
+
+    # -- MCP servers of this conversation (docs/mcp.md) -----------------------------------
+
+    async def add_mcp_server(self, server: McpServer) -> None:
+        """Add (or replace, by name) an MCP server to this conversation: its tools join the
+        agent's from the next turn on. Stored as data, so a secret must be named by an
+        environment variable of the workers (`headers_from_env`, `env_from`), never given."""
+        if not isinstance(server, McpServer):
+            raise UserError(f"add_mcp_server takes an McpServer, not {server!r}")
+        server.check_storable()
+        agent = self.agent()
+        bind_config(agent, await self.get_config())
+        if any(s.name == server.name for s in agent.get_mcp_servers()):
+            raise UserError(
+                f"the agent {self.agent.name!r} declares an MCP server named {server.name!r} "
+                "already; give the conversation's server another name"
+            )
+        async with self.service.store.db.transaction() as conn:
+            conv = await self._ensure(conn)
+            await put_conversation_mcp_server(
+                conn, conv.uid, server.name, server.model_dump(mode="json")
+            )
+
+    async def remove_mcp_server(self, name: str) -> bool:
+        """Remove a server `add_mcp_server` added; False when there was none by that name."""
+        conv = await self._conversation()
+        if conv is None:
+            return False
+        async with self.service.store.db.transaction() as conn:
+            return await delete_conversation_mcp_server(conn, conv.uid, name)
+
+    async def mcp_servers(self) -> list[McpServer]:
+        """The servers added to this conversation (the agent's own are `get_mcp_servers()`)."""
+        conv = await self._conversation()
+        if conv is None:
+            return []
+        async with self.service.store.db.connection() as conn:
+            specs = await conversation_mcp_servers(conn, conv.uid)
+        return [McpServer.model_validate(spec) for spec in specs]
 
     async def get_context(self) -> dict[str, str]:
         """The memory blocks' contents by label (those written so far)."""

@@ -31,6 +31,7 @@ from think.agent._turn_hooks import (
     TurnContext,
     output_type,
 )
+from think.engine.activities._mcp import recorded_tools
 from think.exceptions import (
     HOOK_FAILED,
     ModelError,
@@ -138,15 +139,24 @@ def import_tool(path: str) -> Tool:
     return target
 
 
-def turn_tools(agent: Think, turn: TurnRecord) -> dict[str, Tool]:
-    """Every server tool the turn may call: the agent's, and those `before_turn` added.
-    Raises `HookFailed` when `get_tools` (or `configure_context`) raises or returns what is
-    not a tool."""
+def turn_tools(
+    agent: Think, turn: TurnRecord, mcp: dict[str, Any] | None = None
+) -> dict[str, Tool]:
+    """Every server tool the turn may call: the agent's, its MCP servers' as the turn
+    recorded them (or `mcp`, the record the first step is making), and those `before_turn`
+    added. Raises `HookFailed` when `get_tools` (or `configure_context`, or
+    `get_mcp_servers`) raises or returns what is not a tool."""
+    record = mcp if mcp is not None else (turn.config or {}).get("mcp")
     with agent_code("get_tools"):
         tools = agent.tools_by_name()
         for name, value in tools.items():
             if not isinstance(value, Tool):
                 raise TypeError(f"get_tools returned {value!r} (named {name!r}), not a @tool")
+    if record:
+        with agent_code("get_mcp_servers"):
+            for name, mcp_tool in recorded_tools(agent, record).items():
+                tools.setdefault(name, mcp_tool)  # a Python tool of the same name wins
+    with agent_code("get_tools"):
         for path in (turn.config or {}).get("tools", []):
             extra = import_tool(path)
             tools[extra.name] = extra
@@ -227,9 +237,11 @@ async def assemble(
     step: int,
     settings: Settings,
     prompt: PromptSetup | None = None,
+    mcp: dict[str, Any] | None = None,
 ) -> StepSetup:
     """The step's setup. Raises `HookFailed` when `before_turn` or `before_step` raises.
-    `prompt`: the frozen system prompt and its reminders, for an agent with context blocks."""
+    `prompt`: the frozen system prompt and its reminders, for an agent with context blocks;
+    `mcp`: the MCP tools the first step found, to be recorded with the turn."""
     # Context blocks (`think.engine.activities._context`): the frozen prompt, and reminders after
     # the transcript; read-time truncation of older messages (`think.sessions._truncation`).
     if prompt is not None:
@@ -246,7 +258,7 @@ async def assemble(
     transcript = truncate(transcript, agent.truncation_step)
     with agent_code("repair_interrupted_tool_part"):
         history = to_chat_messages("", transcript, agent.repair_interrupted_tool_part)
-    agent_tools = turn_tools(agent, turn)
+    agent_tools = turn_tools(agent, turn, mcp)
     with agent_code("get_model"):
         model_id: str | ModelClient = agent.get_model()
         if not isinstance(model_id, str | ModelClient):
@@ -275,6 +287,8 @@ async def assemble(
                 for path in config.get("tools", []):
                     extra = import_tool(path)
                     agent_tools[extra.name] = extra
+    if mcp is not None:
+        config, new_config = {**(config or {}), "mcp": mcp}, True
     config = config or {}
     system = config.get("system", system)
     history = config.get("messages", history)

@@ -32,11 +32,19 @@ from think._protocol import is_static_tool_part
 from think.agent._think import Think
 from think.engine.activities import _observe as observe
 from think.engine.activities._agent_tool import ParentProgress
-from think.engine.activities._assembly import HookFailed, StepSetup, assemble, overrides, turn_tools
+from think.engine.activities._assembly import (
+    HookFailed,
+    StepSetup,
+    agent_code,
+    assemble,
+    overrides,
+    turn_tools,
+)
 from think.engine.activities._cancels import cancel_noted, cancellable
 from think.engine.activities._compaction import Compactions
 from think.engine.activities._context import step_prompt
 from think.engine.activities._heartbeat import StreamStalled, heartbeating, within_stall_timeout
+from think.engine.activities._mcp import declared_servers, discover
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._step_budget import budget_message, budget_spent, time_left
 from think.engine.activities._step_outcomes import StepOutcomes
@@ -211,8 +219,20 @@ class StepAttempt:
         # Summaries in place of what they cover; compacts first if the window is near.
         transcript = await self.compactions.model_context(agent, turn, loaded.transcript, step)
         prompt = await step_prompt(agent, turn, step, self.res.store)  # context blocks
+        mcp = None
+        if step == 0 and "mcp" not in (turn.config or {}):
+            with agent_code("get_mcp_servers"):
+                declared = declared_servers(agent) if agent.include_mcp_tools else []
+            mcp = await discover(agent, turn, self.res.store, declared)  # recorded with the turn
         setup = await assemble(
-            agent, turn, transcript, builder.message, step, self.res.settings, prompt=prompt
+            agent,
+            turn,
+            transcript,
+            builder.message,
+            step,
+            self.res.settings,
+            prompt=prompt,
+            mcp=mcp,
         )
         specs = [t.spec for t in setup.tools.values()] + setup.client_specs
         native: OutputSpec | None = None

@@ -268,7 +268,8 @@ class ToolCalls:
 
 
 async def _with_policy(tool: Tool, context: ToolContext, arguments: dict[str, Any]) -> Any:
-    """Run the tool with its timeout, retrying its failures (never a `ToolError`) with backoff."""
+    """Run the tool with its timeout, retrying its failures (a `ToolError` only when it is
+    `retryable`) with backoff."""
     policy = tool.policy
     delay = policy.retry_initial_seconds
     async with heartbeating():
@@ -276,8 +277,11 @@ async def _with_policy(tool: Tool, context: ToolContext, arguments: dict[str, An
             try:
                 async with asyncio.timeout(policy.timeout_seconds):
                     return tool_output_json(await tool(context, **arguments))
-            except ToolError:
-                raise
+            except ToolError as exc:
+                if not exc.retryable or attempt >= policy.max_attempts:
+                    raise
+                await _pause(tool, attempt, exc, delay)
+                delay = min(delay * policy.retry_backoff, policy.retry_max_seconds)
             except Exception as exc:
                 if isinstance(exc, TimeoutError):
                     exc = ToolError(
@@ -285,17 +289,21 @@ async def _with_policy(tool: Tool, context: ToolContext, arguments: dict[str, An
                     )
                 if attempt >= policy.max_attempts:
                     raise exc from None
-                log.warning(
-                    "tool %s attempt %d of %d failed (%s); retrying in %.1f s",
-                    tool.name,
-                    attempt,
-                    policy.max_attempts,
-                    exc,
-                    delay,
-                )
-                await asyncio.sleep(delay)
+                await _pause(tool, attempt, exc, delay)
                 delay = min(delay * policy.retry_backoff, policy.retry_max_seconds)
     raise AssertionError("unreachable")
+
+
+async def _pause(tool: Tool, attempt: int, exc: Exception, delay: float) -> None:
+    log.warning(
+        "tool %s attempt %d of %d failed (%s); retrying in %.1f s",
+        tool.name,
+        attempt,
+        tool.policy.max_attempts,
+        exc,
+        delay,
+    )
+    await asyncio.sleep(delay)
 
 
 _OUTCOMES: dict[str, Literal["success", "error", "blocked", "substituted"]] = {
