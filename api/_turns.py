@@ -153,7 +153,9 @@ async def admitted(
     status = 202 if admission.accepted else 200
     queued_behind = None
     if mode == "wait":
-        turn, queued_behind = await wait_for_turn(res, turn, wait_timeout)
+        turn, queued_behind = await wait_for_turn(
+            res, turn, wait_timeout, queued=not admission.runs_now
+        )
         status = 200
     out = turn_out(
         turn,
@@ -166,7 +168,7 @@ async def admitted(
 
 
 async def wait_for_turn(
-    res: Resources, turn: TurnRecord, wait_timeout: float | None
+    res: Resources, turn: TurnRecord, wait_timeout: float | None, *, queued: bool = True
 ) -> tuple[TurnRecord, TurnRecord | None]:
     """Until the turn is terminal or paused for a person, or `wait_timeout` passes (API.md);
     and the turn ahead of it, when it is the reason the wait ended.
@@ -174,7 +176,12 @@ async def wait_for_turn(
     A turn queued behind one that waits for a person cannot start before someone decides,
     which may take days: such a wait answers at once, with the turn as it stands (pending)
     and the paused turn that holds it, instead of hanging for the whole `wait_timeout`.
+    A turn its admission started (`queued=False`) is at the head of its queue, so nothing can
+    hold it: it is only waited for, with no look at the queue.
     """
+    if not queued:
+        waited = wait_timeout or DEFAULT_WAIT
+        return await server.wait_for_turn(res.store, res.listener, turn.id, waited), None
     loop = asyncio.get_running_loop()
     deadline = loop.time() + (wait_timeout or DEFAULT_WAIT)
     step = 0.0  # the first look is immediate

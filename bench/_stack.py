@@ -38,6 +38,7 @@ def local_stack(
                 model_url=model.base_url if model else None,
                 home=home,
             )
+            full_env["THINK_TEST_EVENTS_LOG"] = "0"  # tests/agents.py's event recorder: off
             full_env.update(env or {})
             stack = Stack(env=full_env, logs=home, services=services)
             try:

@@ -252,9 +252,11 @@ class Hooked(Helper):
 
 
 def _record_event(event: events.ThinkEvent) -> None:
-    """Every event the worker emits, as JSON lines under THINK_HOME: what tests assert on."""
+    """Every event the worker emits, as JSON lines under THINK_HOME: what tests assert on.
+    The benchmarks host these agents too, and turn it off (THINK_TEST_EVENTS_LOG=0): a file
+    opened per event is the recorder's cost, not the product's."""
     home = os.environ.get("THINK_HOME")
-    if home:
+    if home and os.environ.get("THINK_TEST_EVENTS_LOG") != "0":
         with (Path(home) / "events.log").open("a") as log:
             log.write(event.model_dump_json() + "\n")
 

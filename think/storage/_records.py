@@ -115,6 +115,10 @@ class TurnRecord(BaseModel):
     seq: int = 0
     """Acceptance order: the conversation's running turn is its active turn with the
     smallest `seq`."""
+    conversation_has_mcp_servers: bool = True
+    """Whether MCP servers were added to the conversation (`Think.add_mcp_server`), as read
+    with the turn (an index probe in the same statement); True where a query did not say, so
+    that the first step looks for them rather than miss one."""
     version: str = ""
     """The row's version as read (Postgres's `xmin`): a write made with it
     (`append(..., version=)`) is refused with `TurnChanged` if anyone changed the row since,

@@ -79,7 +79,9 @@ class TurnStillActive(UserError):
 
 TURN_SELECT = """
     SELECT t.*, t.xmin::text AS version, c.id AS conversation_id, c.tenant AS tenant,
-           COALESCE(c.config, '{}') AS conversation_config, c.messages_revision
+           COALESCE(c.config, '{}') AS conversation_config, c.messages_revision,
+           EXISTS (SELECT 1 FROM conversation_mcp_servers s WHERE s.conversation_uid = c.uid)
+               AS conversation_has_mcp_servers
     FROM turns t JOIN conversations c ON c.uid = t.conversation_uid
 """
 """A turn with what it needs of its conversation: the one query every turn read builds on."""
@@ -90,12 +92,19 @@ _LOCK = _BY_ID + " FOR UPDATE OF t"
 # Any unique constraint: the (conversation, key) one, or the primary key when the caller chose
 # the id (`submission_id`). The loser of a race then reads the winner's row.
 _INSERT = """
-    INSERT INTO turns (id, conversation_uid, agent, idempotency_key, request_hash, request,
-                       status, message_id)
-    VALUES (%(id)s, %(c)s, %(agent)s, %(key)s, %(hash)s, %(request)s, 'pending', %(message_id)s)
-    ON CONFLICT DO NOTHING
-    RETURNING id
+    WITH inserted AS (
+        INSERT INTO turns (id, conversation_uid, agent, idempotency_key, request_hash, request,
+                           status, message_id)
+        VALUES (%(id)s, %(c)s, %(agent)s, %(key)s, %(hash)s, %(request)s, 'pending',
+                %(message_id)s)
+        ON CONFLICT DO NOTHING
+        RETURNING *, xmin::text AS version
+    )
+    SELECT inserted.*, c.id AS conversation_id, c.tenant AS tenant,
+           COALESCE(c.config, '{}') AS conversation_config, c.messages_revision
+    FROM inserted JOIN conversations c ON c.uid = inserted.conversation_uid
 """
+"""The new turn as `TURN_SELECT` reads one (none when a unique constraint refused it)."""
 
 _ACTIVE_TURNS = """
     SELECT t.id, t.seq, t.status, t.request FROM turns t
@@ -242,8 +251,7 @@ async def record(
             },
         )
         if inserted is not None:
-            turn = await _by_id(conn, turn_id)
-            assert turn is not None
+            turn = _record(inserted)
             return Admission(turn=turn, accepted=True, interrupt=interrupt, runs_now=not queue)
     # Lost a race with a concurrent request for the same key or id: its row is committed now.
     async with store.db.connection() as conn:

@@ -45,8 +45,10 @@ async def discover(
     when the agent leaves MCP tools out or has no server at all."""
     if not agent.include_mcp_tools:
         return None
-    async with store.db.connection() as conn:
-        stored = await conversation_mcp_servers(conn, turn.conversation_uid)
+    stored: list[dict[str, Any]] = []
+    if turn.conversation_has_mcp_servers:  # else no round trip to find none
+        async with store.db.connection() as conn:
+            stored = await conversation_mcp_servers(conn, turn.conversation_uid)
     added: list[McpServer] = []
     for spec in stored:
         try:
