@@ -1,6 +1,6 @@
 """A caller waiting for a turn to settle is woken by its status changes, not by every batch
-of its chunks: a trigger on `turns` announces `<turn id>/status` on the stream channel, and
-the listener wakes status waiters on that alone."""
+of its chunks: a trigger on `turns` announces `<turn id>/status/<new status>` on the stream
+channel, and the listener wakes status waiters on that alone, when the turn has settled."""
 
 from __future__ import annotations
 
@@ -53,12 +53,19 @@ async def test_a_status_change_is_announced_once_and_wakes_only_status_waiters(
                 chunks.clear()
                 await conn.execute("UPDATE turns SET error = error WHERE id = %s", (turn_id,))
                 await conn.execute("UPDATE turns SET status = status WHERE id = %s", (turn_id,))
+                # A change to a status nobody waits for is announced, and wakes no one.
                 await conn.execute(
-                    "UPDATE turns SET status = 'error' WHERE id = %s AND status = 'completed'",
+                    "UPDATE turns SET status = 'running' WHERE id = %s AND status = 'completed'",
+                    (turn_id,),
+                )
+                await asyncio.sleep(0.3)
+                assert not status.is_set()
+                await conn.execute(
+                    "UPDATE turns SET status = 'error' WHERE id = %s AND status = 'running'",
                     (turn_id,),
                 )
                 await asyncio.wait_for(status.wait(), 5)
-            assert await heard == [turn_id, f"{turn_id}/status"]
+            assert await heard == [turn_id, f"{turn_id}/status/running", f"{turn_id}/status/error"]
             assert not chunks.is_set()
     finally:
         await listener.stop()

@@ -135,6 +135,10 @@ class QueueLock(BaseModel, frozen=True):
     turn needs both, and passing them on saves taking the lock a second time."""
 
     active_leaf_id: str | None
+    followers: bool = True
+    """Whether other turns of the conversation are active (queued behind this one), as read
+    under the lock: one that ends with none has nobody to hand the queue to, and a submission
+    admitted after its commit finds the queue empty and starts itself."""
 
 
 class Admission(BaseModel):

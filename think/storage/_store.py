@@ -57,6 +57,15 @@ _TURN_SELECT = _submissions.TURN_SELECT
 _TURN_BY_ID = _TURN_SELECT + " WHERE t.id = %(id)s"
 _TURN_BY_ID_IN = _TURN_SELECT + " WHERE t.id = %(id)s AND t.conversation_uid = %(c)s"
 _LOCK_TURN = _TURN_BY_ID + " FOR UPDATE OF t"
+_LOCK_QUEUED_TURN = f"""
+    SELECT {_submissions.TURN_COLUMNS},
+           EXISTS (SELECT 1 FROM turns o WHERE o.conversation_uid = t.conversation_uid
+                   AND o.completed_at IS NULL AND o.id <> t.id) AS followers
+    {_submissions.TURN_FROM} WHERE t.id = %(id)s FOR UPDATE OF t
+"""
+"""`_LOCK_TURN`, and whether the turn has followers. Run after the conversation's lock is
+held: a statement's snapshot is taken as it starts, so every admission that committed before
+the lock was granted is seen, and every later one waits for this transaction."""
 _CLAIM_STEP = """
     UPDATE turns t
     SET fences = jsonb_set(t.fences, ARRAY[%(key)s],
@@ -414,9 +423,11 @@ class Store:
         conversation's lock before a turn's, and two transactions that took the same two locks
         in opposite orders would deadlock."""
         leaf = await fetch_one(conn, _LOCK_TURN_QUEUE, {"id": turn_id})
-        turn = await self.lock_turn(conn, turn_id)
-        assert leaf is not None  # the turn exists, so does its conversation
-        return turn, QueueLock(active_leaf_id=leaf["active_leaf_id"])
+        row = await fetch_one(conn, _LOCK_QUEUED_TURN, {"id": turn_id})
+        if leaf is None or row is None:
+            raise UserError(f"turn {turn_id!r} does not exist")
+        queue = QueueLock(active_leaf_id=leaf["active_leaf_id"], followers=row["followers"])
+        return _turn_record(row), queue
 
     async def update_turn(self, conn: Conn, turn_id: str, **values: Any) -> None:
         fragments, params = assignments(values)

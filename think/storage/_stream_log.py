@@ -22,8 +22,9 @@ CHANNEL = "think_chunks"
 CANCEL_CHANNEL = "think_cancel"
 """A turn's cancel was asked for (payload: the turn id): what a worker streaming it listens to."""
 STATUS_SUFFIX = "/status"
-"""On `CHANNEL`, a payload of the turn id and this suffix says the turn's status changed (sent
-by a trigger, migration 0009); a bare turn id says it has new chunks."""
+"""On `CHANNEL`, a payload of the turn id and this suffix, then `/` and the new status, says
+the turn's status changed (sent by a trigger, migrations 0009 and 0012; before 0012 the status
+was not named); a bare turn id says it has new chunks."""
 TERMINAL_CHUNKS = frozenset({"finish", "error", "abort"})
 
 

@@ -77,13 +77,14 @@ class TurnStillActive(UserError):
         self.status = status
 
 
-TURN_SELECT = """
-    SELECT t.*, t.xmin::text AS version, c.id AS conversation_id, c.tenant AS tenant,
-           COALESCE(c.config, '{}') AS conversation_config, c.messages_revision,
-           EXISTS (SELECT 1 FROM conversation_mcp_servers s WHERE s.conversation_uid = c.uid)
-               AS conversation_has_mcp_servers
-    FROM turns t JOIN conversations c ON c.uid = t.conversation_uid
+TURN_COLUMNS = """
+    t.*, t.xmin::text AS version, c.id AS conversation_id, c.tenant AS tenant,
+    COALESCE(c.config, '{}') AS conversation_config, c.messages_revision,
+    EXISTS (SELECT 1 FROM conversation_mcp_servers s WHERE s.conversation_uid = c.uid)
+        AS conversation_has_mcp_servers
 """
+TURN_FROM = "FROM turns t JOIN conversations c ON c.uid = t.conversation_uid"
+TURN_SELECT = f"SELECT {TURN_COLUMNS} {TURN_FROM}"
 """A turn with what it needs of its conversation: the one query every turn read builds on."""
 _BY_ID = TURN_SELECT + " WHERE t.id = %(id)s"
 _BY_KEY = TURN_SELECT + " WHERE t.conversation_uid = %(c)s AND t.idempotency_key = %(key)s"

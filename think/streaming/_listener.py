@@ -16,7 +16,10 @@ from collections.abc import Iterator
 
 import psycopg
 
+from think.storage._records import PAUSED_STATUSES, TERMINAL_STATUSES
 from think.storage._stream_log import CHANNEL, STATUS_SUFFIX
+
+_SETTLED = TERMINAL_STATUSES | PAUSED_STATUSES
 
 log = logging.getLogger("think.streaming.listener")
 
@@ -49,8 +52,9 @@ class ChunkListener:
     @contextlib.contextmanager
     def subscribe(self, turn_id: str, *, status_only: bool = False) -> Iterator[asyncio.Event]:
         """An event that is set whenever the turn may have new chunks or, with `status_only`,
-        only when its status may have changed (a trigger on `turns` announces that; a caller
-        waiting for a turn to settle then re-reads it a few times per turn, not per chunk)."""
+        only when it may have settled: its status changed to a terminal or paused one (a
+        trigger on `turns` announces each change with the new status), so a caller waiting for
+        a turn to settle re-reads it once or twice per turn, not per chunk or per change."""
         table = self._status_waiters if status_only else self._waiters
         event = asyncio.Event()
         table[turn_id].add(event)
@@ -66,8 +70,11 @@ class ChunkListener:
     def _wake(self, payload: str | None = None) -> None:
         if payload is None:
             targets = [*self._waiters.values(), *self._status_waiters.values()]
-        elif payload.endswith(STATUS_SUFFIX):
-            targets = [self._status_waiters.get(payload.removesuffix(STATUS_SUFFIX), set())]
+        elif STATUS_SUFFIX in payload:
+            turn_id, _, status = payload.partition(STATUS_SUFFIX)
+            if status.startswith("/") and status[1:] not in _SETTLED:
+                return  # it changed, to a status nobody waits for (pending, running)
+            targets = [self._status_waiters.get(turn_id, set())]
         else:
             targets = [self._waiters.get(payload, set())]
         for events in targets:

@@ -15,6 +15,7 @@ from think._settings import Settings
 from think.agent._conversation_methods import bind_config
 from think.agent._registry import AgentRegistry
 from think.agent._think import Think
+from think.engine.activities._turn_state import ended_alone
 from think.exceptions import NON_RETRYABLE_USER_ERROR, UserError
 from think.storage import PathCache, Store, TurnRecord
 from think.streaming import ChunkListener
@@ -53,7 +54,7 @@ class ActivityResources:
     async def hand_off(self, turn_id: str) -> None:
         """Start the workflow of the turn that waits behind this one, if any (the sweeper
         does it later if this fails)."""
-        if self.temporal is None:
+        if self.temporal is None or ended_alone(turn_id):
             return
         try:
             await hand_off(self.store, self.temporal, self.settings.task_queue, turn_id)

@@ -9,11 +9,22 @@ work is already done, which is what makes a retried activity harmless.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any
 
 from think._messages import UIMessage
 from think.storage import NOW, Conn, QueueLock, Store, TurnRecord, answer_parent, prepare_start
 from think.streaming import Fence, append
+
+_ENDED_ALONE: ContextVar[str | None] = ContextVar("think_ended_alone", default=None)
+"""The turn this activity ended with no turn queued behind it (`end_turn`)."""
+
+
+def ended_alone(turn_id: str) -> bool:
+    """Whether this activity ended `turn_id` and saw no turn behind it: then there is nobody to
+    hand the queue to, and the read that would look (`hand_off`) is saved. Only this task's
+    own `end_turn` counts (a context variable: a shielded task's does not reach here)."""
+    return _ENDED_ALONE.get() == turn_id
 
 
 async def start_turn(store: Store, conn: Conn, turn: TurnRecord, queue: QueueLock) -> TurnRecord:
@@ -96,6 +107,7 @@ async def end_turn(
         message=message,
         **columns,
     )
+    _ENDED_ALONE.set(None if queue.followers else turn.id)
 
 
 ABANDONED = (
