@@ -756,7 +756,9 @@ class McpImpatient(Helper):
             McpServer.stdio(
                 "mute",
                 command=sys.executable,
-                args=["-c", "import time; time.sleep(3600)"],
+                # Never answers, and exits when its stdin closes (its worker is gone), as a
+                # well-behaved stdio server does: a killed worker leaves no process behind.
+                args=["-c", "import sys; sys.stdin.read()"],
                 # Were it waited for, a turn would take ten minutes (its test would fail).
                 connect_timeout_seconds=600,
             )
