@@ -17,8 +17,9 @@ import pytest
 from temporalio.client import Client, WorkflowHistory
 
 from tests._replay import HISTORIES, replayer
+from tests._sse import deltas, read_until
 from tests._turn_helpers import helper_path
-from think.testing import FakeOpenAIServer, text, tool_call
+from think.testing import FakeOpenAIServer, reply, text, tool_call
 from think.workflows._names import turn_workflow_id
 
 
@@ -93,3 +94,23 @@ async def test_paused_turn_histories_replay(
         path = HISTORIES / f"{name}.json"
         if os.environ.get("THINK_RECORD_HISTORIES") and not path.exists():
             path.write_text(history.to_json())
+
+
+async def test_cancelled_turn_history_replays(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, temporal: Client, cid: str
+) -> None:
+    """A streaming turn whose workflow was cancelled from Temporal ("Request cancellation" in
+    the UI): the workflow tells that cancel from a lost task by its main task's `cancelling()`,
+    and a replay must take the same branch."""
+    fake_model.script(cid, reply(text(*[f"w{i} " for i in range(60)]), delay=0.25))
+    turn = (await api.post(f"{helper_path(cid)}/turns", json={"input": "long"})).json()
+    await read_until(api, turn["stream_url"], deltas(3))
+    handle = temporal.get_workflow_handle(turn_workflow_id("helper", cid, turn["turn_id"]))
+    await handle.cancel()
+    assert (await handle.result())["status"] == "aborted"
+    history = await handle.fetch_history()
+    result = await replayer().replay_workflow(history, raise_on_replay_failure=True)
+    assert result.replay_failure is None
+    path = HISTORIES / "cancelled-turn.json"
+    if os.environ.get("THINK_RECORD_HISTORIES") and not path.exists():
+        path.write_text(history.to_json())
