@@ -116,9 +116,9 @@ class TurnRecord(BaseModel):
     """Acceptance order: the conversation's running turn is its active turn with the
     smallest `seq`."""
     conversation_has_mcp_servers: bool = True
-    """Whether MCP servers were added to the conversation (`Think.add_mcp_server`), as read
-    with the turn (an index probe in the same statement); True where a query did not say, so
-    that the first step looks for them rather than miss one."""
+    """Whether MCP servers were added to the conversation (`Think.add_mcp_server`), as the
+    first step's read of the turn says (`Store.lock_queue_turn`, an index probe in the same
+    statement); True where a read did not ask, so that nothing misses one."""
     version: str = ""
     """The row's version as read (Postgres's `xmin`): a write made with it
     (`append(..., version=)`) is refused with `TurnChanged` if anyone changed the row since,

@@ -60,20 +60,22 @@ _LOCK_TURN = _TURN_BY_ID + " FOR UPDATE OF t"
 _LOCK_QUEUED_TURN = f"""
     SELECT {_submissions.TURN_COLUMNS},
            EXISTS (SELECT 1 FROM turns o WHERE o.conversation_uid = t.conversation_uid
-                   AND o.completed_at IS NULL AND o.id <> t.id) AS followers
+                   AND o.completed_at IS NULL AND o.id <> t.id) AS followers,
+           EXISTS (SELECT 1 FROM conversation_mcp_servers s WHERE s.conversation_uid = c.uid)
+               AS conversation_has_mcp_servers
     {_submissions.TURN_FROM} WHERE t.id = %(id)s FOR UPDATE OF t
 """
-"""`_LOCK_TURN`, and whether the turn has followers. Run after the conversation's lock is
-held: a statement's snapshot is taken as it starts, so every admission that committed before
-the lock was granted is seen, and every later one waits for this transaction."""
-_CLAIM_STEP = """
+"""`_LOCK_TURN`, whether the turn has followers, and whether its conversation has MCP
+servers of its own (the one read that needs to know: the first step's). Run after the
+conversation's lock is held: a statement's snapshot is taken as it starts, so every admission
+that committed before the lock was granted is seen, and every later one waits for it."""
+_CLAIM_STEP = f"""
     UPDATE turns t
     SET fences = jsonb_set(t.fences, ARRAY[%(key)s],
         to_jsonb(COALESCE((t.fences ->> %(key)s)::int, 0) + 1))
     FROM conversations c
     WHERE t.id = %(id)s AND c.uid = t.conversation_uid
-    RETURNING t.*, t.xmin::text AS version, c.id AS conversation_id, c.tenant AS tenant,
-              COALESCE(c.config, '{}') AS conversation_config, c.messages_revision,
+    RETURNING {_submissions.TURN_COLUMNS},
               (t.fences ->> %(key)s)::int AS claimed_attempt
 """
 _LOCK_TURN_QUEUE = (

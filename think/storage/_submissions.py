@@ -77,12 +77,12 @@ class TurnStillActive(UserError):
         self.status = status
 
 
-TURN_COLUMNS = """
-    t.*, t.xmin::text AS version, c.id AS conversation_id, c.tenant AS tenant,
-    COALESCE(c.config, '{}') AS conversation_config, c.messages_revision,
-    EXISTS (SELECT 1 FROM conversation_mcp_servers s WHERE s.conversation_uid = c.uid)
-        AS conversation_has_mcp_servers
+CONVERSATION_COLUMNS = """
+    c.id AS conversation_id, c.tenant AS tenant,
+    COALESCE(c.config, '{}') AS conversation_config, c.messages_revision
 """
+"""What a turn record carries of its conversation (`c`)."""
+TURN_COLUMNS = f"t.*, t.xmin::text AS version, {CONVERSATION_COLUMNS}"
 TURN_FROM = "FROM turns t JOIN conversations c ON c.uid = t.conversation_uid"
 TURN_SELECT = f"SELECT {TURN_COLUMNS} {TURN_FROM}"
 """A turn with what it needs of its conversation: the one query every turn read builds on."""
@@ -92,7 +92,7 @@ _LOCK = _BY_ID + " FOR UPDATE OF t"
 
 # Any unique constraint: the (conversation, key) one, or the primary key when the caller chose
 # the id (`submission_id`). The loser of a race then reads the winner's row.
-_INSERT = """
+_INSERT = f"""
     WITH inserted AS (
         INSERT INTO turns (id, conversation_uid, agent, idempotency_key, request_hash, request,
                            status, message_id)
@@ -101,8 +101,7 @@ _INSERT = """
         ON CONFLICT DO NOTHING
         RETURNING *, xmin::text AS version
     )
-    SELECT inserted.*, c.id AS conversation_id, c.tenant AS tenant,
-           COALESCE(c.config, '{}') AS conversation_config, c.messages_revision
+    SELECT inserted.*, {CONVERSATION_COLUMNS}
     FROM inserted JOIN conversations c ON c.uid = inserted.conversation_uid
 """
 """The new turn as `TURN_SELECT` reads one (none when a unique constraint refused it)."""

@@ -71,7 +71,7 @@ class ChunkListener:
         if payload is None:
             targets = [*self._waiters.values(), *self._status_waiters.values()]
         elif STATUS_SUFFIX in payload:
-            turn_id, _, status = payload.partition(STATUS_SUFFIX)
+            turn_id, _, status = payload.rpartition(STATUS_SUFFIX)
             if status.startswith("/") and status[1:] not in _SETTLED:
                 return  # it changed, to a status nobody waits for (pending, running)
             targets = [self._status_waiters.get(turn_id, set())]
