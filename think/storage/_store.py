@@ -69,6 +69,21 @@ _LOCK_QUEUED_TURN = f"""
 servers of its own (the one read that needs to know: the first step's). Run after the
 conversation's lock is held: a statement's snapshot is taken as it starts, so every admission
 that committed before the lock was granted is seen, and every later one waits for it."""
+_CLAIM_QUEUED_TURN = f"""
+    UPDATE turns t
+    SET fences = jsonb_set(t.fences, ARRAY[%(key)s],
+        to_jsonb(COALESCE((t.fences ->> %(key)s)::int, 0) + 1))
+    FROM conversations c
+    WHERE t.id = %(id)s AND c.uid = t.conversation_uid
+    RETURNING {_submissions.TURN_COLUMNS},
+              (t.fences ->> %(key)s)::int AS claimed_attempt,
+              EXISTS (SELECT 1 FROM turns o WHERE o.conversation_uid = t.conversation_uid
+                      AND o.completed_at IS NULL AND o.id <> t.id) AS followers,
+              EXISTS (SELECT 1 FROM conversation_mcp_servers s WHERE s.conversation_uid = c.uid)
+                  AS conversation_has_mcp_servers
+"""
+"""`_LOCK_QUEUED_TURN` and a fence's claim in one statement: the `UPDATE` takes the same row
+lock the `FOR UPDATE` would, after the conversation's."""
 _CLAIM_STEP = f"""
     UPDATE turns t
     SET fences = jsonb_set(t.fences, ARRAY[%(key)s],
@@ -430,6 +445,21 @@ class Store:
             raise UserError(f"turn {turn_id!r} does not exist")
         queue = QueueLock(active_leaf_id=leaf["active_leaf_id"], followers=row["followers"])
         return _turn_record(row), queue
+
+    async def claim_queued_turn(
+        self, conn: Conn, turn_id: str, key: str
+    ) -> tuple[TurnRecord, QueueLock, int]:
+        """`lock_queue_turn` and `claim_step` in one statement: the first model step's, which
+        starts the turn and claims its fence in one transaction. Returns the attempt's number
+        as well (a step that turns out to be recorded already, or a turn that has ended, has
+        counted an attempt that writes nothing, which no writer notices)."""
+        leaf = await fetch_one(conn, _LOCK_TURN_QUEUE, {"id": turn_id})
+        row = await fetch_one(conn, _CLAIM_QUEUED_TURN, {"id": turn_id, "key": key})
+        if leaf is None or row is None:
+            raise UserError(f"turn {turn_id!r} does not exist")
+        attempt = int(row.pop("claimed_attempt"))
+        queue = QueueLock(active_leaf_id=leaf["active_leaf_id"], followers=row["followers"])
+        return _turn_record(row), queue, attempt
 
     async def update_turn(self, conn: Conn, turn_id: str, **values: Any) -> None:
         fragments, params = assignments(values)
