@@ -361,8 +361,13 @@ class Store:
     storm of identical requests produce one turn: every loser's insert waits for the winner's
     commit, does nothing, and then reads the winner's row."""
 
-    async def _check_request(self, conn: Conn, conversation_uid: str, request: TurnRequest) -> None:
-        """Refuse what the turn could not apply later: a missing parent, reused message ids."""
+    async def _check_request(
+        self, conn: Conn, conversation_uid: str, request: TurnRequest, *, new_conversation: bool
+    ) -> None:
+        """Refuse what the turn could not apply later: a missing parent, reused message ids.
+        A conversation this transaction created has no messages to look in."""
+        if request.parent_id is not None and new_conversation:
+            raise ParentNotFound(request.parent_id)
         if request.parent_id is not None:
             found = await fetch_one(
                 conn,
@@ -375,6 +380,8 @@ class Store:
         repeated = sorted({i for i in ids if ids.count(i) > 1})
         if repeated:
             raise MessageIdConflict(repeated[0], "appears twice in the input")
+        if new_conversation:
+            return
         taken = await fetch_one(
             conn,
             "SELECT id FROM messages WHERE conversation_uid = %(c)s AND id = ANY(%(ids)s) LIMIT 1",
