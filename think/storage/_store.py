@@ -57,33 +57,21 @@ _TURN_SELECT = _submissions.TURN_SELECT
 _TURN_BY_ID = _TURN_SELECT + " WHERE t.id = %(id)s"
 _TURN_BY_ID_IN = _TURN_SELECT + " WHERE t.id = %(id)s AND t.conversation_uid = %(c)s"
 _LOCK_TURN = _TURN_BY_ID + " FOR UPDATE OF t"
+_QUEUE_FACTS = """
+    EXISTS (SELECT 1 FROM turns o WHERE o.conversation_uid = t.conversation_uid
+            AND o.completed_at IS NULL AND o.id <> t.id) AS followers,
+    EXISTS (SELECT 1 FROM conversation_mcp_servers s WHERE s.conversation_uid = c.uid)
+        AS conversation_has_mcp_servers
+"""
+"""Whether the turn has followers, and whether its conversation has MCP servers of its own (the
+one read that needs to know: the first step's). Read after the conversation's lock is held: a
+statement's snapshot is taken as it starts, so every admission that committed before the lock
+was granted is seen, and every later one waits for it."""
 _LOCK_QUEUED_TURN = f"""
-    SELECT {_submissions.TURN_COLUMNS},
-           EXISTS (SELECT 1 FROM turns o WHERE o.conversation_uid = t.conversation_uid
-                   AND o.completed_at IS NULL AND o.id <> t.id) AS followers,
-           EXISTS (SELECT 1 FROM conversation_mcp_servers s WHERE s.conversation_uid = c.uid)
-               AS conversation_has_mcp_servers
+    SELECT {_submissions.TURN_COLUMNS}, {_QUEUE_FACTS}
     {_submissions.TURN_FROM} WHERE t.id = %(id)s FOR UPDATE OF t
 """
-"""`_LOCK_TURN`, whether the turn has followers, and whether its conversation has MCP
-servers of its own (the one read that needs to know: the first step's). Run after the
-conversation's lock is held: a statement's snapshot is taken as it starts, so every admission
-that committed before the lock was granted is seen, and every later one waits for it."""
-_CLAIM_QUEUED_TURN = f"""
-    UPDATE turns t
-    SET fences = jsonb_set(t.fences, ARRAY[%(key)s],
-        to_jsonb(COALESCE((t.fences ->> %(key)s)::int, 0) + 1))
-    FROM conversations c
-    WHERE t.id = %(id)s AND c.uid = t.conversation_uid
-    RETURNING {_submissions.TURN_COLUMNS},
-              (t.fences ->> %(key)s)::int AS claimed_attempt,
-              EXISTS (SELECT 1 FROM turns o WHERE o.conversation_uid = t.conversation_uid
-                      AND o.completed_at IS NULL AND o.id <> t.id) AS followers,
-              EXISTS (SELECT 1 FROM conversation_mcp_servers s WHERE s.conversation_uid = c.uid)
-                  AS conversation_has_mcp_servers
-"""
-"""`_LOCK_QUEUED_TURN` and a fence's claim in one statement: the `UPDATE` takes the same row
-lock the `FOR UPDATE` would, after the conversation's."""
+"""`_LOCK_TURN` with the `_QUEUE_FACTS`."""
 _CLAIM_STEP = f"""
     UPDATE turns t
     SET fences = jsonb_set(t.fences, ARRAY[%(key)s],
@@ -93,6 +81,9 @@ _CLAIM_STEP = f"""
     RETURNING {_submissions.TURN_COLUMNS},
               (t.fences ->> %(key)s)::int AS claimed_attempt
 """
+_CLAIM_QUEUED_TURN = f"{_CLAIM_STEP}, {_QUEUE_FACTS}"
+"""`_CLAIM_STEP` with the `_QUEUE_FACTS`: the `UPDATE` takes the row lock `_LOCK_QUEUED_TURN`'s
+`FOR UPDATE` would, after the conversation's."""
 _LOCK_TURN_QUEUE = (
     "SELECT active_leaf_id FROM conversations "
     "WHERE uid = (SELECT conversation_uid FROM turns WHERE id = %(id)s) FOR UPDATE"
