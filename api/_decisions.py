@@ -70,39 +70,50 @@ async def decide(
 ) -> tuple[TurnRecord, bool]:
     """Record and send a decision; the turn as it stands, and whether the decision shows in
     it yet."""
-    part = _approval_part(turn, decision.approval_id)
-    if part is None:
+    if _approval_part(turn, decision.approval_id) is None:
         raise Problem(404, f"turn {turn.id!r} has no approval request {decision.approval_id!r}")
     already = Problem(409, f"approval {decision.approval_id!r} is already decided")
-    if _decided(decision.approval_id)(turn) or turn.status in TERMINAL_STATUSES:
-        raise already
-    await _record(res, turn, "approval", decision.approval_id, decision, already)
-    await _send(res, turn, APPROVE, decision)
-    return await _until(res, turn, _decided(decision.approval_id))
+    shown = _decided(decision.approval_id)
+    return await _answer(res, turn, "approval", decision.approval_id, decision, shown, already)
 
 
 async def submit_tool_result(
     res: Resources, turn: TurnRecord, result: ToolResultSubmission
 ) -> tuple[TurnRecord, bool]:
+    """Record and send a client tool's result; as `decide` answers."""
     part = _tool_part(turn, result.tool_call_id)
     if part is None or tool_part_name(part) not in client_tool_names(turn):
         raise Problem(
             404, f"turn {turn.id!r} has no client tool call {result.tool_call_id!r} to answer"
         )
     already = Problem(409, f"tool call {result.tool_call_id!r} already has a result")
-    if _answered(result.tool_call_id)(turn) or turn.status in TERMINAL_STATUSES:
-        raise already
-    await _record(res, turn, "tool-result", result.tool_call_id, result, already)
-    await _send(res, turn, SUBMIT_TOOL_RESULT, result)
-    return await _until(res, turn, _answered(result.tool_call_id))
+    shown = _answered(result.tool_call_id)
+    return await _answer(res, turn, "tool-result", result.tool_call_id, result, shown, already)
 
 
-async def _record(
-    res: Resources, turn: TurnRecord, kind: AnswerKind, key: str, answer: BaseModel, taken: Problem
-) -> None:
+_SIGNALS: dict[AnswerKind, str] = {"approval": APPROVE, "tool-result": SUBMIT_TOOL_RESULT}
+"""The turn workflow's Signal that carries each kind of answer."""
+
+
+async def _answer(
+    res: Resources,
+    turn: TurnRecord,
+    kind: AnswerKind,
+    key: str,
+    answer: BaseModel,
+    shown: Callable[[TurnRecord], bool],
+    taken: Problem,
+) -> tuple[TurnRecord, bool]:
+    """Refuse an answer the turn already shows or can no longer take (`taken`, a 409), record
+    it (where a race between two answers to the same request is settled: the loser is told
+    `taken` too), signal it, and wait a moment for the turn to show it (`shown`)."""
+    if shown(turn) or turn.status in TERMINAL_STATUSES:
+        raise taken
     async with res.store.db.transaction() as conn:
         if not await record_answer(conn, turn.id, kind, key, answer.model_dump(mode="json")):
             raise taken
+    await _send(res, turn, _SIGNALS[kind], answer)
+    return await _until(res, turn, shown)
 
 
 async def _send(res: Resources, turn: TurnRecord, signal: str, payload: BaseModel) -> None:

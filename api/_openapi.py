@@ -10,6 +10,7 @@ documented without anyone listing them by hand. Every error body is a problem do
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI
@@ -52,6 +53,11 @@ def statuses(method: str, path: str, operation: dict[str, Any]) -> set[int]:
     if (method, path.rsplit("/", 1)[-1]) in _LIMITED:
         found |= {429}
     return found
+
+
+def described(statuses: Mapping[int, str]) -> dict[int | str, dict[str, Any]]:
+    """A route's own statuses with what each means, as FastAPI's `responses` takes them."""
+    return {status: {"description": why} for status, why in statuses.items()}
 
 
 def _problem_content() -> dict[str, Any]:

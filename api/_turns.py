@@ -4,33 +4,39 @@ selection of `think.server.turn_view`) and the answer of a route that admits a t
 
 Admission is two steps: a Postgres transaction (which decides idempotency and the order of
 the conversation's turns, and outlives Temporal's retention), then the start of the turn's
-workflow when it is the conversation's turn to run.
+workflow when it is the conversation's turn to run. Both routes that admit a turn (a
+submission, a regenerate) go through `submit` or `regenerate` here, which spend the tenant's
+limits first and answer with `_admitted`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Literal
 
-from fastapi import Request
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
+from fastapi.types import DecoratedCallable
 
+from api._openapi import described
 from api._sse import stream_response
 from api.deps import Resources
 from api.errors import Problem
-from api.schemas import QueuedBehind, SubmitTurnBody, TurnOut
+from api.schemas import QueuedBehind, RegenerateBody, SubmitTurnBody, TurnOut
 from think import server
 from think.server import DispatchFailed, Think
-from think.storage import PAUSED_STATUSES, Admission, TurnRecord, queue_head
+from think.storage import PAUSED_STATUSES, Admission, Conversation, TurnRecord, queue_head
 
 log = logging.getLogger("think.api.turns")
 
 __all__ = [
-    "admitted",
+    "admission_route",
+    "base_url",
     "cancel",
-    "dispatch",
+    "regenerate",
     "submit",
     "turn_out",
     "wait_for_turn",
@@ -44,42 +50,81 @@ SHOWN_AS_VIEWED = frozenset(TurnOut.model_fields) - {"message"}
 the turn has settled or the request waited for it."""
 
 
+def admission_route(
+    router: APIRouter, path: str, refusals: Mapping[int, str]
+) -> Callable[[DecoratedCallable], DecoratedCallable]:
+    """Declare a route that admits a turn (`submit`, `regenerate`) as `_admitted` answers:
+    202 for a new turn, 200 for a repeat or in wait and stream mode; and `refusals`, the
+    route's own statuses."""
+    return router.post(
+        path,
+        status_code=202,
+        response_model=TurnOut,
+        responses={
+            200: {"description": "A repeat of a known Idempotency-Key, or wait/stream mode"},
+            **described(refusals),
+        },
+    )
+
+
 async def submit(
     res: Resources,
+    agent: type[Think],
+    body: SubmitTurnBody,
     *,
     tenant: str,
-    agent: type[Think],
     conversation_id: str,
-    body: SubmitTurnBody,
     idempotency_key: str | None,
-) -> Admission:
-    try:
-        return await server.admit_submission(
-            res.store,
-            res.temporal,
-            res.settings.task_queue,
-            agent,
+) -> Response:
+    """Admit a submission (creating the conversation if needed) and answer for it."""
+    with _limited(res, tenant, body.mode) as release:
+        try:
+            admission = await server.admit_submission(
+                res.store,
+                res.temporal,
+                res.settings.task_queue,
+                agent,
+                tenant=tenant,
+                conversation_id=conversation_id,
+                messages=body.messages(),
+                input=body.input_json(),
+                parent_id=body.parent_id,
+                body=body.body,
+                client_tools=[t.model_dump() for t in body.client_tools],
+                concurrency=body.concurrency,
+                submission_id=body.submission_id,
+                idempotency_key=idempotency_key,
+            )
+        except DispatchFailed as exc:
+            raise _unavailable(exc) from exc
+        return await _admitted(res, admission, body.mode, body.wait_timeout, release)
+
+
+async def regenerate(
+    res: Resources,
+    agent: type[Think],
+    conv: Conversation,
+    body: RegenerateBody,
+    *,
+    tenant: str,
+    idempotency_key: str | None,
+) -> Response:
+    """Admit a regenerate of `body.message_id`'s answer, start it as admission starts any
+    submission (`server.dispatch`), and answer for it."""
+    with _limited(res, tenant, body.mode) as release:
+        admission = await res.store.regenerate(
             tenant=tenant,
-            conversation_id=conversation_id,
-            messages=body.messages(),
-            input=body.input_json(),
-            parent_id=body.parent_id,
-            body=body.body,
-            client_tools=[t.model_dump() for t in body.client_tools],
-            concurrency=body.concurrency,
-            submission_id=body.submission_id,
+            agent=agent.name,
+            conversation_id=conv.id,
+            message_id=body.message_id,
             idempotency_key=idempotency_key,
+            body=body.body,
         )
-    except DispatchFailed as exc:
-        raise _unavailable(exc) from exc
-
-
-async def dispatch(res: Resources, admission: Admission) -> None:
-    """Start a recorded regenerate as admission starts any submission (`server.dispatch`)."""
-    try:
-        await server.dispatch(res.store, res.temporal, res.settings.task_queue, admission)
-    except DispatchFailed as exc:
-        raise _unavailable(exc) from exc
+        try:
+            await server.dispatch(res.store, res.temporal, res.settings.task_queue, admission)
+        except DispatchFailed as exc:
+            raise _unavailable(exc) from exc
+        return await _admitted(res, admission, body.mode, body.wait_timeout, release)
 
 
 def _unavailable(exc: DispatchFailed) -> Problem:
@@ -90,14 +135,13 @@ def _unavailable(exc: DispatchFailed) -> Problem:
     )
 
 
-def base_url(request: Request) -> str:
+def base_url(res: Resources) -> str:
     """What the URLs a `Turn` carries start with: THINK_PUBLIC_URL, or nothing (a path).
 
     Not `request.base_url`: that is the Host header, which the client chooses, so a forged
     Host would have put another site into the URLs a gateway hands out (and a cache could
     keep them for everyone)."""
-    public: str | None = request.app.state.resources.settings.public_url
-    return public or ""
+    return res.settings.public_url or ""
 
 
 def _turn_url(turn: TurnRecord, base: str) -> str:
@@ -107,13 +151,14 @@ def _turn_url(turn: TurnRecord, base: str) -> str:
 def turn_out(
     turn: TurnRecord,
     *,
-    accepted: bool,
     base: str,
-    with_message: bool,
+    accepted: bool = True,
+    with_message: bool = False,
     queued_behind: TurnRecord | None = None,
 ) -> TurnOut:
     """HTTP's `Turn`: the shared turn view, with the message only in wait mode or once the
-    turn has settled, and the URLs to follow it."""
+    turn has settled, and the URLs to follow it. By default as a read shows it: `accepted`
+    is about the call that admitted the turn, which a read is not."""
     view = server.turn_view(turn, accepted=accepted)
     url = _turn_url(turn, base)
     shown = {name: value for name, value in view if name in SHOWN_AS_VIEWED}
@@ -135,17 +180,16 @@ def turn_out(
     )
 
 
-async def admitted(
-    request: Request,
+async def _admitted(
     res: Resources,
     admission: Admission,
-    *,
     mode: Literal["submit", "wait", "stream"],
     wait_timeout: float | None,
-    release: Callable[[], None] | None = None,
+    release: Callable[[], None] | None,
 ) -> Response:
-    """The answer of a route that admitted a turn (a submission, a regenerate): the stream,
-    the turn once it settles (wait), or the record (202 new, 200 a repeat)."""
+    """The answer of a route that admitted a turn: the stream (which owns the stream slot
+    `release` gives back), the turn once it settles (wait), or the record (202 new, 200 a
+    repeat)."""
     turn = admission.turn
     if mode == "stream":
         assert release is not None, "a stream's slot is taken before its turn is admitted"
@@ -159,8 +203,8 @@ async def admitted(
         status = 200
     out = turn_out(
         turn,
+        base=base_url(res),
         accepted=admission.accepted,
-        base=base_url(request),
         with_message=mode == "wait",
         queued_behind=queued_behind,
     )
@@ -203,14 +247,16 @@ async def cancel(res: Resources, turn: TurnRecord, reason: str) -> bool:
     return await server.cancel_turn(res.store, res.temporal, res.settings.task_queue, turn, reason)
 
 
-def limited(res: Resources, tenant: str, mode: str) -> Callable[[], None] | None:
-    """Before admitting a turn: spend one of the tenant's submissions, and for stream mode
-    take one of its stream slots (returned, for `admitted`), so a refusal admits nothing."""
+@contextmanager
+def _limited(res: Resources, tenant: str, mode: str) -> Iterator[Callable[[], None] | None]:
+    """Around admitting a turn: spend one of the tenant's submissions first, and for stream
+    mode take one of its stream slots (yielded, for `_admitted`), so a refusal admits
+    nothing; should the admission or its answer fail, the slot is given back."""
     release = res.limits.open_stream(tenant) if mode == "stream" else None
     try:
         res.limits.take_submission(tenant)
+        yield release
     except BaseException:
         if release is not None:
             release()
         raise
-    return release

@@ -1,7 +1,8 @@
 """Request and response bodies of the HTTP API (API.md), separate from storage records.
 
-`TurnOut` is a selection of the turn view every door shares (`think.server.TurnView`), whose
-`PendingApproval` and `PendingClientTool` it shows as they are."""
+`TurnOut` is a selection of the turn view every door shares (`think.server.TurnView`): the
+fields both show (`think.server.TurnFields`), the view's `PendingApproval` and
+`PendingClientTool` as they are, and the URLs to follow the turn."""
 
 from __future__ import annotations
 
@@ -21,10 +22,13 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
-from think.server import ID, PendingApproval, PendingClientTool, UIMessage
+from think.server import ID, PendingApproval, PendingClientTool, TurnFields, UIMessage
 from think.storage import MessageConcurrency
 
 ID_PATTERN = f"^{ID.pattern}$"
+EXTENSION: dict[str, Any] = {"x-think-extension": True}
+"""The OpenAPI mark of what API.md's v1 contract does not list (an addition, as the contract
+allows): an operation's `openapi_extra`, a field's `json_schema_extra`."""
 
 
 MAX_DEPTH = 100  # of JSON nesting in a body field; pydantic cannot serialize past ~255
@@ -81,6 +85,10 @@ class CreateConversation(_Body):
 
 
 class ConversationOut(BaseModel):
+    # Read from the stored record's attributes (`think.storage.Conversation`). A comment, not
+    # a docstring: a docstring would become the schema's description in the OpenAPI document.
+    model_config = ConfigDict(from_attributes=True)
+
     id: str
     agent: str
     created_at: datetime
@@ -284,28 +292,7 @@ class QueuedBehind(BaseModel):
     status_url: str
 
 
-class TurnOut(BaseModel):
-    turn_id: str
-    conversation_id: str
-    agent: str
-    status: str
-    accepted: bool
-    idempotency_key: str | None
-    created_at: datetime
-    started_at: datetime | None
-    completed_at: datetime | None
-    message_id: str | None
-    message: dict[str, Any] | None
-    error: str | None
-    usage: dict[str, Any] = Field(default_factory=dict)
-    output: Any = Field(
-        default=None, description="The validated structured output, when the turn asked for one"
-    )
-    answered_by: str | None = Field(
-        default=None,
-        description="For a submission merged into another turn (message_concurrency merge or "
-        "debounce; it ends skipped): the turn that appended its messages and answered them",
-    )
+class TurnOut(TurnFields):
     pending_approvals: list[PendingApproval] = Field(default_factory=list)
     pending_client_tools: list[PendingClientTool] = Field(default_factory=list)
     queued_behind: QueuedBehind | None = Field(
@@ -319,7 +306,7 @@ class TurnOut(BaseModel):
     workflow_id: str = Field(
         description="The turn's workflow in Temporal (an addition to API.md): what the Temporal "
         "UI and CLI name it by, for operators and the chat page's link.",
-        json_schema_extra={"x-think-extension": True},
+        json_schema_extra=EXTENSION,
     )
 
 
@@ -382,6 +369,9 @@ class TriggeredOut(BaseModel):
 
 
 class WorkspaceEntryOut(BaseModel):
+    # Read from the stored entry's attributes (`think.storage.WorkspaceEntry`).
+    model_config = ConfigDict(from_attributes=True)
+
     path: str
     size: int
     media_type: str

@@ -324,27 +324,12 @@ class ReasoningUIPart(TypedDict):
     providerMetadata: NotRequired[ProviderMetadata]
 
 
-class CustomUIPart(TypedDict):
-    type: Literal["custom"]
-    kind: str
-    providerMetadata: NotRequired[ProviderMetadata]
-
-
-class SourceUrlUIPart(TypedDict):
-    type: Literal["source-url"]
-    sourceId: str
-    url: str
-    title: NotRequired[str]
-    providerMetadata: NotRequired[ProviderMetadata]
-
-
-class SourceDocumentUIPart(TypedDict):
-    type: Literal["source-document"]
-    sourceId: str
-    mediaType: str
-    title: str
-    filename: NotRequired[str]
-    providerMetadata: NotRequired[ProviderMetadata]
+# A custom or a source chunk folds into a part of exactly its fields (so does a steering
+# message, below): the SDK's schemas agree, and tests/test_protocol.py checks both sides, so
+# one type serves as chunk and part.
+CustomUIPart: TypeAlias = CustomChunk
+SourceUrlUIPart: TypeAlias = SourceUrlChunk
+SourceDocumentUIPart: TypeAlias = SourceDocumentChunk
 
 
 class FileUIPart(TypedDict):
@@ -363,10 +348,7 @@ class ReasoningFileUIPart(TypedDict):
     providerMetadata: NotRequired[ProviderMetadata]
 
 
-class SteeringMessageUIPart(TypedDict):
-    type: Literal["steering-message"]
-    id: str
-    parts: list[dict[str, JSONValue]]  # text and file parts
+SteeringMessageUIPart: TypeAlias = SteeringMessageChunk
 
 
 class StepStartUIPart(TypedDict):

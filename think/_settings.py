@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -140,22 +140,9 @@ class Settings(BaseModel):
                 f"THINK_PUBLIC_URL={settings.public_url!r}: expected an http:// or https:// URL "
                 "such as https://chat.example.com"
             )
-        if env.get("THINK_WORKER_METRICS_PORT"):
-            settings.worker_metrics_port = _port(env, "THINK_WORKER_METRICS_PORT")
-        for name, field in (
-            ("THINK_HEADER_TIMEOUT_SECONDS", "header_timeout_seconds"),
-            ("THINK_KEEP_ALIVE_SECONDS", "keep_alive_seconds"),
-        ):
+        for name, field, parse in _CHECKED_NUMBERS:
             if env.get(name):
-                setattr(settings, field, _seconds(env, name))
-        if env.get("THINK_SUBMISSIONS_PER_MINUTE"):
-            settings.submissions_per_minute = _number(env, "THINK_SUBMISSIONS_PER_MINUTE")
-        for name, attr in (
-            ("THINK_SUBMISSION_BURST", "submission_burst"),
-            ("THINK_MAX_STREAMS_PER_TENANT", "max_streams_per_tenant"),
-        ):
-            if env.get(name):
-                setattr(settings, attr, int(_number(env, name, whole=True)))
+                setattr(settings, field, parse(env, name))
         settings.cors_origins = [
             o.strip().rstrip("/") for o in env.get("THINK_CORS_ORIGINS", "").split(",") if o.strip()
         ]
@@ -317,3 +304,19 @@ def _number(env: Mapping[str, str], name: str, *, whole: bool = False) -> float:
         kind = "a whole number" if whole else "a number"
         raise ConfigurationError(f"{name}={env[name]!r}: expected {kind}, 0 or more (0: off)")
     return float(value)
+
+
+def _whole_number(env: Mapping[str, str], name: str) -> int:
+    return int(_number(env, name, whole=True))
+
+
+_CHECKED_NUMBERS: tuple[tuple[str, str, Callable[[Mapping[str, str], str], float]], ...] = (
+    ("THINK_WORKER_METRICS_PORT", "worker_metrics_port", _port),
+    ("THINK_HEADER_TIMEOUT_SECONDS", "header_timeout_seconds", _seconds),
+    ("THINK_KEEP_ALIVE_SECONDS", "keep_alive_seconds", _seconds),
+    ("THINK_SUBMISSIONS_PER_MINUTE", "submissions_per_minute", _number),
+    ("THINK_SUBMISSION_BURST", "submission_burst", _whole_number),
+    ("THINK_MAX_STREAMS_PER_TENANT", "max_streams_per_tenant", _whole_number),
+)
+"""The numeric variables `Settings.from_env` checks, in that order: each one, when set and not
+empty, is read by its parser (which names the variable in its error) into its field."""

@@ -6,25 +6,22 @@ from fastapi import APIRouter, Body, Query, Response
 
 from api.deps import AgentClass, ConversationId, ExistingConversation, Res, Tenant
 from api.errors import Problem
-from api.schemas import ConversationOut, ConversationsOut, CreateConversation, MessagesOut
+from api.schemas import (
+    EXTENSION,
+    ConversationOut,
+    ConversationsOut,
+    CreateConversation,
+    MessagesOut,
+)
 from think.server import new_id
-from think.storage import Conversation
 
 router = APIRouter(tags=["conversations"])
 
-
-def conversation_out(conv: Conversation) -> ConversationOut:
-    return ConversationOut(
-        id=conv.id,
-        agent=conv.agent,
-        created_at=conv.created_at,
-        active_leaf_id=conv.active_leaf_id,
-        metadata=conv.metadata,
-    )
+CONVERSATIONS = "/v1/agents/{agent}/conversations"
 
 
 @router.post(
-    "/v1/agents/{agent}/conversations",
+    CONVERSATIONS,
     response_model=ConversationOut,
     status_code=201,
     responses={200: {"model": ConversationOut, "description": "It already existed"}},
@@ -44,14 +41,10 @@ async def create_conversation(
         metadata=body.metadata,
     )
     response.status_code = 201 if created else 200
-    return conversation_out(conv)
+    return ConversationOut.model_validate(conv)
 
 
-@router.get(
-    "/v1/agents/{agent}/conversations",
-    response_model=ConversationsOut,
-    openapi_extra={"x-think-extension": True},
-)
+@router.get(CONVERSATIONS, response_model=ConversationsOut, openapi_extra=EXTENSION)
 async def list_conversations(
     res: Res,
     tenant: Tenant,
@@ -61,15 +54,15 @@ async def list_conversations(
     """The caller's conversations with this agent, newest first: what the chat page lists.
     Not in API.md's v1 table (an addition, as the contract allows)."""
     found = await res.store.list_conversations(tenant=tenant, agent=agent.name, limit=limit)
-    return ConversationsOut(conversations=[conversation_out(c) for c in found])
+    return ConversationsOut(conversations=[ConversationOut.model_validate(c) for c in found])
 
 
-@router.get("/v1/agents/{agent}/conversations/{cid}", response_model=ConversationOut)
+@router.get(f"{CONVERSATIONS}/{{cid}}", response_model=ConversationOut)
 async def get_conversation(conv: ExistingConversation) -> ConversationOut:
-    return conversation_out(conv)
+    return ConversationOut.model_validate(conv)
 
 
-@router.get("/v1/agents/{agent}/conversations/{cid}/messages", response_model=MessagesOut)
+@router.get(f"{CONVERSATIONS}/{{cid}}/messages", response_model=MessagesOut)
 async def get_messages(
     res: Res,
     conv: ExistingConversation,

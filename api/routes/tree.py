@@ -7,10 +7,9 @@ Reading a path (`GET …/messages`, the active one or the one to `leaf_id`) is i
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path
 
 from api import _turns
 from api.deps import (
@@ -21,7 +20,6 @@ from api.deps import (
     Res,
     Tenant,
 )
-from api.routes.conversations import conversation_out
 from api.schemas import (
     AddMessagesBody,
     AddMessagesOut,
@@ -29,10 +27,7 @@ from api.schemas import (
     RegenerateBody,
     SiblingsOut,
     SwitchBranchBody,
-    TurnOut,
 )
-from think.server import Think
-from think.storage import Conversation
 
 router = APIRouter(tags=["conversations"])
 
@@ -91,22 +86,19 @@ async def switch_branch(
     message itself when it has no children), so switching to a sibling shows its whole
     branch. With `"exact": true` the active leaf is exactly `leaf_id`."""
     updated = await res.store.switch_branch(conv.uid, body.leaf_id, exact=body.exact)
-    return conversation_out(updated)
+    return ConversationOut.model_validate(updated)
 
 
-@router.post(
+@_turns.admission_route(
+    router,
     f"{CONVERSATION}/regenerate",
-    status_code=202,
-    response_model=TurnOut,
-    responses={
-        200: {"description": "A repeat of a known Idempotency-Key, or wait/stream mode"},
-        404: {"description": "No such message in the conversation"},
-        409: {"description": "The Idempotency-Key was used with a different body"},
-        422: {"description": "The message is not an assistant message that answers one"},
+    {
+        404: "No such message in the conversation",
+        409: "The Idempotency-Key was used with a different body",
+        422: "The message is not an assistant message that answers one",
     },
 )
 async def regenerate(
-    request: Request,
     res: Res,
     tenant: Tenant,
     agent: AgentClass,
@@ -117,34 +109,6 @@ async def regenerate(
     """A new answer to the message `message_id` answers, on a sibling branch: a turn that
     appends no message, sees the path up to that message's parent (not the old answer) and
     whose answer becomes the active leaf when it completes. The old answer is kept."""
-    release = _turns.limited(res, tenant, body.mode)
-    try:
-        return await _regenerate(request, res, tenant, agent, conv, body, idempotency_key, release)
-    except BaseException:
-        if release is not None:
-            release()
-        raise
-
-
-async def _regenerate(
-    request: Request,
-    res: Res,
-    tenant: str,
-    agent: type[Think],
-    conv: Conversation,
-    body: RegenerateBody,
-    idempotency_key: str | None,
-    release: Callable[[], None] | None,
-) -> Any:
-    admission = await res.store.regenerate(
-        tenant=tenant,
-        agent=agent.name,
-        conversation_id=conv.id,
-        message_id=body.message_id,
-        idempotency_key=idempotency_key,
-        body=body.body,
-    )
-    await _turns.dispatch(res, admission)
-    return await _turns.admitted(
-        request, res, admission, mode=body.mode, wait_timeout=body.wait_timeout, release=release
+    return await _turns.regenerate(
+        res, agent, conv, body, tenant=tenant, idempotency_key=idempotency_key
     )

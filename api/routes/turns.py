@@ -2,13 +2,16 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Header, Path, Query, Request, Response
+from fastapi import APIRouter, Body, Header, Path, Query, Response
 from fastapi.responses import JSONResponse
+from fastapi.types import DecoratedCallable
 
 from api import _decisions, _turns
+from api._openapi import described
 from api._sse import stream_response
 from api.deps import (
     AgentClass,
@@ -45,21 +48,16 @@ router = APIRouter(tags=["turns"])
 TURN = "/v1/agents/{agent}/conversations/{cid}/turns/{turn_id}"
 
 
-@router.post(
+@_turns.admission_route(
+    router,
     "/v1/agents/{agent}/conversations/{cid}/turns",
-    status_code=202,
-    response_model=TurnOut,
-    responses={
-        200: {"description": "A repeat of a known Idempotency-Key, or wait/stream mode"},
-        409: {
-            "description": "The Idempotency-Key was used with a different body, it and "
-            "submission_id name different turns, or the conversation is busy and the "
-            "submission's message_concurrency is drop"
-        },
+    {
+        409: "The Idempotency-Key was used with a different body, it and submission_id name "
+        "different turns, or the conversation is busy and the submission's message_concurrency "
+        "is drop"
     },
 )
 async def submit_turn(
-    request: Request,
     res: Res,
     tenant: Tenant,
     agent: AgentClass,
@@ -75,23 +73,9 @@ async def submit_turn(
                 f"client tool {client_tool.name!r} has the name of one of the agent's tools",
                 errors=[{"field": f"client_tools.{i}.name", "message": "name already taken"}],
             )
-    release = _turns.limited(res, tenant, body.mode)
-    try:
-        admission = await _turns.submit(
-            res,
-            tenant=tenant,
-            agent=agent,
-            conversation_id=cid,
-            body=body,
-            idempotency_key=idempotency_key,
-        )
-        return await _turns.admitted(
-            request, res, admission, mode=body.mode, wait_timeout=body.wait_timeout, release=release
-        )
-    except BaseException:
-        if release is not None:
-            release()
-        raise
+    return await _turns.submit(
+        res, agent, body, tenant=tenant, conversation_id=cid, idempotency_key=idempotency_key
+    )
 
 
 def _server_tool_names(agent: type[Think]) -> set[str]:
@@ -118,26 +102,21 @@ async def _turn(res: Res, conv: ExistingConversation, turn_id: str) -> TurnRecor
 
 
 @router.get(TURN, response_model=TurnOut)
-async def get_turn(
-    request: Request, res: Res, conv: ExistingConversation, turn_id: TurnId
-) -> TurnOut:
+async def get_turn(res: Res, conv: ExistingConversation, turn_id: TurnId) -> TurnOut:
     turn = await _turn(res, conv, turn_id)
-    return _turns.turn_out(turn, accepted=True, base=_turns.base_url(request), with_message=False)
+    return _turns.turn_out(turn, base=_turns.base_url(res))
 
 
 @router.get("/v1/agents/{agent}/conversations/{cid}/turns", response_model=TurnsOut)
 async def list_turns(
-    request: Request,
     res: Res,
     conv: ExistingConversation,
     status: Annotated[list[TurnStatus] | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> TurnsOut:
     turns = await res.store.list_turns(conv.uid, status=status or (), limit=limit)
-    base = _turns.base_url(request)
-    return TurnsOut(
-        turns=[_turns.turn_out(t, accepted=True, base=base, with_message=False) for t in turns]
-    )
+    base = _turns.base_url(res)
+    return TurnsOut(turns=[_turns.turn_out(t, base=base) for t in turns])
 
 
 @router.delete(
@@ -216,7 +195,6 @@ async def stream_turn(
     responses={200: {"description": "The turn had already ended; nothing changed"}},
 )
 async def cancel_turn(
-    request: Request,
     res: Res,
     conv: ExistingConversation,
     turn_id: TurnId,
@@ -225,26 +203,38 @@ async def cancel_turn(
     turn = await _turn(res, conv, turn_id)
     changed = await _turns.cancel(res, turn, (body or CancelTurnBody()).reason)
     current = await _turn(res, conv, turn_id)
-    out = _turns.turn_out(current, accepted=True, base=_turns.base_url(request), with_message=False)
-    return JSONResponse(out.model_dump(mode="json"), status_code=202 if changed else 200)
+    return _answer(res, current, status_code=202 if changed else 200)
 
 
 ToolCallId = Annotated[str, Path(min_length=1, max_length=200, description="The tool call id")]
 ApprovalId = Annotated[str, Path(min_length=1, max_length=200, description="The approval id")]
 
 
-@router.post(
-    f"{TURN}/approvals/{{approval_id}}",
-    response_model=TurnOut,
-    responses={
-        202: {"description": "Recorded; the turn applies it when a worker picks it up"},
-        403: {"description": "The agent restricts its approvals to other keys (approvers)"},
-        404: {"description": "The turn has no such approval request"},
-        409: {"description": "The request is already decided, or the turn has ended"},
+def _answer_route(
+    path: str, refusals: Mapping[int, str]
+) -> Callable[[DecoratedCallable], DecoratedCallable]:
+    """Declare a route that answers a paused turn (a decision, a client tool's result) as
+    `_answer` shows it: 200 when the turn already shows the answer, 202 when it is recorded
+    and the turn applies it later; and `refusals`, the route's own statuses."""
+    return router.post(
+        f"{TURN}/{path}",
+        response_model=TurnOut,
+        responses={
+            202: {"description": "Recorded; the turn applies it when a worker picks it up"},
+            **described(refusals),
+        },
+    )
+
+
+@_answer_route(
+    "approvals/{approval_id}",
+    {
+        403: "The agent restricts its approvals to other keys (approvers)",
+        404: "The turn has no such approval request",
+        409: "The request is already decided, or the turn has ended",
     },
 )
 async def decide_approval(
-    request: Request,
     res: Res,
     caller: Caller,
     agent: AgentClass,
@@ -270,25 +260,23 @@ async def decide_approval(
         principal=caller.label,
     )
     current, applied = await _decisions.decide(res, turn, decision)
-    return _answered(request, current, applied)
+    return _answer(res, current, status_code=200 if applied else 202)
 
 
-def _answered(request: Request, turn: TurnRecord, applied: bool) -> JSONResponse:
-    out = _turns.turn_out(turn, accepted=True, base=_turns.base_url(request), with_message=False)
-    return JSONResponse(out.model_dump(mode="json"), status_code=200 if applied else 202)
+def _answer(res: Res, turn: TurnRecord, *, status_code: int) -> JSONResponse:
+    """The turn as a read shows it, with a status saying what the request changed."""
+    out = _turns.turn_out(turn, base=_turns.base_url(res))
+    return JSONResponse(out.model_dump(mode="json"), status_code=status_code)
 
 
-@router.post(
-    f"{TURN}/tool-results/{{tool_call_id}}",
-    response_model=TurnOut,
-    responses={
-        202: {"description": "Recorded; the turn applies it when a worker picks it up"},
-        404: {"description": "The turn waits for no such client tool call"},
-        409: {"description": "The call already has a result, or the turn has ended"},
+@_answer_route(
+    "tool-results/{tool_call_id}",
+    {
+        404: "The turn waits for no such client tool call",
+        409: "The call already has a result, or the turn has ended",
     },
 )
 async def submit_tool_result(
-    request: Request,
     res: Res,
     conv: ExistingConversation,
     turn_id: TurnId,
@@ -307,4 +295,4 @@ async def submit_tool_result(
     turn = await _turn(res, conv, turn_id)
     result = ToolResultSubmission(tool_call_id=tool_call_id, output=body.output, error=body.error)
     current, applied = await _decisions.submit_tool_result(res, turn, result)
-    return _answered(request, current, applied)
+    return _answer(res, current, status_code=200 if applied else 202)

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Response
+from fastapi import APIRouter, Depends, Path, Query, Response
 
 from api.deps import ExistingConversation, Res
 from api.errors import Problem
-from api.schemas import WorkspaceEntryOut, WorkspaceListOut
+from api.schemas import EXTENSION, WorkspaceEntryOut, WorkspaceListOut
 from think.server import Workspace, WorkspacePathError, workspace_path
 
 router = APIRouter(tags=["workspace"])
+
+WORKSPACE = "/v1/agents/{agent}/conversations/{cid}/workspace"
 
 _SAFE_HEADERS = {
     "Content-Security-Policy": "sandbox",
@@ -32,48 +34,44 @@ def _checked(path: str, field: str, *, allow_root: bool) -> str:
         raise Problem(422, str(exc), errors=[{"field": field, "message": str(exc)}]) from None
 
 
-async def _listing(res: Res, conv: ExistingConversation, prefix: str) -> WorkspaceListOut:
-    entries = await Workspace(res.store.db, conv.uid).list(prefix)
-    return WorkspaceListOut(
-        files=[
-            WorkspaceEntryOut(
-                path=e.path, size=e.size, media_type=e.media_type, updated_at=e.updated_at
-            )
-            for e in entries
-        ]
-    )
+async def _workspace(res: Res, conv: ExistingConversation) -> Workspace:
+    return Workspace(res.store.db, conv.uid)
 
 
-@router.get(
-    "/v1/agents/{agent}/conversations/{cid}/workspace",
-    response_model=WorkspaceListOut,
-    openapi_extra={"x-think-extension": True},
-)
+ConversationWorkspace = Annotated[Workspace, Depends(_workspace)]
+"""The files of the conversation the path names (a 404 when there is no such conversation)."""
+
+
+async def _listing(workspace: Workspace, prefix: str) -> WorkspaceListOut:
+    entries = await workspace.list(prefix)
+    return WorkspaceListOut(files=[WorkspaceEntryOut.model_validate(e) for e in entries])
+
+
+@router.get(WORKSPACE, response_model=WorkspaceListOut, openapi_extra=EXTENSION)
 async def list_workspace(
-    res: Res,
-    conv: ExistingConversation,
+    workspace: ConversationWorkspace,
     prefix: Annotated[str, Query(max_length=1024, description="A directory to list")] = "",
 ) -> WorkspaceListOut:
     """Every file of the conversation's workspace (under `prefix`), by path."""
-    return await _listing(res, conv, _checked(prefix, "prefix", allow_root=True))
+    return await _listing(workspace, _checked(prefix, "prefix", allow_root=True))
 
 
 @router.get(
-    "/v1/agents/{agent}/conversations/{cid}/workspace/{path:path}",
+    f"{WORKSPACE}/{{path:path}}",
     responses={200: {"content": {"application/octet-stream": {}}}},
 )
 async def read_workspace(
-    res: Res,
     conv: ExistingConversation,
+    workspace: ConversationWorkspace,
     path: Annotated[str, Path(description="The file's path in the workspace")],
 ) -> Response:
     """The file's bytes; a directory (a path with files below it) answers its listing."""
     clean = _checked(path, "path", allow_root=True)
     if clean:
-        found = await Workspace(res.store.db, conv.uid).read(clean)
+        found = await workspace.read(clean)
         if found is not None:
             return Response(found.data, media_type=found.media_type, headers=_SAFE_HEADERS)
-    listing = await _listing(res, conv, clean)
+    listing = await _listing(workspace, clean)
     if not listing.files:
         raise Problem(404, f"there is no file {clean!r} in the workspace of {conv.id!r}")
     return Response(listing.model_dump_json(), media_type="application/json")

@@ -2,15 +2,15 @@
 
 Everything that sends lives here: retries, and a stream's reconnect-and-resume loop. The
 blocking `ThinkClient` (`_sync.py`) runs this same code on a private event loop, so what is
-written here is what both faces do; the rules that need no I/O are in `_requests.py`.
+written here is what both faces do; the rules that need no I/O are in `_requests.py` and
+`_stream_state.py`.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Self, TypeVar, Unpack
 
 import httpx
 
@@ -25,9 +25,9 @@ from think.client._models import (
     StreamChunk,
     Turn,
     WorkspaceFile,
-    new_idempotency_key,
 )
 from think.client._sse import SSEDecoder
+from think.client._stream_state import DONE, ENDED_EARLY, StreamState
 
 T = TypeVar("T")
 
@@ -41,20 +41,34 @@ class _AsyncClosing:
     async def __aenter__(self) -> Self:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+class _Client:
+    """How both faces of the client are made: the constructor's arguments, written once, come
+    to a `Connection`, from which each face opens what it needs (`_open`)."""
+
+    def __init__(
+        self,
+        base_url: str = r.DEFAULT_URL,
+        api_key: str | None = None,
+        timeout: float | httpx.Timeout = 30.0,
+        *,
+        max_retries: int = 5,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self._open(r.Connection.of(base_url, api_key, timeout, max_retries, headers))
+
+    def _open(self, connection: r.Connection) -> None:
+        raise NotImplementedError
 
 
 class _StreamPosition:
     """Where a turn's stream stands: what both of its faces, `AsyncTurnStream` and the blocking
     `TurnStream`, read from the one `StreamState` they share."""
 
-    _state: r.StreamState
+    _state: StreamState
 
     @property
     def turn_id(self) -> str | None:
@@ -78,7 +92,7 @@ class _StreamPosition:
         return submission.idempotency_key if submission else None
 
 
-class AsyncThinkClient(_AsyncClosing):
+class AsyncThinkClient(_Client, _AsyncClosing):
     """A client of one Think gateway. Use it as an async context manager, or `aclose()` it.
 
     Reads, cancels and submissions that carry an Idempotency-Key are sent again after a
@@ -87,22 +101,18 @@ class AsyncThinkClient(_AsyncClosing):
     `ThinkAPIError` (`NotFoundError`, `ConflictError`, `InvalidRequestError`, …).
     """
 
-    def __init__(
-        self,
-        base_url: str = r.DEFAULT_URL,
-        api_key: str | None = None,
-        timeout: float | httpx.Timeout = 30.0,
-        *,
-        max_retries: int = 5,
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
-        all_headers = {"Accept": "application/json", **(headers or {})}
-        if api_key:
-            all_headers["Authorization"] = f"Bearer {api_key}"
-        self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
-        self._backoff = r.Backoff(max_retries)
+    @classmethod
+    def _over(cls, connection: r.Connection) -> Self:
+        """A client of `connection`: how `ThinkClient` makes its async twin from the arguments
+        it was given."""
+        client = cls.__new__(cls)
+        client._open(connection)
+        return client
+
+    def _open(self, connection: r.Connection) -> None:
+        self._connection = connection
         self._http = httpx.AsyncClient(
-            base_url=base_url.rstrip("/"), headers=all_headers, timeout=self._timeout
+            base_url=connection.base_url, headers=connection.headers, timeout=connection.timeout
         )
 
     @property
@@ -158,25 +168,18 @@ class AsyncThinkClient(_AsyncClosing):
         """Full-text search over the conversation's messages, best first."""
         return await self._send(r.search(agent, cid, q, limit))
 
-    # --- turns
+    # --- turns (a submission's options are `SubmitOptions`, by keyword: idempotency_key,
+    # parent_id, body and client_tools, each optional)
 
     async def submit(
-        self,
-        agent: str,
-        cid: str,
-        input: r.TurnInput,
-        *,
-        idempotency_key: str | None = None,
-        parent_id: str | None = None,
-        body: Mapping[str, Any] | None = None,
-        client_tools: Sequence[r.ClientToolSpec] | None = None,
+        self, agent: str, cid: str, input: r.TurnInput, **options: Unpack[r.SubmitOptions]
     ) -> Turn:
         """Submit a turn; answers once it is durably accepted, before any model work.
 
         With an `idempotency_key` (see `new_idempotency_key()`), a dropped connection is
         retried safely: the turn runs once, and a retry answers it with `accepted` False.
         """
-        submission = r.Submission(agent, cid, input, idempotency_key, parent_id, body, client_tools)
+        submission = r.Submission(agent, cid, input, **options)
         return await self._send(r.submit(submission))
 
     async def wait(
@@ -185,44 +188,40 @@ class AsyncThinkClient(_AsyncClosing):
         cid: str,
         input: r.TurnInput,
         *,
-        idempotency_key: str | None = None,
-        parent_id: str | None = None,
-        body: Mapping[str, Any] | None = None,
-        client_tools: Sequence[r.ClientToolSpec] | None = None,
         wait_timeout: float | None = None,
+        **options: Unpack[r.SubmitOptions],
     ) -> Turn:
         """Submit a turn and answer once it has ended or paused for a person, with its message;
         after `wait_timeout` seconds, the turn as it stands."""
-        submission = r.Submission(agent, cid, input, idempotency_key, parent_id, body, client_tools)
+        submission = r.Submission(agent, cid, input, **options)
         return await self._send(r.wait(submission, wait_timeout))
 
     def stream(
-        self,
-        agent: str,
-        cid: str,
-        input: r.TurnInput,
-        *,
-        idempotency_key: str | None = None,
-        parent_id: str | None = None,
-        body: Mapping[str, Any] | None = None,
-        client_tools: Sequence[r.ClientToolSpec] | None = None,
+        self, agent: str, cid: str, input: r.TurnInput, **options: Unpack[r.SubmitOptions]
     ) -> AsyncTurnStream:
         """Submit a turn and stream its chunks (`async for chunk in client.stream(...)`).
 
         One request (`mode: "stream"`), always with an Idempotency-Key (a fresh one unless
         given), so a dropped connection is resumed without a second turn: see `AsyncTurnStream`.
         """
-        key = idempotency_key or new_idempotency_key()
-        submission = r.Submission(agent, cid, input, key, parent_id, body, client_tools)
-        return AsyncTurnStream(self, submission=submission, agent=agent, cid=cid)
+        submission = r.Submission(agent, cid, input, **options).keyed()
+        backoff = self._connection.backoff
+        return AsyncTurnStream(
+            self, StreamState(agent=agent, cid=cid, backoff=backoff, submission=submission)
+        )
 
     def stream_turn(
         self, agent: str, cid: str, turn_id: str, last_event_id: int | None = None
     ) -> AsyncTurnStream:
         """Stream a turn's chunks: from its first, or from the one after `last_event_id`."""
-        return AsyncTurnStream(
-            self, agent=agent, cid=cid, turn_id=turn_id, last_event_id=last_event_id
+        state = StreamState(
+            agent=agent,
+            cid=cid,
+            backoff=self._connection.backoff,
+            turn_id=turn_id,
+            last_event_id=last_event_id,
         )
+        return AsyncTurnStream(self, state)
 
     async def get_turn(self, agent: str, cid: str, turn_id: str) -> Turn:
         return await self._send(r.get_turn(agent, cid, turn_id))
@@ -274,25 +273,26 @@ class AsyncThinkClient(_AsyncClosing):
     # --- sending
 
     async def _send(self, request: r.Request[T]) -> T:
+        backoff = self._connection.backoff
         attempt = 0
         while True:
             attempt += 1
             try:
                 return await self._send_once(request)
             except r.RETRYABLE_ERRORS as error:
-                delay = self._backoff.delay(attempt) if request.retry else None
+                delay = backoff.delay(attempt) if request.retry else None
                 if delay is None:
                     raise r.unreachable(request, self.base_url, error) from error
             except ThinkAPIError as failure:
                 retry = request.retry and failure.status in r.RETRY_STATUSES
-                delay = self._backoff.delay(attempt, failure.retry_after) if retry else None
+                delay = backoff.delay(attempt, failure.retry_after) if retry else None
                 if delay is None:
                     raise
             await asyncio.sleep(delay)
 
     async def _send_once(self, request: r.Request[T]) -> T:
         response = await self._http.request(
-            request.method, request.path, **request.send_kwargs(self._timeout)
+            request.method, request.path, **request.send_kwargs(self._connection.timeout)
         )
         if response.status_code >= 400:
             raise ThinkAPIError.from_response(response)
@@ -310,25 +310,10 @@ class AsyncTurnStream(_StreamPosition, _AsyncClosing):
     closes the connection at once (an abandoned iterator holds it until it is collected).
     """
 
-    def __init__(
-        self,
-        client: AsyncThinkClient,
-        *,
-        agent: str,
-        cid: str,
-        submission: r.Submission | None = None,
-        turn_id: str | None = None,
-        last_event_id: int | None = None,
-    ) -> None:
+    def __init__(self, client: AsyncThinkClient, state: StreamState) -> None:
+        """The stream of `state`'s turn, as `client.stream()` and `stream_turn()` make it."""
         self._client = client
-        self._state = r.StreamState(
-            submission=submission,
-            agent=agent,
-            cid=cid,
-            turn_id=turn_id,
-            last_event_id=last_event_id,
-            backoff=client._backoff,
-        )
+        self._state = state
         self._iterator: AsyncGenerator[StreamChunk, None] | None = None
 
     async def get_turn(self) -> Turn:
@@ -351,11 +336,11 @@ class AsyncTurnStream(_StreamPosition, _AsyncClosing):
     async def _chunks(self) -> AsyncGenerator[StreamChunk, None]:
         state, client = self._state, self._client
         while True:
-            failure: BaseException | str = r.ENDED_EARLY
+            failure: BaseException | str = ENDED_EARLY
             try:
                 if state.needs_turn_id:
                     state.turn_id = (await client._send_once(state.resolve_request())).turn_id
-                method, path, kwargs = state.open_kwargs(client._timeout)
+                method, path, kwargs = state.open_kwargs(client._connection.timeout)
                 async with client._http.stream(method, path, **kwargs) as response:
                     if response.status_code >= 400:
                         await response.aread()
@@ -366,7 +351,7 @@ class AsyncTurnStream(_StreamPosition, _AsyncClosing):
                             chunk = state.take(event)
                             if isinstance(chunk, StreamChunk):
                                 yield chunk
-                            elif chunk is r.DONE:
+                            elif chunk is DONE:
                                 return
             except ThinkAPIError as error:
                 if not state.retryable(error):

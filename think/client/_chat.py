@@ -9,6 +9,7 @@ reply cancels the turn; `/quit` or the end of the input leaves.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from think.client._errors import ThinkAPIError, ThinkConnectionError
@@ -57,28 +58,28 @@ def run_chat(
         return _Chat(client, agent, conv.id, stdin, stdout, stderr).run()
 
 
+@dataclass(eq=False)
 class _Chat:
-    def __init__(
-        self,
-        client: ThinkClient,
-        agent: str,
-        cid: str,
-        stdin: TextIO,
-        stdout: TextIO,
-        stderr: TextIO,
-    ) -> None:
-        self.client = client
-        self.agent = agent
-        self.cid = cid
-        self.stdin = stdin
-        self.out = stdout
-        self.err = stderr
-        self.tty = stdin.isatty()
-        self.at_line_start = True
-        self.input_ended = False
-        self.tools: dict[str, tuple[str, Any]] = {}
-        self.delegated: dict[str, str] = {}
-        """A sub-agent's answer so far, by tool call (from its preliminary tool outputs)."""
+    """One conversation, talked to line by line: what it was started with, and where the
+    terminal stands."""
+
+    client: ThinkClient
+    agent: str
+    cid: str
+    stdin: TextIO
+    out: TextIO
+    err: TextIO
+    tty: bool = field(init=False)
+    """The input is a terminal: prompt for it, and let it echo the answers."""
+    at_line_start: bool = field(default=True, init=False)
+    input_ended: bool = field(default=False, init=False)
+    tools: dict[str, tuple[str, Any]] = field(default_factory=dict, init=False)
+    """Each tool call's name and input, by id, to name it when it asks for approval."""
+    delegated: dict[str, str] = field(default_factory=dict, init=False)
+    """A sub-agent's answer so far, by tool call (from its preliminary tool outputs)."""
+
+    def __post_init__(self) -> None:
+        self.tty = self.stdin.isatty()
 
     def run(self) -> int:
         while not self.input_ended:

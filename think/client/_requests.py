@@ -1,34 +1,33 @@
 """The gateway's endpoints as request descriptions: the client's rules, apart from its I/O.
 
 Each function returns a `Request`: method, path, body, headers, whether it is safe to send
-again after a dropped connection, and how to read the answer; `StreamState` is a stream's
-resume logic. `AsyncThinkClient` only sends them (and `ThinkClient` runs it), so the contract
-is written once.
+again after a dropped connection, and how to read the answer; `Connection` is how to reach the
+gateway, and `_stream_state.StreamState` a stream's resume logic. `AsyncThinkClient` only sends
+them (and `ThinkClient` runs it), so the contract is written once.
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypedDict, TypeVar
 from urllib.parse import quote
 
 import httpx
 
 from think._messages import UIMessage
-from think.client._errors import ThinkAPIError, ThinkConnectionError, ThinkStreamError
+from think.client._errors import ThinkConnectionError
 from think.client._models import (
     Agent,
     ClientTool,
     Conversation,
     Message,
     SearchHit,
-    StreamChunk,
     Turn,
     WorkspaceFile,
+    new_idempotency_key,
 )
-from think.client._sse import SSEEvent
 
 T = TypeVar("T")
 
@@ -41,8 +40,6 @@ DEFAULT_URL = "http://127.0.0.1:8000"
 DEFAULT_WAIT = 600.0
 """The gateway's own bound on a wait-mode request without `wait_timeout`."""
 WAIT_MARGIN = 30.0
-STREAM_READ_TIMEOUT = 45.0
-"""Silence after which a stream counts as dropped: three of the gateway's 15 s keep-alives."""
 RETRY_STATUSES = frozenset({502, 503, 504})
 """Answers that mean "not now": a retry can only help (503 is what the gateway says when
 Postgres or Temporal is briefly away)."""
@@ -52,9 +49,6 @@ RETRYABLE_ERRORS: tuple[type[Exception], ...] = (
     httpx.RemoteProtocolError,
 )
 """Connection failures after which the request may or may not have been handled."""
-TURN_ID_HEADER = "x-think-turn-id"
-"""Read from a `mode: "stream"` answer if a gateway names the turn there (API.md does not
-promise it; without it the turn is found again through its Idempotency-Key)."""
 _NO_BODY: Any = object()
 MISSING: Any = object()
 """`submit_tool_result`'s default output: None is an output like any other."""
@@ -102,6 +96,38 @@ class Backoff:
         if retry_after is not None:
             delay = max(delay, min(retry_after, 30.0))
         return delay
+
+
+@dataclass(frozen=True)
+class Connection:
+    """How to reach one gateway: what a client's constructor arguments come to, for both of its
+    faces (`AsyncThinkClient`, and `ThinkClient` over it)."""
+
+    base_url: str
+    headers: dict[str, str]
+    """Sent with every request: `Accept: application/json`, the API key as a bearer token, and
+    the caller's own."""
+    timeout: httpx.Timeout
+    backoff: Backoff
+
+    @classmethod
+    def of(
+        cls,
+        base_url: str,
+        api_key: str | None,
+        timeout: float | httpx.Timeout,
+        max_retries: int,
+        headers: Mapping[str, str] | None,
+    ) -> Connection:
+        all_headers = {"Accept": "application/json", **(headers or {})}
+        if api_key:
+            all_headers["Authorization"] = f"Bearer {api_key}"
+        return cls(
+            base_url=base_url.rstrip("/"),
+            headers=all_headers,
+            timeout=timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout),
+            backoff=Backoff(max_retries),
+        )
 
 
 # --------------------------------------------------------------------------- reading answers
@@ -174,9 +200,26 @@ def _client_tool(value: ClientToolSpec) -> dict[str, Any]:
     return value.model_dump() if isinstance(value, ClientTool) else dict(value)
 
 
+class SubmitOptions(TypedDict, total=False):
+    """What a turn's submission (`submit`, `wait`, `stream`) takes besides its input, by
+    keyword; every one may be left out (docs/api.md, "Turns")."""
+
+    idempotency_key: str | None
+    """Sent as `Idempotency-Key` (see `new_idempotency_key()`): the same key answers the turn it
+    already made, so the request is safe to send again after a dropped connection."""
+    parent_id: str | None
+    """The message to branch from; by default the conversation's active leaf."""
+    body: Mapping[str, Any] | None
+    """Per-turn data, handed to the agent's `before_turn` as `ctx.body`."""
+    client_tools: Sequence[ClientToolSpec] | None
+    """Tools the caller runs itself, for this turn: see `ClientTool`."""
+
+
 @dataclass(frozen=True)
 class Submission:
-    """A turn's request body and key: kept by a stream, which may need to send it again."""
+    """A turn's request body and key: kept by a stream, which may need to send it again.
+
+    Its fields after `input` are `SubmitOptions`, so `Submission(agent, cid, input, **options)`."""
 
     agent: str
     cid: str
@@ -202,6 +245,12 @@ class Submission:
     @property
     def path(self) -> str:
         return f"{conversation_path(self.agent, self.cid)}/turns"
+
+    def keyed(self) -> Submission:
+        """This submission with an Idempotency-Key: its own, or a fresh one."""
+        if self.idempotency_key:
+            return self
+        return dataclasses.replace(self, idempotency_key=new_idempotency_key())
 
 
 # --------------------------------------------------------------------------- the endpoints
@@ -352,151 +401,6 @@ def submit_tool_result(
 def regenerate(agent: str, cid: str, message_id: str) -> Request[Turn]:
     path = f"{conversation_path(agent, cid)}/regenerate"
     return Request("POST", path, _turn, json={"message_id": message_id})
-
-
-# --------------------------------------------------------------------------- streams
-
-
-class _Done:
-    pass
-
-
-DONE = _Done()
-
-
-class StreamState:
-    """Where a turn's stream stands, and what to request next to go on from there.
-
-    The first request of `stream()` is the submission itself (`mode: "stream"`), which always
-    carries an Idempotency-Key; if it drops before the stream ends, the same submission is sent
-    again with `mode: "submit"`, which answers the turn that key already made (or admits it, if
-    the first request never arrived), and the stream resumes from its turn id. Chunks already
-    seen are never passed on twice, even if a gateway sent them again.
-    """
-
-    def __init__(
-        self,
-        *,
-        submission: Submission | None,
-        agent: str,
-        cid: str,
-        turn_id: str | None,
-        last_event_id: int | None,
-        backoff: Backoff,
-    ) -> None:
-        self.submission = submission
-        self.agent = agent
-        self.cid = cid
-        self.turn_id = turn_id
-        self.last_event_id = last_event_id
-        self.backoff = backoff
-        self.reconnects = 0
-        self.failures = 0
-        self.progressed = False
-        self.done = False
-
-    @property
-    def needs_turn_id(self) -> bool:
-        """The submission was sent but its turn id is unknown: find the turn by its key."""
-        return self.turn_id is None and self.reconnects > 0
-
-    def turn_request(self) -> Request[Turn]:
-        """The request that answers the turn as it stands: by id, or by the submission's key."""
-        if self.turn_id is not None:
-            return get_turn(self.agent, self.cid, self.turn_id)
-        return self.resolve_request()
-
-    def resolve_request(self) -> Request[Turn]:
-        """The submission again, as `mode: "submit"`: answers the turn its key made. Sent once
-        per reconnect; the stream's own backoff does the retrying."""
-        assert self.submission is not None
-        return submit(self.submission)
-
-    def open_kwargs(self, timeout: httpx.Timeout) -> tuple[str, str, dict[str, Any]]:
-        """The method, path and httpx arguments of the next stream request."""
-        stream_timeout = httpx.Timeout(
-            connect=timeout.connect,
-            read=max(STREAM_READ_TIMEOUT, timeout.read or 0.0),
-            write=timeout.write,
-            pool=timeout.pool,
-        )
-        self.progressed = False
-        if self.turn_id is None:
-            assert self.submission is not None
-            return (
-                "POST",
-                self.submission.path,
-                {
-                    "json": self.submission.payload("stream"),
-                    "headers": self.submission.headers(),
-                    "timeout": stream_timeout,
-                },
-            )
-        headers = {"Accept": "text/event-stream"}
-        if self.last_event_id is not None:
-            headers["Last-Event-ID"] = str(self.last_event_id)
-        path = f"{turn_path(self.agent, self.cid, self.turn_id)}/stream"
-        return "GET", path, {"headers": headers, "timeout": stream_timeout}
-
-    def opened(self, response: httpx.Response) -> None:
-        """Check a stream's answer (its body read if it is an error)."""
-        if response.status_code >= 400:
-            raise ThinkAPIError.from_response(response)
-        if self.turn_id is None:
-            self.turn_id = response.headers.get(TURN_ID_HEADER) or None
-
-    def take(self, event: SSEEvent) -> StreamChunk | _Done | None:
-        """What to hand the caller for one event: a chunk, DONE, or nothing (a repeat)."""
-        if event.data == "[DONE]":
-            self.done = True
-            return DONE
-        event_id: int | None = None
-        if event.id is not None:
-            try:
-                event_id = int(event.id)
-            except ValueError:
-                raise ThinkStreamError(
-                    f"a stream event has a non-numeric id {event.id!r}"
-                ) from None
-            if self.last_event_id is not None and event_id <= self.last_event_id:
-                return None
-        try:
-            chunk = json.loads(event.data)
-        except json.JSONDecodeError as error:
-            raise ThinkStreamError(
-                f"stream event {event.id!r} is not JSON: {event.data[:200]!r}"
-            ) from error
-        if not isinstance(chunk, dict):
-            raise ThinkStreamError(f"stream event {event.id!r} is not a JSON object")
-        if event_id is not None:
-            self.last_event_id = event_id
-        self.progressed = True
-        return StreamChunk(chunk, event_id)
-
-    def retry_delay(self, error: BaseException | str) -> float:
-        """After a broken stream: seconds to wait before reconnecting, or ThinkStreamError."""
-        if self.progressed:
-            self.failures = 0  # a reconnect that made progress starts the count again
-        self.failures += 1
-        retry_after = error.retry_after if isinstance(error, ThinkAPIError) else None
-        delay = self.backoff.delay(self.failures, retry_after)
-        if delay is None:
-            where = f"turn {self.turn_id!r}" if self.turn_id else "the turn's stream"
-            after = f" after event {self.last_event_id}" if self.last_event_id is not None else ""
-            raise ThinkStreamError(
-                f"lost {where}{after} and could not resume it in "
-                f"{self.backoff.max_retries} attempts: {error}"
-            ) from (error if isinstance(error, BaseException) else None)
-        self.reconnects += 1
-        return delay
-
-    def retryable(self, error: BaseException) -> bool:
-        if isinstance(error, ThinkAPIError):
-            return error.status in RETRY_STATUSES
-        return isinstance(error, RETRYABLE_ERRORS)
-
-
-ENDED_EARLY = "the stream ended before its [DONE]"
 
 
 def unreachable(request: Request[Any], base_url: str, error: Exception) -> ThinkConnectionError:

@@ -8,12 +8,12 @@ drift apart, and a fix lands in both at once.
 
 Why this, and not two copies or a generated one: the shared part that matters is the stream's
 resume loop, which lives inside `async with`/`async for` over httpx's streaming response; the
-sans-IO layer (`_requests.py`) already holds every rule that can be lifted out of it, and what
-is left is the I/O itself. Two hand-kept copies of that loop (the old layout: 700 lines that
-differed in 46) drift; a generated copy (unasync) is still a second file to review, to keep
-in step by a check, and to debug. A bridge is ~100 lines, once: a stream's iterator asks the
-loop for the async iterator's next chunk, so it is pulled as slowly as the caller reads, just as
-a blocking socket would be, and closing it closes the async one.
+sans-IO layer (`_requests.py`, `_stream_state.py`) already holds every rule that can be lifted
+out of it, and what is left is the I/O itself. Two hand-kept copies of that loop (the old
+layout: 700 lines that differed in 46) drift; a generated copy (unasync) is still a second file
+to review, to keep in step by a check, and to debug. A bridge is ~100 lines, once: a stream's
+iterator asks the loop for the async iterator's next chunk, so it is pulled as slowly as the
+caller reads, just as a blocking socket would be, and closing it closes the async one.
 
 What the bridge guarantees, so that the sync face behaves as a blocking client would:
 - An interrupted call (Ctrl-C while waiting, as `think chat` does to cancel a turn) cancels its
@@ -32,14 +32,11 @@ import contextlib
 import functools
 import threading
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping
-from types import TracebackType
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from typing import Concatenate, ParamSpec, Self, TypeVar
 
-import httpx
-
 from think.client import _requests as r
-from think.client._async import AsyncThinkClient, AsyncTurnStream, _StreamPosition
+from think.client._async import AsyncThinkClient, AsyncTurnStream, _Client, _StreamPosition
 from think.client._models import StreamChunk, Turn
 
 P = ParamSpec("P")
@@ -160,7 +157,7 @@ def _awaited(client: ThinkClient, work: Awaitable[T]) -> T:
 
 
 def _streamed(client: ThinkClient, stream: AsyncTurnStream) -> TurnStream:
-    return TurnStream._over(client, stream)
+    return TurnStream(client, stream)
 
 
 def _blocking(
@@ -186,16 +183,11 @@ class _Closing:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
 
-class ThinkClient(_Closing):
+class ThinkClient(_Client, _Closing):
     """A client of one Think gateway. Use it as a context manager, or `close()` it.
 
     The same methods as `AsyncThinkClient`, blocking: each is the async one, run on a private
@@ -204,18 +196,9 @@ class ThinkClient(_Closing):
     connection or a 502/503/504; every 4xx/5xx answer raises `ThinkAPIError`.
     """
 
-    def __init__(
-        self,
-        base_url: str = r.DEFAULT_URL,
-        api_key: str | None = None,
-        timeout: float | httpx.Timeout = 30.0,
-        *,
-        max_retries: int = 5,
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
-        self._async = AsyncThinkClient(
-            base_url, api_key, timeout, max_retries=max_retries, headers=headers
-        )
+    def _open(self, connection: r.Connection) -> None:
+        """The async twin over `connection`, and the thread that runs it."""
+        self._async = AsyncThinkClient._over(connection)
         # The thread's last act, closed or dropped: close the connections.
         self._loop = _LoopThread(cleanup=self._async.aclose)
         self._finalizer = weakref.finalize(self, self._loop.stop)  # dropped without close()
@@ -280,34 +263,9 @@ class TurnStream(_StreamPosition, _Closing):
     the connection at once (an abandoned iterator holds it until it is collected).
     """
 
-    def __init__(
-        self,
-        client: ThinkClient,
-        *,
-        agent: str,
-        cid: str,
-        submission: r.Submission | None = None,
-        turn_id: str | None = None,
-        last_event_id: int | None = None,
-    ) -> None:
-        stream = AsyncTurnStream(
-            client._async,
-            agent=agent,
-            cid=cid,
-            submission=submission,
-            turn_id=turn_id,
-            last_event_id=last_event_id,
-        )
-        self._bind(client, stream)
-
-    @classmethod
-    def _over(cls, client: ThinkClient, stream: AsyncTurnStream) -> TurnStream:
-        """The blocking face of a stream that `client`'s async twin made."""
-        self = cls.__new__(cls)
-        self._bind(client, stream)
-        return self
-
-    def _bind(self, client: ThinkClient, stream: AsyncTurnStream) -> None:
+    def __init__(self, client: ThinkClient, stream: AsyncTurnStream) -> None:
+        """The blocking face of `stream`, which `client`'s async twin made (as `client.stream()`
+        and `stream_turn()` do)."""
         self._client = client  # keeps the client, and so its loop, alive while streaming
         self._stream = stream
         self._state = stream._state  # one position, read by both faces

@@ -88,8 +88,7 @@ def start_embedded(
             if postgres:
                 pg_future = pool.submit(start_postgres, home / "pg")
             if server is not None:
-                auto = temporal_port == 0 or ui_port == 0
-                server = until_ready(server, launch, retry=auto, timeout=timeout)
+                server = until_ready(server, launch, timeout=timeout)
             return (pg_future.result() if pg_future else None), server
         except BaseException:
             if server is not None:

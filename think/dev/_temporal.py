@@ -18,7 +18,7 @@ from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, Unpack
 
 from think.dev._processes import (
     EmbeddedServiceError,
@@ -78,6 +78,9 @@ class TemporalDevServer:
     log_offset: int
     """Where this run's output begins in `log_file` (earlier runs' stays above it)."""
     namespace: str
+    picked_ports: bool = False
+    """Whether a port was picked free at launch (`port=0`, `ui_port=0`): another process may
+    take it before the server binds, so a start that fails on it is tried again."""
 
     @property
     def address(self) -> str:
@@ -196,6 +199,17 @@ def find_temporal_cli() -> str:
     return found
 
 
+class TemporalOptions(TypedDict, total=False):
+    """The keywords of `start_temporal`, which hands them to `launch_temporal` (whose
+    signature holds their defaults) at every launch."""
+
+    port: int
+    ui_port: int | None
+    ip: str
+    namespace: str
+    log_file: Path | None
+
+
 def launch_temporal(
     db_file: Path,
     *,
@@ -213,6 +227,7 @@ def launch_temporal(
     db_file = db_file.expanduser().resolve()
     db_file.parent.mkdir(parents=True, exist_ok=True)
     log_file = (log_file or db_file.with_suffix(".log")).resolve()
+    picked_ports = port == 0 or ui_port == 0
     port = port or free_port(ip)
     if ui_port == 0:
         ui_port = free_port(ip)
@@ -260,43 +275,34 @@ def launch_temporal(
         log_file=log_file,
         log_offset=offset,
         namespace=namespace,
+        picked_ports=picked_ports,
     )
 
 
 def start_temporal(
-    db_file: Path,
-    *,
-    port: int = 7233,
-    ui_port: int | None = 8233,
-    ip: str = "127.0.0.1",
-    namespace: str = "default",
-    log_file: Path | None = None,
-    timeout: float = 30.0,
+    db_file: Path, *, timeout: float = 30.0, **options: Unpack[TemporalOptions]
 ) -> TemporalDevServer:
     """Run `temporal server start-dev` persisted to `db_file` and wait until it is usable.
 
-    `port=0` (and `ui_port=0`) pick free ports, so tests never clash with a running
-    `think dev`; `ui_port=None` starts it headless. The log goes to `log_file` (default: the
-    database path with `.log`). A free port can be taken by someone else between our check
-    and the server's bind, so an auto-picked port is retried a few times.
+    The keywords are `launch_temporal`'s (default: gRPC on 127.0.0.1:7233, the Web UI on
+    8233, namespace `default`). `port=0` (and `ui_port=0`) pick free ports, so tests never
+    clash with a running `think dev`; `ui_port=None` starts it headless. The log goes to
+    `log_file` (default: the database path with `.log`). A free port can be taken by someone
+    else between our check and the server's bind, so an auto-picked port is retried a few
+    times.
     """
 
     def launch() -> TemporalDevServer:
-        return launch_temporal(
-            db_file, port=port, ui_port=ui_port, ip=ip, namespace=namespace, log_file=log_file
-        )
+        return launch_temporal(db_file, **options)
 
-    return until_ready(launch(), launch, retry=port == 0 or ui_port == 0, timeout=timeout)
+    return until_ready(launch(), launch, timeout=timeout)
 
 
 def until_ready(
-    server: TemporalDevServer,
-    relaunch: Callable[[], TemporalDevServer],
-    *,
-    retry: bool,
-    timeout: float,
+    server: TemporalDevServer, relaunch: Callable[[], TemporalDevServer], *, timeout: float
 ) -> TemporalDevServer:
     """Wait for `server`; when an auto-picked port was taken meanwhile, start over (twice)."""
+    retry = server.picked_ports
     for attempt in range(3 if retry else 1):
         if attempt:
             server = relaunch()

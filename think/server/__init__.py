@@ -9,8 +9,9 @@ named here, so the framework's insides can move without breaking them.
   admission's commit, a regenerate's too), `turn_fingerprint`, `request_hash`,
   `resolve_concurrency`, `wait_for_turn`, `settled`, `follow` (the SSE replay loop),
   `cancel_turn`, `hand_off`, `DispatchFailed`, `RESEND_AFTER`;
-- the turn view every door shows: `turn_view`, `TurnView`, `PendingApproval`,
-  `PendingClientTool`, `client_tool_names`, `tool_part_name`;
+- the turn view every door shows: `turn_view`, `TurnView`, `TurnFields` (what HTTP's `Turn`
+  shows of it as it is), `PendingApproval`, `PendingClientTool`, `client_tool_names`,
+  `tool_part_name`;
 - decisions sent to a paused turn: `ToolDecision`, `ToolResultSubmission`, `APPROVE`,
   `SUBMIT_TOOL_RESULT`, `turn_workflow_id`;
 - a conversation's workspace, for the gateway's reads: `Workspace`, `workspace_path`,
@@ -43,6 +44,7 @@ from think.turns import (
     wait_for_turn,
 )
 from think.turns._admission import RESEND_AFTER, resolve_concurrency, settled
+from think.turns._views import TurnFields
 from think.workflows import WORKFLOWS
 from think.workflows._connect import connect
 from think.workflows._inputs import ToolDecision, ToolResultSubmission
@@ -63,6 +65,7 @@ __all__ = [
     "ThinkService",
     "ToolDecision",
     "ToolResultSubmission",
+    "TurnFields",
     "TurnView",
     "UIMessage",
     "Workspace",

@@ -47,13 +47,15 @@ class TurnChanged(ThinkError):
     """`append(..., version=)` found the turn's row changed since that version was read."""
 
 
-_CLAIM = """
+_BUMP_FENCE = """
     UPDATE turns
     SET fences = jsonb_set(fences, ARRAY[%(key)s],
         to_jsonb(COALESCE((fences ->> %(key)s)::int, 0) + 1))
     WHERE id = %(turn)s
-    RETURNING (fences ->> %(key)s)::int AS current
+    RETURNING (fences ->> %(key)s)::int AS count
 """
+"""Add one to the counter `key` of the turn's `fences` (absent: 0) and return it: a fence's
+attempt (`claim`) or a step's failures (`count_failure`)."""
 
 _APPEND = """
     WITH reserved AS (
@@ -90,10 +92,10 @@ async def claim(conn: Conn, turn_id: str, key: str) -> Fence:
 
     Raises `StaleAttempt` when the turn does not exist.
     """
-    row = await fetch_one(conn, _CLAIM, {"key": key, "turn": turn_id})
+    row = await fetch_one(conn, _BUMP_FENCE, {"key": key, "turn": turn_id})
     if row is None:
         raise StaleAttempt(f"turn {turn_id!r} does not exist")
-    return Fence(key=key, attempt=int(row["current"]))
+    return Fence(key=key, attempt=int(row["count"]))
 
 
 async def append(
@@ -184,16 +186,7 @@ async def step_is_open(conn: Conn, turn_id: str) -> bool:
     return row is not None and row["type"] == "start-step"
 
 
-_COUNT_FAILURE = """
-    UPDATE turns
-    SET fences = jsonb_set(fences, ARRAY[%(key)s],
-        to_jsonb(COALESCE((fences ->> %(key)s)::int, 0) + 1))
-    WHERE id = %(turn)s
-    RETURNING (fences ->> %(key)s)::int AS failures
-"""
-
-
 async def count_failure(conn: Conn, turn_id: str, fence: Fence) -> int:
     """Record one more model failure of the fenced step; returns how many it has had."""
-    row = await fetch_one(conn, _COUNT_FAILURE, {"key": f"{fence.key}:failures", "turn": turn_id})
-    return int(row["failures"]) if row else 1
+    row = await fetch_one(conn, _BUMP_FENCE, {"key": f"{fence.key}:failures", "turn": turn_id})
+    return int(row["count"]) if row else 1

@@ -33,6 +33,24 @@ class Base(DeclarativeBase):
     type_annotation_map = {dict[str, Any]: JSONB, list[dict[str, Any]]: JSONB}
 
 
+def _conversation_key() -> Mapped[str]:
+    """`conversation_uid` as the first part of the primary key: one conversation's rows,
+    deleted with it."""
+    return mapped_column(ForeignKey("conversations.uid", ondelete="CASCADE"), primary_key=True)
+
+
+def _conversation_ref() -> Mapped[str]:
+    """`conversation_uid` outside the primary key: the conversation a row belongs to and is
+    deleted with."""
+    return mapped_column(ForeignKey("conversations.uid", ondelete="CASCADE"))
+
+
+def _timestamp_now() -> Mapped[datetime]:
+    """A `timestamptz` that defaults to the inserting transaction's `now()` (`created_at`,
+    `updated_at`)."""
+    return mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
 class ConversationRow(Base):
     """One conversation. `uid` is internal; (tenant, agent, id) is what clients name."""
 
@@ -41,7 +59,7 @@ class ConversationRow(Base):
     tenant: Mapped[str] = mapped_column(String)
     agent: Mapped[str] = mapped_column(String)
     id: Mapped[str] = mapped_column(String)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    created_at: Mapped[datetime] = _timestamp_now()
     active_leaf_id: Mapped[str | None] = mapped_column(String)
     metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, server_default="{}")
     system_prompt: Mapped[str | None] = mapped_column(Text)
@@ -57,16 +75,14 @@ class MessageRow(Base):
     """A node of the message tree, in the AI SDK UIMessage shape (`id`, `role`, `parts`)."""
 
     __tablename__ = "messages"
-    conversation_uid: Mapped[str] = mapped_column(
-        ForeignKey("conversations.uid", ondelete="CASCADE"), primary_key=True
-    )
+    conversation_uid: Mapped[str] = _conversation_key()
     id: Mapped[str] = mapped_column(String, primary_key=True)
     parent_id: Mapped[str | None] = mapped_column(String)
     role: Mapped[str] = mapped_column(String)
     parts: Mapped[list[dict[str, Any]]] = mapped_column(JSONB)
     metadata_: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSONB)
     turn_id: Mapped[str | None] = mapped_column(String)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    created_at: Mapped[datetime] = _timestamp_now()
     position: Mapped[int] = mapped_column(BigInteger, Identity())
     text_content: Mapped[str] = mapped_column(Text, server_default="")
     search: Mapped[Any] = mapped_column(
@@ -87,15 +103,13 @@ class TurnRow(Base):
 
     __tablename__ = "turns"
     id: Mapped[str] = mapped_column(String, primary_key=True)
-    conversation_uid: Mapped[str] = mapped_column(
-        ForeignKey("conversations.uid", ondelete="CASCADE")
-    )
+    conversation_uid: Mapped[str] = _conversation_ref()
     agent: Mapped[str] = mapped_column(String)
     idempotency_key: Mapped[str | None] = mapped_column(String)
     request_hash: Mapped[str] = mapped_column(String)
     request: Mapped[dict[str, Any]] = mapped_column(JSONB)
     status: Mapped[str] = mapped_column(String)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    created_at: Mapped[datetime] = _timestamp_now()
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     completed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     message_id: Mapped[str] = mapped_column(String)
@@ -147,7 +161,7 @@ class StreamChunkRow(Base):
     seq: Mapped[int] = mapped_column(Integer, primary_key=True)
     attempt: Mapped[int] = mapped_column(Integer)
     chunk: Mapped[dict[str, Any]] = mapped_column(JSONB)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    created_at: Mapped[datetime] = _timestamp_now()
 
 
 class CompactionRow(Base):
@@ -156,9 +170,7 @@ class CompactionRow(Base):
 
     __tablename__ = "compactions"
     id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
-    conversation_uid: Mapped[str] = mapped_column(
-        ForeignKey("conversations.uid", ondelete="CASCADE")
-    )
+    conversation_uid: Mapped[str] = _conversation_ref()
     first_message_id: Mapped[str] = mapped_column(String)
     last_message_id: Mapped[str] = mapped_column(String)
     summary: Mapped[str] = mapped_column(Text)
@@ -166,7 +178,7 @@ class CompactionRow(Base):
     tokens_after: Mapped[int] = mapped_column(Integer)
     trigger: Mapped[str] = mapped_column(String)
     turn_id: Mapped[str | None] = mapped_column(String)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    created_at: Mapped[datetime] = _timestamp_now()
 
     __table_args__ = (
         UniqueConstraint(
@@ -181,25 +193,21 @@ class ContextBlockRow(Base):
     fingerprint of the content its frozen system prompt was built with."""
 
     __tablename__ = "context_blocks"
-    conversation_uid: Mapped[str] = mapped_column(
-        ForeignKey("conversations.uid", ondelete="CASCADE"), primary_key=True
-    )
+    conversation_uid: Mapped[str] = _conversation_key()
     label: Mapped[str] = mapped_column(String, primary_key=True)
     content: Mapped[str | None] = mapped_column(Text)
     frozen: Mapped[str | None] = mapped_column(String)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_at: Mapped[datetime] = _timestamp_now()
 
 
 class ConversationMcpServerRow(Base):
     """An MCP server added to one conversation (0011): `think.tools.McpServer`'s fields."""
 
     __tablename__ = "conversation_mcp_servers"
-    conversation_uid: Mapped[str] = mapped_column(
-        ForeignKey("conversations.uid", ondelete="CASCADE"), primary_key=True
-    )
+    conversation_uid: Mapped[str] = _conversation_key()
     name: Mapped[str] = mapped_column(String, primary_key=True)
     spec: Mapped[dict[str, Any]] = mapped_column(JSONB)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    created_at: Mapped[datetime] = _timestamp_now()
 
 
 class TurnAnswerRow(Base):
@@ -212,30 +220,26 @@ class TurnAnswerRow(Base):
     kind: Mapped[str] = mapped_column(String, primary_key=True)
     key: Mapped[str] = mapped_column(String, primary_key=True)
     answer: Mapped[dict[str, Any]] = mapped_column(JSONB)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    created_at: Mapped[datetime] = _timestamp_now()
 
 
 class WorkspaceFileRow(Base):
     """One file of a conversation's workspace (migration 0010), by its relative path."""
 
     __tablename__ = "workspace_files"
-    conversation_uid: Mapped[str] = mapped_column(
-        ForeignKey("conversations.uid", ondelete="CASCADE"), primary_key=True
-    )
+    conversation_uid: Mapped[str] = _conversation_key()
     path: Mapped[str] = mapped_column(String, primary_key=True)
     data: Mapped[bytes] = mapped_column(LargeBinary)
     media_type: Mapped[str] = mapped_column(String)
     size: Mapped[int] = mapped_column(BigInteger)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_at: Mapped[datetime] = _timestamp_now()
 
 
 class WorkspaceOpRow(Base):
     """A workspace write a tool call applied, with what it answered (0010)."""
 
     __tablename__ = "workspace_ops"
-    conversation_uid: Mapped[str] = mapped_column(
-        ForeignKey("conversations.uid", ondelete="CASCADE"), primary_key=True
-    )
+    conversation_uid: Mapped[str] = _conversation_key()
     key: Mapped[str] = mapped_column(String, primary_key=True)
     result: Mapped[dict[str, Any]] = mapped_column(JSONB)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    created_at: Mapped[datetime] = _timestamp_now()

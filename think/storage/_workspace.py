@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
+from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 from pydantic import BaseModel
 
@@ -95,6 +96,10 @@ def guess_media_type(path: str) -> str:
     return "text/plain"
 
 
+_SELECT_FILES = "SELECT path, data, media_type, size, updated_at FROM workspace_files "
+"""A file with its content: what `WorkspaceFile` holds (a WHERE clause follows)."""
+
+
 def _like(prefix: str) -> str:
     """A LIKE pattern for every path under the directory `prefix` (`""`: everything)."""
     escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -111,36 +116,38 @@ class Workspace:
     def _params(self, **more: Any) -> dict[str, Any]:
         return {"c": self.conversation_uid, **more}
 
-    async def read(self, path: str) -> WorkspaceFile | None:
+    async def _fetch_one(self, query: str, **params: Any) -> DictRow | None:
+        """The row `query` reads on a read connection, with this conversation as `%(c)s`."""
         async with self.db.connection() as conn:
-            row = await fetch_one(
-                conn,
-                "SELECT path, data, media_type, size, updated_at FROM workspace_files "
-                "WHERE conversation_uid = %(c)s AND path = %(p)s",
-                self._params(p=workspace_path(path)),
-            )
+            return await fetch_one(conn, query, self._params(**params))
+
+    async def _fetch_all(self, query: str, **params: Any) -> builtins.list[DictRow]:
+        """The rows `query` reads on a read connection, with this conversation as `%(c)s`."""
+        async with self.db.connection() as conn:
+            return await fetch_all(conn, query, self._params(**params))
+
+    async def read(self, path: str) -> WorkspaceFile | None:
+        row = await self._fetch_one(
+            _SELECT_FILES + "WHERE conversation_uid = %(c)s AND path = %(p)s",
+            p=workspace_path(path),
+        )
         return WorkspaceFile.model_validate(dict(row)) if row else None
 
     async def exists(self, path: str) -> bool:
-        async with self.db.connection() as conn:
-            row = await fetch_one(
-                conn,
-                "SELECT 1 AS x FROM workspace_files WHERE conversation_uid = %(c)s "
-                "AND path = %(p)s",
-                self._params(p=workspace_path(path)),
-            )
+        row = await self._fetch_one(
+            "SELECT 1 AS x FROM workspace_files WHERE conversation_uid = %(c)s AND path = %(p)s",
+            p=workspace_path(path),
+        )
         return row is not None
 
     async def list(self, directory: str = "") -> list[WorkspaceEntry]:
         """Every file under `directory` (recursively), by path."""
         prefix = workspace_path(directory, allow_root=True)
-        async with self.db.connection() as conn:
-            rows = await fetch_all(
-                conn,
-                "SELECT path, media_type, size, updated_at FROM workspace_files "
-                "WHERE conversation_uid = %(c)s AND path LIKE %(like)s ORDER BY path",
-                self._params(like=_like(prefix)),
-            )
+        rows = await self._fetch_all(
+            "SELECT path, media_type, size, updated_at FROM workspace_files "
+            "WHERE conversation_uid = %(c)s AND path LIKE %(like)s ORDER BY path",
+            like=_like(prefix),
+        )
         return [WorkspaceEntry.model_validate(dict(r)) for r in rows]
 
     async def read_many(self, paths: builtins.list[str]) -> dict[str, WorkspaceFile]:
@@ -148,27 +155,23 @@ class Workspace:
         clean = [workspace_path(p) for p in paths]
         if not clean:
             return {}
-        async with self.db.connection() as conn:
-            rows = await fetch_all(
-                conn,
-                "SELECT path, data, media_type, size, updated_at FROM workspace_files "
-                "WHERE conversation_uid = %(c)s AND path = ANY(%(ps)s)",
-                self._params(ps=clean),
-            )
+        rows = await self._fetch_all(
+            _SELECT_FILES + "WHERE conversation_uid = %(c)s AND path = ANY(%(ps)s)", ps=clean
+        )
         return {r["path"]: WorkspaceFile.model_validate(dict(r)) for r in rows}
 
     async def read_all(self, directory: str = "", *, max_size: int) -> builtins.list[WorkspaceFile]:
         """Every file under `directory` of at most `max_size` bytes, with its content, in one
         query (for `grep`)."""
         prefix = workspace_path(directory, allow_root=True)
-        async with self.db.connection() as conn:
-            rows = await fetch_all(
-                conn,
-                "SELECT path, data, media_type, size, updated_at FROM workspace_files "
-                "WHERE conversation_uid = %(c)s AND (path LIKE %(like)s OR path = %(p)s) "
-                "AND size <= %(max)s ORDER BY path",
-                self._params(like=_like(prefix), p=prefix, max=max_size),
-            )
+        rows = await self._fetch_all(
+            _SELECT_FILES
+            + "WHERE conversation_uid = %(c)s AND (path LIKE %(like)s OR path = %(p)s) "
+            "AND size <= %(max)s ORDER BY path",
+            like=_like(prefix),
+            p=prefix,
+            max=max_size,
+        )
         return [WorkspaceFile.model_validate(dict(r)) for r in rows]
 
     async def write(self, path: str, data: bytes | str, media_type: str | None = None) -> int:
@@ -222,8 +225,7 @@ class Workspace:
 async def read_file(conn: Conn, conversation_uid: str, path: str) -> WorkspaceFile | None:
     row = await fetch_one(
         conn,
-        "SELECT path, data, media_type, size, updated_at FROM workspace_files "
-        "WHERE conversation_uid = %(c)s AND path = %(p)s FOR UPDATE",
+        _SELECT_FILES + "WHERE conversation_uid = %(c)s AND path = %(p)s FOR UPDATE",
         {"c": conversation_uid, "p": workspace_path(path)},
     )
     return WorkspaceFile.model_validate(dict(row)) if row else None

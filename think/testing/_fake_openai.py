@@ -16,7 +16,6 @@ import socket
 import threading
 import time
 from collections import deque
-from types import TracebackType
 from typing import Any, TypedDict
 
 import uvicorn
@@ -27,6 +26,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from think.models._openai import METADATA_HEADER_PREFIX
+from think.testing._replies import ReplyQueue, plan_of
 from think.testing._script import (
     Chunk,
     DisconnectStep,
@@ -36,8 +36,6 @@ from think.testing._script import (
     Sleep,
     ToolArgs,
     ToolStart,
-    compile_reply,
-    echo,
 )
 
 CONVERSATION_HEADER = METADATA_HEADER_PREFIX + "conversation-id"
@@ -76,20 +74,6 @@ class _Server(uvicorn.Server):
         self.ready.set()
 
 
-class _Queue:
-    def __init__(self) -> None:
-        self.replies: deque[Reply] = deque()
-        self.repeat = False
-
-    def take(self) -> Reply | None:
-        if not self.replies:
-            return None
-        reply = self.replies.popleft()
-        if self.repeat:
-            self.replies.append(reply)
-        return reply
-
-
 class FakeOpenAIServer:
     """`POST /v1/chat/completions` (streaming or not) and `GET /v1/models`, on 127.0.0.1.
 
@@ -111,7 +95,7 @@ class FakeOpenAIServer:
         self.model = model
         self.host = host
         self._lock = threading.Lock()
-        self._queues: dict[str | None, _Queue] = {}
+        self._queues: dict[str | None, ReplyQueue] = {}
         self._requests: deque[tuple[str | None, RecordedRequest]] = deque(maxlen=keep)
         self._ids = itertools.count(1)
         self._port: int | None = None
@@ -151,7 +135,7 @@ class FakeOpenAIServer:
         """
         with self._lock:
             queue = self._queues.get(conversation_id)
-            return len(queue.replies) if queue and not queue.repeat else 0
+            return queue.pending if queue else 0
 
     def reset(self) -> None:
         with self._lock:
@@ -160,18 +144,17 @@ class FakeOpenAIServer:
 
     def _enqueue(self, key: str | None, replies: tuple[Reply, ...], repeat: bool) -> None:
         with self._lock:
-            queue = self._queues.setdefault(key, _Queue())
-            queue.replies.extend(replies)
-            queue.repeat = queue.repeat or repeat
+            self._queues.setdefault(key, ReplyQueue()).add(replies, repeat=repeat)
 
-    def _next_reply(self, conversation_id: str | None, messages: list[dict[str, Any]]) -> Reply:
+    def _next_reply(self, conversation_id: str | None) -> Reply | None:
+        """The next reply scripted for the conversation, else the next default one."""
         with self._lock:
             for key in (conversation_id, None):
                 queue = self._queues.get(key)
                 found = queue.take() if queue else None
                 if found is not None:
                     return found
-        return echo(messages)
+        return None
 
     # --- lifecycle ---
 
@@ -223,12 +206,7 @@ class FakeOpenAIServer:
     def __enter__(self) -> FakeOpenAIServer:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     def _run(self, sock: socket.socket) -> None:
@@ -264,9 +242,8 @@ class FakeOpenAIServer:
             self._requests.append(
                 (conversation_id, {"path": request.url.path, "headers": headers, "body": body})
             )
-        script = self._next_reply(conversation_id, body["messages"])
         return _Played(
-            compile_reply(script, body["messages"]),
+            plan_of(self._next_reply(conversation_id), body["messages"]),
             model=str(body.get("model") or self.model),
             stream=bool(body.get("stream")),
             include_usage=bool((body.get("stream_options") or {}).get("include_usage")),

@@ -8,7 +8,6 @@ tested without a network.
 from __future__ import annotations
 
 import asyncio
-from collections import deque
 from collections.abc import AsyncIterator
 
 from think.exceptions import ModelError
@@ -22,6 +21,7 @@ from think.models._base import (
     ToolCallStart,
 )
 from think.models._openai import finish_reason_from_openai, status_error
+from think.testing._replies import ReplyQueue, plan_of
 from think.testing._script import (
     Chunk,
     DisconnectStep,
@@ -30,8 +30,6 @@ from think.testing._script import (
     Sleep,
     ToolArgs,
     ToolStart,
-    compile_reply,
-    echo,
 )
 
 
@@ -45,7 +43,7 @@ class ScriptedModel:
     """
 
     def __init__(self, *replies: Reply, name: str = "scripted", native_output: bool = True) -> None:
-        self._replies: deque[Reply] = deque(replies)
+        self._replies = ReplyQueue(replies)
         self._name = name
         self._native_output = native_output
         self.requests: list[ModelRequest] = []
@@ -65,18 +63,17 @@ class ScriptedModel:
     @property
     def pending(self) -> int:
         """Replies not played yet: a test can assert the agent used all it was given."""
-        return len(self._replies)
+        return self._replies.pending
 
     def script(self, *replies: Reply) -> None:
-        self._replies.extend(replies)
+        self._replies.add(replies)
 
     def __repr__(self) -> str:
         return f"ScriptedModel(pending={self.pending}, calls={self.calls})"
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         self.requests.append(request)
-        script = self._replies.popleft() if self._replies else echo(request.messages)
-        plan = compile_reply(script, request.messages)
+        plan = plan_of(self._replies.take(), request.messages)
         for action in plan.actions:
             if isinstance(action, Sleep):
                 await asyncio.sleep(action.seconds)

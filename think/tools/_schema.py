@@ -87,35 +87,43 @@ def parse_docstring(doc: str | None) -> Docstring:
     params: dict[str, str] = {}
     i = 0
     while i < len(lines):
-        line, stripped, indent = lines[i], lines[i].strip(), _indent(lines[i])
-        if _numpy_header_at(lines, i) and stripped.lower() in _DROPPED_SECTIONS:
-            end = i + 2
-            while end < len(lines) and not _numpy_header_at(lines, end):
-                end += 1
-            if stripped.lower() in _PARAM_SECTIONS:
-                params.update(_entries(lines[i + 2 : end], _NUMPY_ENTRY, inline=False))
-            i = end
-            continue
-        header = _GOOGLE_HEADER.match(stripped)
-        if header and header.group(1).lower() in _DROPPED_SECTIONS:
-            end = _block_end(lines, i, indent, stop_at_field=False)
-            if header.group(1).lower() in _PARAM_SECTIONS:
-                params.update(_entries(lines[i + 1 : end], _GOOGLE_ENTRY, inline=True))
-            i = end
-            continue
-        field = _SPHINX_FIELD.match(stripped)
-        if field and field.group(1).lower() in _SPHINX_DROPPED_FIELDS:
-            end = _block_end(lines, i, indent, stop_at_field=True)
-            words = field.group(2).split()
-            if field.group(1).lower() in _SPHINX_PARAM_FIELDS and words:
-                text = [field.group(3) or "", *(x.strip() for x in lines[i + 1 : end])]
-                params[words[-1].lstrip("*")] = _join(text)
-            i = end
-            continue
-        kept.append(line.rstrip())
-        i += 1
+        section = _dropped_section(lines, i)
+        if section is None:
+            kept.append(lines[i].rstrip())
+            i += 1
+        else:
+            i, found = section
+            params.update(found)
     description = re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip()
     return Docstring(description, params)
+
+
+def _dropped_section(lines: list[str], i: int) -> tuple[int, dict[str, str]] | None:
+    """The section dropped from the description that starts at line `i` (NumPy, Google or
+    Sphinx style), if one does: the line after it, and the parameter descriptions it holds."""
+    stripped, indent = lines[i].strip(), _indent(lines[i])
+    if _numpy_header_at(lines, i) and stripped.lower() in _DROPPED_SECTIONS:
+        end = i + 2
+        while end < len(lines) and not _numpy_header_at(lines, end):
+            end += 1
+        if stripped.lower() not in _PARAM_SECTIONS:
+            return end, {}
+        return end, _entries(lines[i + 2 : end], _NUMPY_ENTRY, inline=False)
+    header = _GOOGLE_HEADER.match(stripped)
+    if header and header.group(1).lower() in _DROPPED_SECTIONS:
+        end = _block_end(lines, i, indent, stop_at_field=False)
+        if header.group(1).lower() not in _PARAM_SECTIONS:
+            return end, {}
+        return end, _entries(lines[i + 1 : end], _GOOGLE_ENTRY, inline=True)
+    field = _SPHINX_FIELD.match(stripped)
+    if field and field.group(1).lower() in _SPHINX_DROPPED_FIELDS:
+        end = _block_end(lines, i, indent, stop_at_field=True)
+        words = field.group(2).split()
+        if field.group(1).lower() not in _SPHINX_PARAM_FIELDS or not words:
+            return end, {}
+        text = [field.group(3) or "", *(x.strip() for x in lines[i + 1 : end])]
+        return end, {words[-1].lstrip("*"): _join(text)}
+    return None
 
 
 def _indent(line: str) -> int:

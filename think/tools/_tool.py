@@ -17,7 +17,7 @@ import re
 import typing
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any, TypeAlias, overload
+from typing import Any, TypeAlias, TypedDict, Unpack, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import to_jsonable_python
@@ -119,6 +119,20 @@ class ToolPolicy(BaseModel):
     def heartbeat_timeout_seconds(self) -> float:
         """The heartbeat timeout to schedule the tool's activity with."""
         return self.heartbeat_seconds or DEFAULT_HEARTBEAT_SECONDS
+
+
+class ToolOptions(TypedDict, total=False):
+    """The keywords of `@tool(...)`, which hands them to `Tool` (whose signature holds their
+    defaults): written once, so that the decorator and the class cannot drift apart."""
+
+    name: str | None
+    description: str | None
+    needs_approval: bool | ApprovalPolicy
+    approval_timeout: Seconds | None
+    timeout: Seconds
+    heartbeat_timeout: Seconds | None
+    retries: int
+    retry_backoff: float
 
 
 class Tool:
@@ -330,31 +344,11 @@ def tool(fn: Callable[..., Any], /) -> Tool: ...
 
 
 @overload
-def tool(
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    needs_approval: bool | ApprovalPolicy = False,
-    approval_timeout: Seconds | None = None,
-    timeout: Seconds = 300.0,
-    heartbeat_timeout: Seconds | None = None,
-    retries: int = 0,
-    retry_backoff: float = 2.0,
-) -> Callable[[Callable[..., Any]], Tool]: ...
+def tool(**options: Unpack[ToolOptions]) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
 def tool(
-    fn: Callable[..., Any] | None = None,
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    needs_approval: bool | ApprovalPolicy = False,
-    approval_timeout: Seconds | None = None,
-    timeout: Seconds = 300.0,
-    heartbeat_timeout: Seconds | None = None,
-    retries: int = 0,
-    retry_backoff: float = 2.0,
+    fn: Callable[..., Any] | None = None, /, **options: Unpack[ToolOptions]
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Declare a function as a tool: `@tool`, or `@tool(timeout=30, retries=2)`.
 
@@ -368,16 +362,6 @@ def tool(
     """
 
     def wrap(f: Callable[..., Any]) -> Tool:
-        return Tool(
-            f,
-            name=name,
-            description=description,
-            needs_approval=needs_approval,
-            approval_timeout=approval_timeout,
-            timeout=timeout,
-            heartbeat_timeout=heartbeat_timeout,
-            retries=retries,
-            retry_backoff=retry_backoff,
-        )
+        return Tool(f, **options)
 
     return wrap(fn) if fn is not None else wrap

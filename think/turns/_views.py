@@ -2,8 +2,9 @@
 
 HTTP's `Turn` (`api.schemas.TurnOut`), the Python API's `TurnResult` and `Submission` are
 each a selection of this view, so a field means the same thing wherever it is read and a new
-one is added once. Which tool calls a paused turn waits for (its pending approvals and client
-tool calls) is decided here too, from the turn's stored message.
+one is added once (`TurnFields` declares what the view and HTTP's `Turn` both show). Which
+tool calls a paused turn waits for (its pending approvals and client tool calls) is decided
+here too, from the turn's stored message.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from think._messages import UIMessage
 from think.storage import TurnRecord, TurnStatus
@@ -84,16 +85,15 @@ def pending_client_tools(turn: TurnRecord) -> list[PendingClientTool]:
     ]
 
 
-class TurnView(BaseModel):
-    """Everything a door shows of a turn. `accepted` is about the call that asked (False when
-    it repeated a known idempotency key or submission id), not about the turn."""
-
-    model_config = ConfigDict(frozen=True)
+class TurnFields(BaseModel):
+    """The fields of a turn that the view and HTTP's `Turn` (`api.schemas.TurnOut`) both
+    show, declared once, in the order both show them. `status` is any string here, as HTTP's
+    schema documents it; the view narrows it to a `TurnStatus`."""
 
     turn_id: str
     conversation_id: str
     agent: str
-    status: TurnStatus
+    status: str
     accepted: bool
     idempotency_key: str | None
     created_at: datetime
@@ -102,9 +102,24 @@ class TurnView(BaseModel):
     message_id: str | None
     message: dict[str, Any] | None
     error: str | None
-    usage: dict[str, Any]
-    output: Any
-    answered_by: str | None
+    usage: dict[str, Any] = Field(default_factory=dict)
+    output: Any = Field(
+        default=None, description="The validated structured output, when the turn asked for one"
+    )
+    answered_by: str | None = Field(
+        default=None,
+        description="For a submission merged into another turn (message_concurrency merge or "
+        "debounce; it ends skipped): the turn that appended its messages and answered them",
+    )
+
+
+class TurnView(TurnFields):
+    """Everything a door shows of a turn. `accepted` is about the call that asked (False when
+    it repeated a known idempotency key or submission id), not about the turn."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: TurnStatus
     continuation: bool
     pending_approvals: list[PendingApproval]
     pending_client_tools: list[PendingClientTool]

@@ -24,7 +24,6 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
 from think._messages import UIMessage
 from think._protocol import UIMessageChunk
@@ -38,8 +37,9 @@ from think.agent._think import Think
 from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
 from think.engine.activities import _observe as observe
 from think.engine.activities._assembly import maybe_await, turn_tools
+from think.engine.activities._ids import tool_call_ids
 from think.engine.activities._resources import ActivityResources
-from think.engine.activities._tool_call import ToolCalls
+from think.engine.activities._tool_call import ToolCalls, is_settled, tool_call_of
 from think.exceptions import ThinkError, ToolError
 from think.storage import Conn, Delegation, SubmissionConflict, TurnRecord
 from think.streaming import StaleAttempt, TurnEnded, append
@@ -145,7 +145,7 @@ class AgentToolCalls:
     async def start(self, inp: AgentToolInput) -> AgentToolStarted:
         """Admit the child's turn for the call (or find the one admitted before)."""
         turn, part = await self._call(inp)
-        if _settled(part) or turn.terminal:
+        if is_settled(part) or turn.terminal:
             return AgentToolStarted()
         agent = self.res.bound_agent(turn)
         tool = turn_tools(agent, turn).get(inp.tool_name)
@@ -197,12 +197,7 @@ class AgentToolCalls:
                 default_concurrency="queue",
                 idempotency_key=f"{turn.id}:{inp.tool_call_id}",
                 delegated_by=Delegation(
-                    turn_id=turn.id,
-                    agent=turn.agent,
-                    conversation_id=turn.conversation_id,
-                    tool_call_id=inp.tool_call_id,
-                    tool_name=inp.tool_name,
-                    depth=depth,
+                    **tool_call_ids(turn, inp.tool_call_id, inp.tool_name), depth=depth
                 ),
             )
         except SubmissionConflict as exc:
@@ -237,7 +232,7 @@ class AgentToolCalls:
         it runs (and, once the tool's timeout has passed, it is cancelled: its end is then
         recorded as the tool error it is)."""
         turn, part = await self._call(inp)
-        if _settled(part) or turn.terminal:
+        if is_settled(part) or turn.terminal:
             return AgentToolFinished(settled=True)
         agent = self.res.bound_agent(turn)
         child = await self.res.store.get_turn(inp.child_turn_id or "")
@@ -281,13 +276,7 @@ class AgentToolCalls:
     # -- internals -------------------------------------------------------------------------
 
     async def _call(self, inp: AgentToolInput) -> tuple[TurnRecord, dict[str, Any]]:
-        turn = await self.res.store.get_turn(inp.turn_id)
-        if turn is None:
-            raise ApplicationError(f"turn {inp.turn_id!r} does not exist", non_retryable=True)
-        part = MessageBuilder(turn.message).tool_part(inp.tool_call_id)
-        if part is None:
-            raise ApplicationError(f"no tool call {inp.tool_call_id!r}", non_retryable=True)
-        return turn, part
+        return await tool_call_of(self.res.store, inp.turn_id, inp.tool_call_id)
 
     async def _cancel(self, child: TurnRecord, reason: str) -> None:
         res = self.res
@@ -350,15 +339,7 @@ class AgentToolCalls:
 def _call_context(turn: TurnRecord, inp: AgentToolInput, part: dict[str, Any]) -> ToolCallContext:
     raw = part.get("input")
     return ToolCallContext(
-        agent=turn.agent,
-        conversation_id=turn.conversation_id,
-        turn_id=turn.id,
-        tool_call_id=inp.tool_call_id,
-        tool_name=inp.tool_name,
+        **tool_call_ids(turn, inp.tool_call_id, inp.tool_name),
         input=raw if isinstance(raw, dict) else {},
         attempt=activity.info().attempt,
     )
-
-
-def _settled(part: dict[str, Any]) -> bool:
-    return str(part.get("state", "")).startswith("output-")

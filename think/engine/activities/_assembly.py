@@ -31,6 +31,7 @@ from think.agent._turn_hooks import (
     TurnContext,
     output_type,
 )
+from think.engine.activities._ids import turn_ids
 from think.engine.activities._mcp import recorded_tools
 from think.exceptions import (
     HOOK_FAILED,
@@ -267,9 +268,7 @@ async def assemble(
     new_config = False
     if config is None and step == 0 and overrides(agent, "before_turn"):
         context = TurnContext(
-            agent=agent.name,
-            conversation_id=turn.conversation_id,
-            turn_id=turn.id,
+            **turn_ids(turn, agent.name),
             system=system,
             messages=history,
             tools=[*agent_tools, *(s.name for s in client_specs(turn, agent_tools))],
@@ -301,9 +300,7 @@ async def assemble(
     messages = [*history, *reminders, *draft_messages]
     if overrides(agent, "before_step"):
         context_step = StepContext(
-            agent=agent.name,
-            conversation_id=turn.conversation_id,
-            turn_id=turn.id,
+            **turn_ids(turn, agent.name),
             step=step,
             system=system,
             messages=messages,

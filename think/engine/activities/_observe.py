@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal, ParamSpec
 
 from think import events
+from think.engine.activities._ids import turn_ids
 from think.exceptions import ModelError
 from think.models._base import Usage
 from think.models._overflow import classify_model_error
@@ -37,15 +38,11 @@ def _safe(fn: Callable[P, Awaitable[None]]) -> Callable[P, Awaitable[None]]:
     return guarded
 
 
-def _ids(turn: TurnRecord) -> dict[str, str]:
-    return {"agent": turn.agent, "conversation_id": turn.conversation_id, "turn_id": turn.id}
-
-
 @_safe
 async def request_failed(turn: TurnRecord, step: int, attempt: int, exc: ModelError) -> None:
     await events.emit(
         events.ChatRequestFailed(
-            **_ids(turn),
+            **turn_ids(turn),
             step=step,
             attempt=attempt,
             error=str(exc),
@@ -57,7 +54,7 @@ async def request_failed(turn: TurnRecord, step: int, attempt: int, exc: ModelEr
 
 @_safe
 async def stalled(turn: TurnRecord, step: int, seconds: float) -> None:
-    await events.emit(events.ChatStreamStalled(**_ids(turn), step=step, timeout=seconds))
+    await events.emit(events.ChatStreamStalled(**turn_ids(turn), step=step, timeout=seconds))
 
 
 @_safe
@@ -66,18 +63,20 @@ async def recovery(
 ) -> None:
     if exhausted:
         event: events.ThinkEvent = events.ChatRecoveryExhausted(
-            **_ids(turn), step=step, attempts=failures, cause=cause
+            **turn_ids(turn), step=step, attempts=failures, cause=cause
         )
     else:
         event = events.ChatRecoveryAttempt(
-            **_ids(turn), step=step, attempt=failures + 1, max_attempts=budget, cause=cause
+            **turn_ids(turn), step=step, attempt=failures + 1, max_attempts=budget, cause=cause
         )
     await events.emit(event)
 
 
 @_safe
 async def budget_exhausted(turn: TurnRecord, which: Which, used: float, limit: float) -> None:
-    await events.emit(events.ChatBudgetExhausted(**_ids(turn), which=which, used=used, limit=limit))
+    await events.emit(
+        events.ChatBudgetExhausted(**turn_ids(turn), which=which, used=used, limit=limit)
+    )
 
 
 @_safe
@@ -86,7 +85,7 @@ async def finished(
 ) -> None:
     """The turn reached `status`; an abort also says why (`chat.turn.cancelled`)."""
     if status == "aborted":
-        await events.emit(events.ChatTurnCancelled(**_ids(turn), reason=reason))
+        await events.emit(events.ChatTurnCancelled(**turn_ids(turn), reason=reason))
     started = turn.started_at or turn.created_at
     usage = Usage(
         input_tokens=int(turn.usage.get("input_tokens", 0)),
@@ -96,7 +95,7 @@ async def finished(
     fields = {"status": status, "finish_reason": finish_reason, "usage": usage}
     duration_ms = int(elapsed.total_seconds() * 1000)
     event = events.ChatTurnFinished.model_validate(
-        {**_ids(turn), **fields, "duration_ms": duration_ms}
+        {**turn_ids(turn), **fields, "duration_ms": duration_ms}
     )
     await events.emit(event)
 
@@ -112,7 +111,7 @@ async def tool_called(
 ) -> None:
     await events.emit(
         events.ToolCalled(
-            **_ids(turn),
+            **turn_ids(turn),
             tool_name=tool_name,
             tool_call_id=tool_call_id,
             outcome=outcome,
@@ -126,7 +125,7 @@ async def tool_called(
 async def approval_requested(turn: TurnRecord, chunk: dict[str, Any], tool_name: str) -> None:
     await events.emit(
         events.ToolApprovalRequested(
-            **_ids(turn),
+            **turn_ids(turn),
             approval_id=chunk["approvalId"],
             tool_name=tool_name,
             tool_call_id=chunk["toolCallId"],
@@ -152,6 +151,6 @@ async def approval_decided(
         "principal": principal,
     }
     event = events.ToolApprovalDecided.model_validate(
-        {**_ids(turn), **decision, "tool_name": tool_name}
+        {**turn_ids(turn), **decision, "tool_name": tool_name}
     )
     await events.emit(event)

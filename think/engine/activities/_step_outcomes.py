@@ -20,6 +20,7 @@ from think.agent._turn_hooks import ChatErrorStage, StepFinishContext
 from think.engine.activities import _observe as observe
 from think.engine.activities._assembly import maybe_await, overrides, previous_steps
 from think.engine.activities._errors import chat_error_text
+from think.engine.activities._ids import turn_ids
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._step_budget import budget_message, elapsed
 from think.engine.activities._step_stream import StepStream
@@ -82,12 +83,7 @@ class StepOutcomes:
         results = previous_steps(turn.message, turn.usage)
         if step >= len(results):
             return
-        context = StepFinishContext(
-            **results[step].model_dump(),
-            agent=agent.name,
-            conversation_id=turn.conversation_id,
-            turn_id=turn.id,
-        )
+        context = StepFinishContext(**results[step].model_dump(), **turn_ids(turn, agent.name))
         try:
             await maybe_await(agent.on_step_finish(context))
         except Exception:

@@ -9,7 +9,6 @@ retries are left for what interrupts an attempt (a crash, an outage).
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import time
 from typing import Any, Literal
@@ -22,12 +21,13 @@ from think._protocol import ToolApprovalResponseChunk, UIMessageChunk
 from think.agent._think import Think
 from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
 from think.engine.activities import _observe as observe
-from think.engine.activities._assembly import turn_tools
+from think.engine.activities._assembly import maybe_await, turn_tools
 from think.engine.activities._heartbeat import heartbeating
+from think.engine.activities._ids import tool_call_ids
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._tool_plan import client_tool_names, paused_status
 from think.exceptions import ToolError
-from think.storage import TurnRecord, first_answer
+from think.storage import Store, TurnRecord, first_answer
 from think.streaming import TurnChanged, TurnEnded, append
 from think.streaming._builder import MessageBuilder
 from think.tools._tool import Tool, ToolContext, tool_output_json
@@ -52,13 +52,8 @@ class ToolCalls:
     async def tool_call(self, inp: ToolCallInput) -> ToolCallResult:
         if activity.info().attempt > 1:
             metrics.ACTIVITY_RETRIES.labels(TOOL_CALL_ACTIVITY).inc()
-        turn = await self.res.store.get_turn(inp.turn_id)
-        if turn is None:
-            raise ApplicationError(f"turn {inp.turn_id!r} does not exist", non_retryable=True)
-        part = MessageBuilder(turn.message).tool_part(inp.tool_call_id)
-        if part is None:
-            raise ApplicationError(f"no tool call {inp.tool_call_id!r}", non_retryable=True)
-        if _settled(part) or turn.terminal:
+        turn, part = await tool_call_of(self.res.store, inp.turn_id, inp.tool_call_id)
+        if is_settled(part) or turn.terminal:
             return ToolCallResult(ok=part.get("state") == "output-available")
         agent = self.res.bound_agent(turn)
         if inp.client_result is not None:
@@ -98,11 +93,7 @@ class ToolCalls:
                 f"tool call {inp.tool_call_id!r} waits for approval", non_retryable=True
             )
         context = ToolContext(
-            agent=turn.agent,
-            conversation_id=turn.conversation_id,
-            turn_id=turn.id,
-            tool_call_id=inp.tool_call_id,
-            tool_name=inp.tool_name,
+            **tool_call_ids(turn, inp.tool_call_id, inp.tool_name),
             attempt=activity.info().attempt,
             config=agent.get_config(),
         )
@@ -195,7 +186,7 @@ class ToolCalls:
             turn = await self.res.store.lock_turn(conn, turn_id)
             builder = MessageBuilder(turn.message)
             part = builder.tool_part(tool_call_id) or {}
-            if turn.terminal or _settled(part):
+            if turn.terminal or is_settled(part):
                 # Cancelled meanwhile, or an earlier attempt recorded it: that outcome stands.
                 return ToolCallResult(ok=part.get("state") == "output-available")
             if chunks[0]["type"] == "tool-approval-response" and "approved" in part.get(
@@ -233,7 +224,7 @@ class ToolCalls:
             if not isinstance(raw_input, dict):
                 raise ToolError(f"the input of {tool_name!r} must be a JSON object")
             arguments = tool.validate(raw_input)
-            decision = await _maybe_await(agent.before_tool_call(call))
+            decision = await maybe_await(agent.before_tool_call(call))
             if isinstance(decision, ToolCallDecision) and decision.action == "block":
                 outcome, output = "blocked", decision.reason
             elif isinstance(decision, ToolCallDecision) and decision.action == "substitute":
@@ -256,7 +247,7 @@ class ToolCalls:
             duration_ms=(time.perf_counter() - started) * 1000,
         )
         try:
-            await _maybe_await(agent.after_tool_call(result))
+            await maybe_await(agent.after_tool_call(result))
         except Exception:
             log.warning("after_tool_call of %s failed", tool_name, exc_info=True)
         chunk: UIMessageChunk
@@ -314,7 +305,22 @@ _OUTCOMES: dict[str, Literal["success", "error", "blocked", "substituted"]] = {
 }
 
 
-def _settled(part: dict[str, Any]) -> bool:
+async def tool_call_of(
+    store: Store, turn_id: str, tool_call_id: str
+) -> tuple[TurnRecord, dict[str, Any]]:
+    """The turn and the part of its tool call `tool_call_id`; either missing fails the
+    activity for good (retrying would not bring it back)."""
+    turn = await store.get_turn(turn_id)
+    if turn is None:
+        raise ApplicationError(f"turn {turn_id!r} does not exist", non_retryable=True)
+    part = MessageBuilder(turn.message).tool_part(tool_call_id)
+    if part is None:
+        raise ApplicationError(f"no tool call {tool_call_id!r}", non_retryable=True)
+    return turn, part
+
+
+def is_settled(part: dict[str, Any]) -> bool:
+    """Whether the tool part has its outcome (an output, an error or a denial)."""
     return str(part.get("state", "")).startswith("output-")
 
 
@@ -322,7 +328,3 @@ def _status(turn: TurnRecord, message: dict[str, Any], agent: Think) -> str:
     if turn.status not in ("running", "awaiting_approval", "awaiting_client_tool"):
         return turn.status
     return paused_status(message, client_tool_names(turn), turn_tools(agent, turn))
-
-
-async def _maybe_await(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value

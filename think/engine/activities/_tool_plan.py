@@ -16,6 +16,7 @@ from think._messages import new_id
 from think._protocol import is_static_tool_part, tool_name
 from think.agent._agent_tool import AgentTool
 from think.agent._think import Think
+from think.engine.activities._ids import tool_call_ids
 from think.storage import TurnRecord
 from think.streaming._builder import MessageBuilder
 from think.tools._tool import Tool, ToolContext, ToolPolicy
@@ -111,11 +112,7 @@ async def _needs_approval(
     except Exception:
         return False  # likewise: the model gets the validation error instead
     context = ToolContext(
-        agent=agent.name,
-        conversation_id=turn.conversation_id,
-        turn_id=turn.id,
-        tool_call_id=call.tool_call_id,
-        tool_name=call.tool_name,
+        **tool_call_ids(turn, call.tool_call_id, call.tool_name, agent.name),
         config=agent.get_config(),
     )
     try:

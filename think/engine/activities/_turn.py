@@ -23,6 +23,7 @@ from think.engine.activities._assembly import maybe_await, overrides
 from think.engine.activities._compaction import Compactions
 from think.engine.activities._errors import chat_error_text
 from think.engine.activities._heartbeat import heartbeating
+from think.engine.activities._ids import turn_ids
 from think.engine.activities._model_step import StepAttempt
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._step_outcomes import StepOutcomes
@@ -136,9 +137,7 @@ class TurnActivities:
             return
         agent = self.res.bound_agent(turn)
         result = ChatResponseResult(
-            agent=turn.agent,
-            conversation_id=turn.conversation_id,
-            turn_id=turn.id,
+            **turn_ids(turn),
             status=turn.status,
             message=turn.message,
             output=turn.output,

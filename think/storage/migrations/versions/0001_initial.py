@@ -6,10 +6,10 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
 
+from think.storage.migrations._columns import conversation_key, conversation_ref, timestamp_now
+
 revision = "0001"
 down_revision = None
-
-_now = sa.text("now()")
 
 
 def upgrade() -> None:
@@ -19,7 +19,7 @@ def upgrade() -> None:
         sa.Column("tenant", sa.String, nullable=False),
         sa.Column("agent", sa.String, nullable=False),
         sa.Column("id", sa.String, nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=_now),
+        timestamp_now("created_at"),
         sa.Column("active_leaf_id", sa.String),
         sa.Column("metadata", JSONB, nullable=False, server_default="{}"),
         sa.Column("system_prompt", sa.Text),
@@ -29,19 +29,14 @@ def upgrade() -> None:
     )
     op.create_table(
         "messages",
-        sa.Column(
-            "conversation_uid",
-            sa.String,
-            sa.ForeignKey("conversations.uid", ondelete="CASCADE"),
-            primary_key=True,
-        ),
+        conversation_key(),
         sa.Column("id", sa.String, primary_key=True),
         sa.Column("parent_id", sa.String),
         sa.Column("role", sa.String, nullable=False),
         sa.Column("parts", JSONB, nullable=False),
         sa.Column("metadata", JSONB),
         sa.Column("turn_id", sa.String),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=_now),
+        timestamp_now("created_at"),
         sa.Column("position", sa.BigInteger, sa.Identity(), nullable=False),
         sa.Column("text_content", sa.Text, nullable=False, server_default=""),
         sa.Column(
@@ -56,18 +51,13 @@ def upgrade() -> None:
     op.create_table(
         "turns",
         sa.Column("id", sa.String, primary_key=True),
-        sa.Column(
-            "conversation_uid",
-            sa.String,
-            sa.ForeignKey("conversations.uid", ondelete="CASCADE"),
-            nullable=False,
-        ),
+        conversation_ref(),
         sa.Column("agent", sa.String, nullable=False),
         sa.Column("idempotency_key", sa.String),
         sa.Column("request_hash", sa.String, nullable=False),
         sa.Column("request", JSONB, nullable=False),
         sa.Column("status", sa.String, nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=_now),
+        timestamp_now("created_at"),
         sa.Column("started_at", sa.DateTime(timezone=True)),
         sa.Column("completed_at", sa.DateTime(timezone=True)),
         sa.Column("message_id", sa.String, nullable=False),
@@ -93,7 +83,7 @@ def upgrade() -> None:
         sa.Column("seq", sa.Integer, primary_key=True),
         sa.Column("attempt", sa.Integer, nullable=False),
         sa.Column("chunk", JSONB, nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=_now),
+        timestamp_now("created_at"),
     )
 
 

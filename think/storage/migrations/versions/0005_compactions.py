@@ -9,6 +9,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from think.storage.migrations._columns import conversation_ref, timestamp_now
+
 revision = "0005"
 down_revision = "0004"
 
@@ -17,12 +19,7 @@ def upgrade() -> None:
     op.create_table(
         "compactions",
         sa.Column("id", sa.BigInteger, sa.Identity(), primary_key=True),
-        sa.Column(
-            "conversation_uid",
-            sa.String,
-            sa.ForeignKey("conversations.uid", ondelete="CASCADE"),
-            nullable=False,
-        ),
+        conversation_ref(),
         sa.Column("first_message_id", sa.String, nullable=False),
         sa.Column("last_message_id", sa.String, nullable=False),
         sa.Column("summary", sa.Text, nullable=False),
@@ -30,12 +27,7 @@ def upgrade() -> None:
         sa.Column("tokens_after", sa.Integer, nullable=False),
         sa.Column("trigger", sa.String, nullable=False),
         sa.Column("turn_id", sa.String),
-        sa.Column(
-            "created_at",
-            sa.DateTime(timezone=True),
-            nullable=False,
-            server_default=sa.text("now()"),
-        ),
+        timestamp_now("created_at"),
         # One summary per span: a compaction retried after a crash stores nothing twice. Its
         # index also serves the reads for the model (a conversation's summaries).
         sa.UniqueConstraint(

@@ -8,6 +8,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from think.storage.migrations._columns import conversation_key, timestamp_now
+
 revision = "0006"
 down_revision = "0005"
 
@@ -15,20 +17,13 @@ down_revision = "0005"
 def upgrade() -> None:
     op.create_table(
         "context_blocks",
-        sa.Column(
-            "conversation_uid",
-            sa.String,
-            sa.ForeignKey("conversations.uid", ondelete="CASCADE"),
-            primary_key=True,
-        ),
+        conversation_key(),
         sa.Column("label", sa.String, primary_key=True),
         # What the model wrote to a memory block (NULL: never written, or a provider block).
         sa.Column("content", sa.Text),
         # The fingerprint of the content the frozen system prompt holds (NULL: not frozen yet).
         sa.Column("frozen", sa.String),
-        sa.Column(
-            "updated_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()
-        ),
+        timestamp_now("updated_at"),
     )
 
 

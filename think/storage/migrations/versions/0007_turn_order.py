@@ -14,6 +14,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
 
+from think.storage.migrations._columns import timestamp_now
+
 revision = "0007"
 down_revision = "0006"
 
@@ -35,9 +37,7 @@ def upgrade() -> None:
         sa.Column("kind", sa.String, primary_key=True),
         sa.Column("key", sa.String, primary_key=True),
         sa.Column("answer", JSONB, nullable=False),
-        sa.Column(
-            "created_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()
-        ),
+        timestamp_now("created_at"),
     )
 
 

@@ -8,6 +8,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
 
+from think.storage.migrations._columns import conversation_key, timestamp_now
+
 revision = "0010"
 down_revision = "0009"
 
@@ -15,34 +17,20 @@ down_revision = "0009"
 def upgrade() -> None:
     op.create_table(
         "workspace_files",
-        sa.Column(
-            "conversation_uid",
-            sa.String,
-            sa.ForeignKey("conversations.uid", ondelete="CASCADE"),
-            primary_key=True,
-        ),
+        conversation_key(),
         sa.Column("path", sa.String, primary_key=True),
         sa.Column("data", sa.LargeBinary, nullable=False),
         sa.Column("media_type", sa.String, nullable=False),
         sa.Column("size", sa.BigInteger, nullable=False),
-        sa.Column(
-            "updated_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()
-        ),
+        timestamp_now("updated_at"),
     )
     op.create_table(
         "workspace_ops",
-        sa.Column(
-            "conversation_uid",
-            sa.String,
-            sa.ForeignKey("conversations.uid", ondelete="CASCADE"),
-            primary_key=True,
-        ),
+        conversation_key(),
         # The tool call's idempotency key (`turn_id:tool_call_id`).
         sa.Column("key", sa.String, primary_key=True),
         sa.Column("result", JSONB, nullable=False),
-        sa.Column(
-            "created_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()
-        ),
+        timestamp_now("created_at"),
     )
 
 

@@ -7,6 +7,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
 
+from think.storage.migrations._columns import conversation_key, timestamp_now
+
 revision = "0011"
 down_revision = "0010"
 
@@ -14,17 +16,10 @@ down_revision = "0010"
 def upgrade() -> None:
     op.create_table(
         "conversation_mcp_servers",
-        sa.Column(
-            "conversation_uid",
-            sa.String,
-            sa.ForeignKey("conversations.uid", ondelete="CASCADE"),
-            primary_key=True,
-        ),
+        conversation_key(),
         sa.Column("name", sa.String, primary_key=True),
         sa.Column("spec", JSONB, nullable=False),
-        sa.Column(
-            "created_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()
-        ),
+        timestamp_now("created_at"),
     )
 
 
