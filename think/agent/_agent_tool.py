@@ -14,24 +14,20 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Unpack
 
 from pydantic import BaseModel, ConfigDict
 
 from think._messages import ID
+from think.agent._turn_api import AddOptions, ChatOptions, TurnAPI
 from think.exceptions import ToolError, UserError
 from think.tools._tool import Tool
 
 if TYPE_CHECKING:
     from think.agent._think import Think
-    from think.turns._service import (
-        ConversationHandle,
-        MessagesFunction,
-        Submission,
-        TurnInput,
-        TurnResult,
-        TurnStream,
-    )
+    from think.turns._conversation import ConversationHandle
+    from think.turns._results import Submission, TurnResult
+    from think.turns._turn_input import MessagesFunction, TurnInput
 
 
 def check_child_name(name: str) -> None:
@@ -154,7 +150,7 @@ def agent_tools(tools: Sequence[Tool]) -> list[AgentTool]:
     return [t for t in tools if isinstance(t, AgentTool)]
 
 
-class SubAgent:
+class SubAgent(TurnAPI):
     """A handle on a child agent's conversation, from an agent's hooks and tools:
     `self.sub_agent(Researcher, "child-1")`. The same methods as `ConversationHandle` (the
     Python turn API) on the child's conversation, which is found on first use (the parent's is
@@ -182,35 +178,13 @@ class SubAgent:
             self._handle = parent.sub_agent(self.agent, self.name)
         return self._handle
 
-    async def run_turn(
-        self,
-        input: TurnInput | MessagesFunction | None = None,
-        *,
-        mode: Literal["wait", "submit", "stream"] = "wait",
-        **options: Any,
-    ) -> TurnResult | Submission | TurnStream:
-        return await (await self.conversation()).admit_turn(input, mode=mode, **options)
-
     async def chat(
-        self, input: TurnInput | MessagesFunction, callback: Any, **options: Any
+        self, input: TurnInput | MessagesFunction, callback: Any, **options: Unpack[ChatOptions]
     ) -> TurnResult:
         return await (await self.conversation()).chat(input, callback, **options)
 
-    async def save_messages(
-        self, messages: TurnInput | MessagesFunction, **options: Any
-    ) -> TurnResult:
-        return await (await self.conversation()).save_messages(messages, **options)
-
-    async def submit_messages(self, messages: TurnInput, **options: Any) -> Submission:
-        return await (await self.conversation()).submit_messages(messages, **options)
-
-    async def add_messages(self, messages: TurnInput, **options: Any) -> list[str]:
+    async def add_messages(self, messages: TurnInput, **options: Unpack[AddOptions]) -> list[str]:
         return await (await self.conversation()).add_messages(messages, **options)
-
-    async def continue_last_turn(
-        self, body: dict[str, Any] | None = None, **options: Any
-    ) -> TurnResult:
-        return await (await self.conversation()).continue_last_turn(body, **options)
 
     async def cancel_chat(self, request_id: str, reason: str = "cancelled") -> bool:
         return await (await self.conversation()).cancel_chat(request_id, reason)

@@ -11,26 +11,21 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Unpack
 
 from think._current import current_conversation
 from think.agent._agent_tool import AgentToolResult, SubAgent
+from think.agent._turn_api import AddOptions, TurnAPI
 
 if TYPE_CHECKING:
     from think.agent._think import Think
-    from think.storage import MessageConcurrency
     from think.tools import McpServer
-    from think.turns._service import (
-        ConversationHandle,
-        MessagesFunction,
-        Submission,
-        TurnInput,
-        TurnResult,
-        TurnStream,
-    )
+    from think.turns._conversation import ConversationHandle
+    from think.turns._results import TurnResult
+    from think.turns._turn_input import MessagesFunction, TurnInput
 
 
-class ConversationMethods:
+class ConversationMethods(TurnAPI):
     """Mixed into `Think`. Blocking calls (`run_turn` wait or stream, `save_messages`,
     `continue_last_turn`, `chat`) made while the bound turn runs raise `UserError`: they would
     wait for a turn that can only start once this one ends. `submit_messages` (it runs after
@@ -76,77 +71,10 @@ class ConversationMethods:
         """The conversation of the turn this agent instance serves."""
         return await current_conversation()
 
-    @overload
-    async def run_turn(
-        self,
-        input: TurnInput | MessagesFunction | None = ...,
-        *,
-        mode: Literal["wait"] = ...,
-        **options: Any,
-    ) -> TurnResult: ...
-
-    @overload
-    async def run_turn(
-        self, input: TurnInput | None = ..., *, mode: Literal["submit"], **options: Any
-    ) -> Submission: ...
-
-    @overload
-    async def run_turn(
-        self,
-        input: TurnInput | MessagesFunction | None = ...,
-        *,
-        mode: Literal["stream"],
-        **options: Any,
-    ) -> TurnStream: ...
-
-    async def run_turn(
-        self,
-        input: TurnInput | MessagesFunction | None = None,
-        *,
-        mode: Literal["wait", "submit", "stream"] = "wait",
-        **options: Any,
-    ) -> TurnResult | Submission | TurnStream:
-        """`ConversationHandle.run_turn` on this turn's conversation."""
-        conv = await self.conversation()
-        return await conv.admit_turn(input, mode=mode, **options)
-
-    async def save_messages(
-        self, messages: TurnInput | MessagesFunction, **options: Any
-    ) -> TurnResult:
-        return await (await self.conversation()).save_messages(messages, **options)
-
-    async def submit_messages(
-        self,
-        messages: TurnInput,
-        *,
-        idempotency_key: str | None = None,
-        submission_id: str | None = None,
-        body: dict[str, Any] | None = None,
-        concurrency: MessageConcurrency | None = None,
-    ) -> Submission:
-        return await (await self.conversation()).submit_messages(
-            messages,
-            idempotency_key=idempotency_key,
-            submission_id=submission_id,
-            body=body,
-            concurrency=concurrency,
-        )
-
-    async def continue_last_turn(
-        self, body: dict[str, Any] | None = None, **options: Any
-    ) -> TurnResult:
-        return await (await self.conversation()).continue_last_turn(body, **options)
-
     async def add_messages(
-        self,
-        messages: TurnInput,
-        *,
-        parent_id: str | None = None,
-        mode: Literal["append", "upsert"] = "append",
+        self, messages: TurnInput, **options: Unpack[AddOptions]
     ) -> Sequence[str]:
-        return await (await self.conversation()).add_messages(
-            messages, parent_id=parent_id, mode=mode
-        )
+        return await (await self.conversation()).add_messages(messages, **options)
 
     async def chat(self, input: TurnInput | MessagesFunction, callback: Any) -> TurnResult:
         return await (await self.conversation()).chat(input, callback)

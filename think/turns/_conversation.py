@@ -1,57 +1,29 @@
 """One conversation as Python code reaches it (`ConversationHandle`): run, submit and stream
-its turns through the one front door (`think.turns._admission.admit_submission`), write
-messages without a turn, its configuration and context blocks, compaction, and its submission
-records. `ThinkService.conversation(...)` makes one; inside a worker, hooks and tools reach
-their own through `current_conversation()`.
+its turns through the one front door (`think.turns._admission.admit_submission`), wait for,
+drive and cancel them, and delegate to its sub-agents. What it holds besides (messages without
+a turn, configuration, context blocks, compaction, submission records) is
+`think.turns._conversation_state`; `run_turn`'s typed face is `think.agent._turn_api`.
+`ThinkService.conversation(...)` makes one; inside a worker, hooks and tools reach their own
+through `current_conversation()`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import logging
 from collections.abc import Sequence
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import Any, Literal
 
 from think._current import BOUND
 from think._messages import ID, UIMessage
 from think.agent._agent_tool import AgentToolResult, answer_text, child_conversation_id
-from think.agent._compactor import compact
-from think.agent._conversation_methods import bind_config
 from think.agent._think import Think
+from think.agent._turn_api import TurnAPI
 from think.exceptions import UserError
-from think.schedules import reconcile_conversation
-from think.sessions._context_blocks import check_write, checked_blocks
-from think.sessions._session import session_for
-from think.storage import (
-    ACTIVE_STATUSES,
-    Admission,
-    Conn,
-    Conversation,
-    MessageConcurrency,
-    SearchHit,
-    TurnNotFound,
-    TurnRecord,
-    TurnStatus,
-    Workspace,
-    clear_system_prompt,
-    conversation_config,
-    conversation_mcp_servers,
-    delete_conversation_mcp_server,
-    delete_turn,
-    delete_turns,
-    put_conversation_mcp_server,
-    read_memory,
-    search_messages,
-    set_conversation_config,
-    upsert_messages,
-    write_memory,
-)
-from think.storage._compactions import Compaction
-from think.tools import McpServer
+from think.storage import ACTIVE_STATUSES, MessageConcurrency, TurnRecord
 from think.turns._admission import admit_submission, cancel_turn, wait_for_turn
+from think.turns._conversation_state import ConversationState
 from think.turns._results import Submission, TurnResult
 from think.turns._stream import TurnStream, call_back
 from think.turns._turn_input import (
@@ -63,94 +35,19 @@ from think.turns._turn_input import (
 )
 from think.turns._views import turn_view
 
-if TYPE_CHECKING:
-    from think.turns._service import ThinkService
-
 log = logging.getLogger("think.turns")
 
 
-class ConversationHandle:
-    """One conversation, and everything code can do to it: `run_turn` and its shortcuts,
-    messages without a turn, and the submission records."""
-
-    def __init__(
-        self, service: ThinkService, agent: type[Think], conversation_id: str, tenant: str
-    ) -> None:
-        self.service = service
-        self.agent = agent
-        self.conversation_id = conversation_id
-        self.tenant = tenant
+class ConversationHandle(ConversationState, TurnAPI):
+    """One conversation, and everything code can do to it: `run_turn` and its shortcuts here,
+    messages without a turn and the submission records in `ConversationState`."""
 
     def __repr__(self) -> str:
         return f"<ConversationHandle {self.agent.name}/{self.conversation_id}>"
 
-    # -- turns ---------------------------------------------------------------------------
-
-    @overload
-    async def run_turn(
-        self,
-        input: TurnInput | MessagesFunction | None = ...,
-        *,
-        mode: Literal["wait"] = ...,
-        idempotency_key: str | None = ...,
-        submission_id: str | None = ...,
-        parent_id: str | None = ...,
-        body: dict[str, Any] | None = ...,
-        client_tools: Sequence[dict[str, Any]] = ...,
-        concurrency: MessageConcurrency | None = ...,
-        continuation: bool = ...,
-        wait_timeout: float | None = ...,
-    ) -> TurnResult: ...
-
-    @overload
-    async def run_turn(
-        self,
-        input: TurnInput | None = ...,
-        *,
-        mode: Literal["submit"],
-        idempotency_key: str | None = ...,
-        submission_id: str | None = ...,
-        parent_id: str | None = ...,
-        body: dict[str, Any] | None = ...,
-        client_tools: Sequence[dict[str, Any]] = ...,
-        concurrency: MessageConcurrency | None = ...,
-        continuation: bool = ...,
-        wait_timeout: float | None = ...,
-    ) -> Submission: ...
-
-    @overload
-    async def run_turn(
-        self,
-        input: TurnInput | MessagesFunction | None = ...,
-        *,
-        mode: Literal["stream"],
-        idempotency_key: str | None = ...,
-        submission_id: str | None = ...,
-        parent_id: str | None = ...,
-        body: dict[str, Any] | None = ...,
-        client_tools: Sequence[dict[str, Any]] = ...,
-        concurrency: MessageConcurrency | None = ...,
-        continuation: bool = ...,
-        wait_timeout: float | None = ...,
-    ) -> TurnStream: ...
-
-    async def run_turn(
-        self,
-        input: TurnInput | MessagesFunction | None = None,
-        *,
-        mode: Literal["wait", "submit", "stream"] = "wait",
-        **options: Any,
-    ) -> TurnResult | Submission | TurnStream:
-        """Admit a turn: `wait` for its result, `submit` for durable acceptance, or `stream`
-        its chunks. Give exactly one of `input` and `continuation=True`.
-
-        `idempotency_key` and/or `submission_id` (the turn id you choose) make a retry safe:
-        a known one answers the existing record (`accepted=False`), and a key and an id that
-        name different submissions raise `SubmissionConflict`. `concurrency` overrides the
-        agent's `message_concurrency` for this submission ("drop" to a busy conversation
-        raises `ConversationBusy`). `wait_timeout` bounds a wait (None: no limit).
-        """
-        return await self.admit_turn(input, mode=mode, **options)
+    async def conversation(self) -> ConversationHandle:
+        """This conversation: what `run_turn` runs turns on."""
+        return self
 
     async def admit_turn(
         self,
@@ -177,15 +74,28 @@ class ConversationHandle:
             raise UserError(f"submission_id {submission_id!r} is not a valid id")
         if mode != "submit":
             await self._refuse_nested(f"run_turn(mode={mode!r})")
-        admission = await self._admit(
-            input,
-            idempotency_key=idempotency_key,
-            submission_id=submission_id,
+        # From inside a turn of this conversation, a submission waits for it, whatever the
+        # agent's mode: "latest" or "interrupt" would cancel the very turn submitting it.
+        inside = concurrency is None and await self._inside_own_turn() is not None
+        messages, given = await self._input_messages(input)
+        service = self.service
+        admission = await admit_submission(
+            service.store,
+            service.temporal,
+            service.settings.task_queue,
+            self.agent,
+            tenant=self.tenant,
+            conversation_id=self.conversation_id,
+            messages=messages,
+            input=given,
             parent_id=parent_id,
             body=body,
-            client_tools=client_tools,
+            client_tools=[client_tool_spec(t) for t in client_tools],
             concurrency=concurrency,
+            default_concurrency="queue" if inside else None,
+            submission_id=submission_id,
             continuation=continuation,
+            idempotency_key=idempotency_key,
         )
         if mode == "submit":
             return turn_view(admission.turn, accepted=admission.accepted).submission()
@@ -198,61 +108,6 @@ class ConversationHandle:
         except asyncio.CancelledError:
             await asyncio.shield(self._caller_cancelled(admission.turn.id))
             raise
-
-    async def save_messages(
-        self,
-        messages: TurnInput | MessagesFunction,
-        *,
-        idempotency_key: str | None = None,
-        submission_id: str | None = None,
-        body: dict[str, Any] | None = None,
-        concurrency: MessageConcurrency | None = None,
-        wait_timeout: float | None = None,
-    ) -> TurnResult:
-        """Add messages and run a turn on them, waiting for its result (`run_turn` wait)."""
-        return await self.run_turn(
-            messages,
-            idempotency_key=idempotency_key,
-            submission_id=submission_id,
-            body=body,
-            concurrency=concurrency,
-            wait_timeout=wait_timeout,
-        )
-
-    async def submit_messages(
-        self,
-        messages: TurnInput,
-        *,
-        idempotency_key: str | None = None,
-        submission_id: str | None = None,
-        parent_id: str | None = None,
-        body: dict[str, Any] | None = None,
-        concurrency: MessageConcurrency | None = None,
-    ) -> Submission:
-        """Durably accept a turn and return at once (`run_turn` submit); safe from a tool."""
-        return await self.run_turn(
-            messages,
-            mode="submit",
-            idempotency_key=idempotency_key,
-            submission_id=submission_id,
-            parent_id=parent_id,
-            body=body,
-            concurrency=concurrency,
-        )
-
-    async def continue_last_turn(
-        self,
-        body: dict[str, Any] | None = None,
-        *,
-        idempotency_key: str | None = None,
-        wait_timeout: float | None = None,
-    ) -> TurnResult:
-        """Run the model again after the last assistant message, with no new user message; the
-        answer is a new assistant message after it. `skipped` when the last message is not the
-        assistant's (checked when the turn comes to run)."""
-        return await self.run_turn(
-            continuation=True, body=body, idempotency_key=idempotency_key, wait_timeout=wait_timeout
-        )
 
     async def chat(
         self,
@@ -411,248 +266,7 @@ class ConversationHandle:
         turn = await wait_for_turn(self.service.store, listener, turn_id, wait_timeout)
         return turn_view(turn, accepted=accepted).result()
 
-    # -- messages without a turn -----------------------------------------------------------
-
-    async def messages(self) -> list[UIMessage]:
-        """The active path, root first."""
-        conv = await self._conversation()
-        if conv is None:
-            return []
-        return await self.service.store.path(conv.uid, conv.active_leaf_id)
-
-    async def search(self, query: str, *, limit: int = 20) -> list[SearchHit]:
-        """Full-text search over every message of the conversation (all branches), best first,
-        with `<mark>`-highlighted snippets: what `GET …/search` answers."""
-        conv = await self._conversation()
-        if conv is None:
-            return []
-        return await search_messages(self.service.store.db, conv.uid, query, limit=limit)
-
-    async def add_messages(
-        self,
-        messages: TurnInput,
-        *,
-        parent_id: str | None = None,
-        mode: Literal["append", "upsert"] = "append",
-    ) -> list[str]:
-        """Write messages to the transcript without a turn; safe inside a turn.
-
-        Appended as a chain under `parent_id` (default: the active leaf), and the active leaf
-        moves to the last one. Idempotent by message id: a stored message is left as it is in
-        "append" mode (the same id with other content raises `MessageIdConflict`), and is
-        updated in place in "upsert" mode. Returns the ids this call wrote.
-        """
-        if mode not in ("append", "upsert"):
-            raise UserError(f"mode must be 'append' or 'upsert', not {mode!r}")
-        batch = messages_of(messages)
-        store = self.service.store
-        async with store.db.transaction() as conn:
-            conv, _ = await store.ensure_conversation(
-                conn,
-                tenant=self.tenant,
-                agent=self.agent.name,
-                conversation_id=self.conversation_id,
-            )
-        if mode == "upsert":
-            updated = await upsert_messages(store, conv.uid, batch, parent_id=parent_id)
-            appended = [m.id for m in batch if m.id not in updated]
-            return updated + appended
-        added = await store.add_messages(conv.uid, batch, parent_id=parent_id)
-        return added.inserted
-
-    # -- configuration and context blocks --------------------------------------------------
-
-    async def reconcile_scheduled_tasks(self) -> int:
-        """Arm the agent's scheduled tasks for this conversation (its scope must be
-        `"conversation"`), evaluated with the conversation's configuration, and delete the
-        ones it no longer declares; returns how many are armed."""
-        agent = self.agent()
-        if agent.get_scheduled_tasks_scope() != "conversation":
-            raise UserError(
-                f"{self.agent.__name__}'s scheduled tasks are agent-scoped (armed at "
-                "worker start); return 'conversation' from get_scheduled_tasks_scope() to "
-                "arm them per conversation"
-            )
-        agent._config = await self.get_config()
-        service = self.service
-        return await reconcile_conversation(
-            service.temporal, service.settings.task_queue, agent, self.tenant, self.conversation_id
-        )
-
-    async def workspace(self) -> Workspace:
-        """The conversation's workspace (`read`, `list`, `write`, `delete`): the files its
-        workspace tools see, e.g. to put a file there before a turn or read one after. Creates
-        the conversation when it does not exist yet."""
-        async with self.service.store.db.transaction() as conn:
-            conv = await self._ensure(conn)
-        return Workspace(self.service.store.db, conv.uid)
-
-    async def get_config(self) -> dict[str, Any]:
-        """The conversation's configuration (`{}` when never configured)."""
-        conv = await self._conversation()
-        if conv is None:
-            return {}
-        async with self.service.store.db.connection() as conn:
-            return await conversation_config(conn, conv.uid)
-
-    async def configure(self, config: dict[str, Any]) -> None:
-        """Replace the conversation's configuration: a JSON object that every hook, tool and
-        `get_model` of its later activities reads (`get_config()`, `ToolContext.config`)."""
-        if not isinstance(config, dict):
-            raise UserError(f"a configuration is a JSON object (a dict), not {config!r}")
-        try:
-            json.dumps(config, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise UserError(f"the configuration is not JSON: {exc}") from None
-        async with self.service.store.db.transaction() as conn:
-            conv = await self._ensure(conn)
-            await set_conversation_config(conn, conv.uid, config)
-
-    # -- MCP servers of this conversation (docs/mcp.md) -----------------------------------
-
-    async def add_mcp_server(self, server: McpServer) -> None:
-        """Add (or replace, by name) an MCP server to this conversation: its tools join the
-        agent's from the next turn on. Stored as data, so a secret must be named by an
-        environment variable of the workers (`headers_from_env`, `env_from`), never given."""
-        if not isinstance(server, McpServer):
-            raise UserError(f"add_mcp_server takes an McpServer, not {server!r}")
-        server.check_storable()
-        agent = self.agent()
-        bind_config(agent, await self.get_config())
-        if any(s.name == server.name for s in agent.get_mcp_servers()):
-            raise UserError(
-                f"the agent {self.agent.name!r} declares an MCP server named {server.name!r} "
-                "already; give the conversation's server another name"
-            )
-        async with self.service.store.db.transaction() as conn:
-            conv = await self._ensure(conn)
-            await put_conversation_mcp_server(
-                conn, conv.uid, server.name, server.model_dump(mode="json")
-            )
-
-    async def remove_mcp_server(self, name: str) -> bool:
-        """Remove a server `add_mcp_server` added; False when there was none by that name."""
-        conv = await self._conversation()
-        if conv is None:
-            return False
-        async with self.service.store.db.transaction() as conn:
-            return await delete_conversation_mcp_server(conn, conv.uid, name)
-
-    async def mcp_servers(self) -> list[McpServer]:
-        """The servers added to this conversation (the agent's own are `get_mcp_servers()`)."""
-        conv = await self._conversation()
-        if conv is None:
-            return []
-        async with self.service.store.db.connection() as conn:
-            specs = await conversation_mcp_servers(conn, conv.uid)
-        return [McpServer.model_validate(spec) for spec in specs]
-
-    async def get_context(self) -> dict[str, str]:
-        """The memory blocks' contents by label (those written so far)."""
-        conv = await self._conversation()
-        if conv is None:
-            return {}
-        async with self.service.store.db.connection() as conn:
-            return await read_memory(conn, conv.uid)
-
-    async def set_context(self, label: str, content: str) -> None:
-        """Write a memory block of the agent's `configure_context()`, as the model's
-        `set_context` tool does (within its `max_tokens`, or `UserError`)."""
-        problem = check_write(checked_blocks(self.agent().configure_context()), label, content)
-        if problem is not None:
-            raise UserError(problem)
-        async with self.service.store.db.transaction() as conn:
-            conv = await self._ensure(conn)
-            await write_memory(conn, conv.uid, label, content)
-
-    async def rebuild_system_prompt(self) -> None:
-        """Drop the frozen system prompt: the next model step builds it again from the
-        agent's instructions and the context blocks' current content."""
-        conv = await self._conversation()
-        if conv is None:
-            return
-        async with self.service.store.db.transaction() as conn:
-            await clear_system_prompt(conn, conv.uid)
-
-    # -- compaction ------------------------------------------------------------------------
-
-    async def compact(self) -> Compaction | None:
-        """Compact the active path now, whatever its size, with the agent's compaction
-        function (`configure_session`): older messages read as one summary for the model,
-        while every message stays stored and listed. Runs here, in this process (the
-        summarising model call included). Returns the stored summary, or None when there was
-        nothing to summarise or the summary would not have been shorter."""
-        agent = self.agent()
-        if session_for(agent).compaction is None:
-            raise UserError(
-                f"agent {self.agent.name!r} has no compaction function: its configure_session "
-                "must call session.on_compaction(...)"
-            )
-        conv = await self._conversation()
-        if conv is None or conv.active_leaf_id is None:
-            return None
-        return await compact(
-            self.service.store,
-            self.service.settings,
-            agent,
-            conversation_uid=conv.uid,
-            conversation_id=self.conversation_id,
-            leaf_id=conv.active_leaf_id,
-            trigger="manual",
-        )
-
-    # -- submission records ----------------------------------------------------------------
-
-    async def get_submission(self, turn_id: str) -> Submission | None:
-        turn = await self._turn(turn_id)
-        return turn_view(turn).submission() if turn else None
-
-    async def list_submissions(
-        self, *, status: Sequence[TurnStatus] = (), limit: int = 100
-    ) -> list[Submission]:
-        """Newest first, optionally only those in the given statuses."""
-        conv = await self._conversation()
-        if conv is None:
-            return []
-        turns = await self.service.store.list_turns(conv.uid, status=status, limit=limit)
-        return [turn_view(t).submission() for t in turns]
-
-    async def delete_submission(self, turn_id: str) -> None:
-        """Delete an ended submission and its stream (never its messages). Raises
-        `TurnNotFound`, or `TurnStillActive` for one that has not ended (cancel it first)."""
-        conv = await self._conversation()
-        if conv is None:
-            raise TurnNotFound(turn_id)
-        await delete_turn(self.service.store, conv.uid, turn_id)
-
-    async def delete_submissions(
-        self, *, status: Sequence[TurnStatus] = (), before: datetime | None = None
-    ) -> list[str]:
-        """Delete the ended submissions (in these statuses, created before `before`); active
-        ones are never touched. Returns the deleted ids."""
-        conv = await self._conversation()
-        if conv is None:
-            return []
-        return await delete_turns(self.service.store, conv.uid, status=status, before=before)
-
     # -- internals -------------------------------------------------------------------------
-
-    async def _conversation(self) -> Conversation | None:
-        return await self.service.store.get_conversation(
-            tenant=self.tenant, agent=self.agent.name, conversation_id=self.conversation_id
-        )
-
-    async def _ensure(self, conn: Conn) -> Conversation:
-        conv, _ = await self.service.store.ensure_conversation(
-            conn, tenant=self.tenant, agent=self.agent.name, conversation_id=self.conversation_id
-        )
-        return conv
-
-    async def _turn(self, turn_id: str) -> TurnRecord | None:
-        conv = await self._conversation()
-        if conv is None:
-            return None
-        return await self.service.store.get_turn(turn_id, conv.uid)
 
     async def _inside_own_turn(self) -> TurnRecord | None:
         """The active turn of this conversation that the calling code runs in, if any."""
@@ -677,48 +291,18 @@ class ConversationHandle:
                 "turn, or add_messages() to add to the transcript without a turn"
             )
 
-    async def _admit(
-        self,
-        input: TurnInput | MessagesFunction | None,
-        *,
-        idempotency_key: str | None,
-        submission_id: str | None,
-        parent_id: str | None,
-        body: dict[str, Any] | None,
-        client_tools: Sequence[dict[str, Any]],
-        concurrency: MessageConcurrency | None,
-        continuation: bool,
-    ) -> Admission:
-        # From inside a turn of this conversation, a submission waits for it, whatever the
-        # agent's mode: "latest" or "interrupt" would cancel the very turn submitting it.
-        inside = concurrency is None and await self._inside_own_turn() is not None
-        messages: list[UIMessage] = []
-        given: Any = None
+    async def _input_messages(
+        self, input: TurnInput | MessagesFunction | None
+    ) -> tuple[list[UIMessage], Any]:
+        """The messages a turn's input appends, and the input as HTTP's body would carry it
+        (for the idempotency fingerprint): a function is evaluated on the messages now."""
         if callable(input):
             messages = await self._evaluate(input)
-            given = [m.model_dump(mode="json") for m in messages]
-        elif input is not None:
+            return messages, [m.model_dump(mode="json") for m in messages]
+        if input is not None:
             messages = messages_of(input)
-            given = input_json(input, messages)
-        service = self.service
-        return await admit_submission(
-            service.store,
-            service.temporal,
-            service.settings.task_queue,
-            self.agent,
-            tenant=self.tenant,
-            conversation_id=self.conversation_id,
-            messages=messages,
-            input=given,
-            parent_id=parent_id,
-            body=body,
-            client_tools=[client_tool_spec(t) for t in client_tools],
-            concurrency=concurrency,
-            default_concurrency="queue" if inside else None,
-            submission_id=submission_id,
-            continuation=continuation,
-            idempotency_key=idempotency_key,
-        )
+            return messages, input_json(input, messages)
+        return [], None
 
     async def _evaluate(self, fn: MessagesFunction) -> list[UIMessage]:
         current = await self.messages()

@@ -57,12 +57,8 @@ def turn_input(turn: TurnRecord) -> TurnInput:
     debounce = request.debounce_seconds or 0.0
     parent = request.delegated_by
     return TurnInput(
-        conversation=ConversationRef(
-            tenant=turn.tenant,
-            agent=turn.agent,
-            conversation_id=turn.conversation_id,
-            conversation_uid=turn.conversation_uid,
-        ),
+        # The turn's own tenant, agent, conversation_id and conversation_uid.
+        conversation=ConversationRef.model_validate(turn, from_attributes=True),
         turn_id=turn.id,
         debounce_seconds=debounce if request.concurrency == "debounce" else 0.0,
         parent=ParentLink(

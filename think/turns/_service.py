@@ -17,9 +17,10 @@ agent, `await ctx.conversation()` in a tool); see `think._current` and
 `think.agent._conversation_methods`.
 
 This module holds the service and its connections; one conversation's methods are in
-`think.turns._conversation`, streams in `think.turns._stream`, the input forms in
-`think.turns._turn_input` and the answers in `think.turns._results`. Their names are
-re-exported here, where the rest of `think` imports them from.
+`think.turns._conversation` (what it holds besides its turns: `think.turns._conversation_state`),
+streams in `think.turns._stream`, the input forms in `think.turns._turn_input` and the answers
+in `think.turns._results`. Their names are re-exported here, where the rest of `think` imports
+them from.
 """
 
 from __future__ import annotations

@@ -149,11 +149,16 @@ class ModelStepResult(BaseModel):
     """The turn ended and the agent's session compacts after turns (`compact_after`)."""
 
 
-class ToolCallInput(BaseModel):
+class StepToolCall(BaseModel):
+    """One tool call of a turn's step: what every tool-call activity's input starts from."""
+
     turn_id: str
     step: int
     tool_call_id: str
     tool_name: str
+
+
+class ToolCallInput(StepToolCall):
     decision: ToolDecision | None = None
     """For an approval-gated call: the decision (approved runs the tool, denied records it)."""
     client_result: ToolResultSubmission | None = None
@@ -177,13 +182,9 @@ class CommitResult(BaseModel):
     compact: bool = False
 
 
-class AgentToolInput(BaseModel):
+class AgentToolInput(StepToolCall):
     """One agent-tool call of a turn: start (or find) its child turn, or record its outcome."""
 
-    turn_id: str
-    step: int
-    tool_call_id: str
-    tool_name: str
     child_turn_id: str | None = None
     """For `agent_tool_finish`: the child turn `agent_tool_start` answered."""
 

@@ -1,0 +1,40 @@
+"""The turn's workflows: `TurnWorkflow` (one turn: model steps and tool calls until the model
+answers without tools) and `AfterTurnWorkflow` (what runs once a turn is over).
+
+Workflow code only sequences activities; all I/O and all user code (model, tools, hooks) run
+inside activities. Results passed between them are ids and small values: the transcript and
+the growing assistant message live in Postgres.
+
+The turn is started directly, once it is its conversation's turn to run (the queue is in
+Postgres: `think.turns._dispatch`), and runs its steps as **local activities**: each is a marker in
+the history, not a task round trip through the server, so a plain turn is one workflow task
+and 7 history events, a tool turn 9. What that costs, and how it is paid for:
+- a step's worker dies: the workflow task times out (`TASK_TIMEOUT`, 5 s) and another worker
+  replays the turn; every activity is idempotent on Postgres, so the steps that finished
+  answer from their record and a finished tool never runs again;
+- a cancel: it reaches a streaming step through Postgres (`NOTIFY think_cancel`) at once,
+  and the workflow through Temporal's cancel;
+- a long step keeps its workflow task open by completing it every 4 s (three events each).
+
+The first model step also starts the turn (appends the user's message) and the step that
+answers without tools also ends it (stores the message), each in the transaction that records
+the step.
+
+Where each part is:
+- `_workflow`: `TurnWorkflow`, the step loop, one tool call, and how the turn ends;
+- `_decisions`: what the turn pauses for (a person's approval, a client's tool result): the
+  Updates and Signals that answer it, the status Query, and the progress the Temporal UI shows;
+- `_sub_agents`: an agent tool's call, waiting for the sub-agent's turn, and a sub-agent's
+  turn telling its parent it has ended;
+- `_after_turn`: `AfterTurnWorkflow` (`on_chat_response` and compaction, off the turn's path);
+- `_activities`: the activities' timeouts and retry policies, and the short database step;
+- `_signals`: reading a Signal's payload, and dropping one the turn cannot use.
+
+This package is the workflow code the sandbox reloads for every run (`SANDBOXED` in
+`think.engine._worker`); everything else of `think` it imports is passed through.
+"""
+
+from think.workflows._turn._after_turn import AfterTurnWorkflow
+from think.workflows._turn._workflow import TurnWorkflow
+
+__all__ = ["AfterTurnWorkflow", "TurnWorkflow"]

@@ -1,0 +1,207 @@
+"""`TurnWorkflow`: the step loop (model steps and their tool calls until the model answers
+without tools, or the step budget is spent), one tool call, and how the turn ends, recorded
+and told. What it pauses for is in `_decisions`, its sub-agents in `_sub_agents`."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
+from temporalio.workflow import ActivityCancellationType
+
+with workflow.unsafe.imports_passed_through():
+    from think.exceptions import STALE_ATTEMPT
+    from think.workflows._inputs import (
+        CommitInput,
+        CommitResult,
+        ModelStepInput,
+        ModelStepResult,
+        QuietInput,
+        QuietResult,
+        ToolCallInput,
+        ToolCallRef,
+        ToolCallResult,
+        ToolDecision,
+        ToolResultSubmission,
+        TurnInput,
+    )
+    from think.workflows._names import (
+        COMMIT_ACTIVITY,
+        MODEL_STEP_ACTIVITY,
+        QUIET_ACTIVITY,
+        TOOL_CALL_ACTIVITY,
+        TURN_WORKFLOW,
+    )
+
+from think.workflows._turn._activities import DB_RETRY, MODEL_RETRY, STEP_TIMEOUT, database_step
+from think.workflows._turn._after_turn import start_after_turn
+from think.workflows._turn._decisions import TurnDecisions
+from think.workflows._turn._sub_agents import SubAgentCalls
+
+
+@workflow.defn(name=TURN_WORKFLOW)
+class TurnWorkflow(TurnDecisions, SubAgentCalls):
+    @workflow.run
+    async def run(self, inp: TurnInput) -> CommitResult:
+        turn_id = inp.turn_id  # started with ThinkTurnStatus=running (think.turns._dispatch)
+        outcome = CommitInput(turn_id=turn_id, status="completed", finish_reason="tool-calls")
+        step = 0
+        try:
+            if inp.debounce_seconds > 0:
+                await self._quiet(inp)
+            while True:
+                self._step, self._planning = step, True
+                workflow.set_current_details(f"step {step + 1}: waiting for the model")
+                result: ModelStepResult = await workflow.execute_local_activity(
+                    MODEL_STEP_ACTIVITY,
+                    ModelStepInput(turn_id=turn_id, step=step),
+                    result_type=ModelStepResult,
+                    start_to_close_timeout=STEP_TIMEOUT,
+                    retry_policy=MODEL_RETRY,
+                    # On cancel, wait for the step to store its partial answer and `abort`.
+                    cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+                    summary=f"model step {step + 1}",
+                )
+                self._planning = False
+                if result.ended:
+                    return await self._ended(
+                        inp, result.status, respond=result.respond, compact=result.compact
+                    )
+                self._expect(result.tool_calls)
+                self._show_progress(step, result.model)
+                await asyncio.gather(*(self._settle(turn_id, step, c) for c in result.tool_calls))
+                step += 1
+                if step >= result.max_steps:
+                    break  # the step budget is spent: end with what the tools returned
+        except ActivityError as exc:
+            if isinstance(exc.cause, CancelledError):
+                _raise_unless_cancelled()
+                outcome = CommitInput(turn_id=turn_id, status="aborted", error="cancelled")
+            else:
+                _raise_if_superseded(exc.cause)
+                outcome = CommitInput(turn_id=turn_id, status="error", error=_message(exc))
+        except ApplicationError as exc:
+            # A local activity's non-retryable failure reaches the workflow as the
+            # activity's own error, not wrapped in an ActivityError.
+            _raise_if_superseded(exc)
+            outcome = CommitInput(turn_id=turn_id, status="error", error=exc.message)
+        except asyncio.CancelledError:
+            # Cancelled (POST …/cancel): record `aborted` unless the step already did.
+            outcome = CommitInput(turn_id=turn_id, status="aborted", error="cancelled")
+        if self._children:
+            # Ending without their answers: the sub-agents' turns are cancelled too.
+            await self._cancel_children(turn_id, outcome.status)
+        workflow.set_current_details(f"recording the turn as {outcome.status}")
+        # A short database transaction: as a local activity it runs in this workflow task.
+        committed = await database_step(
+            COMMIT_ACTIVITY,
+            outcome,
+            result_type=CommitResult,
+            summary=f"store the assistant message ({outcome.status})",
+        )
+        return await self._ended(
+            inp, committed.status, respond=committed.respond, compact=committed.compact
+        )
+
+    async def _quiet(self, inp: TurnInput) -> None:
+        """A "debounce" head: wait, on durable timers, until its conversation has had no new
+        submission for `debounce_seconds` (what arrives meanwhile is merged when it starts)."""
+        while True:
+            left = await database_step(
+                QUIET_ACTIVITY,
+                QuietInput(turn_id=inp.turn_id, seconds=inp.debounce_seconds),
+                result_type=QuietResult,
+                summary="debounce: how long until quiet",
+            )
+            if left.seconds <= 0:
+                return
+            workflow.set_current_details(f"debounce: waiting {left.seconds:.2f} s")
+            await workflow.sleep(timedelta(seconds=left.seconds), summary="debounce")
+
+    async def _settle(self, turn_id: str, step: int, call: ToolCallRef) -> None:
+        """Run one call to its recorded outcome, pausing first for a person or the client."""
+        if call.kind == "agent":
+            await self._delegate(turn_id, step, call)
+            self._show_progress(step, "")
+            return
+        decision: ToolDecision | None = None
+        client_result: ToolResultSubmission | None = None
+        if call.kind == "approval" and call.approval_id:
+            decision = await self._decision(call, call.approval_id)
+        elif call.kind == "client":
+            client_result = await self._client_result(call)
+        run = call.run
+        tool_input = ToolCallInput(
+            turn_id=turn_id,
+            step=step,
+            tool_call_id=call.tool_call_id,
+            tool_name=call.tool_name,
+            decision=decision,
+            client_result=client_result,
+        )
+        if run.local or call.kind == "client":
+            # In this workflow task: a marker in the history, no round trip through the server.
+            await workflow.execute_local_activity(
+                TOOL_CALL_ACTIVITY,
+                tool_input,
+                result_type=ToolCallResult,
+                start_to_close_timeout=timedelta(seconds=run.timeout_seconds),
+                retry_policy=DB_RETRY,
+                summary=f"tool {call.tool_name}",
+            )
+        else:
+            # A tool that asked for a heartbeat timeout: its own activity, watched by it.
+            await workflow.execute_activity(
+                TOOL_CALL_ACTIVITY,
+                tool_input,
+                result_type=ToolCallResult,
+                start_to_close_timeout=timedelta(seconds=run.timeout_seconds),
+                heartbeat_timeout=timedelta(seconds=run.heartbeat_seconds),
+                retry_policy=DB_RETRY,
+                summary=f"tool {call.tool_name}",
+            )
+        self._show_progress(step, "")
+
+    async def _ended(
+        self, inp: TurnInput, status: str, *, respond: bool, compact: bool = False
+    ) -> CommitResult:
+        self._status(status)
+        workflow.set_current_details(status)
+        if inp.parent is not None:
+            await self._tell_parent(inp, status)
+        await start_after_turn(inp, respond=respond, compact=compact)
+        return CommitResult(status=status)
+
+
+class Superseded(RuntimeError):
+    """This workflow task is stale: a newer attempt of its step runs elsewhere. Not a
+    `FailureError`, so it fails the workflow task (whose completion the server refuses
+    anyway), never the turn, and nothing is recorded from here."""
+
+
+def _raise_if_superseded(cause: BaseException | None) -> None:
+    """A step refused as a superseded attempt (its worker froze past the task's timeout and
+    a newer attempt took its fence): this task must not go on to record anything."""
+    if isinstance(cause, ApplicationError) and cause.type == STALE_ATTEMPT:
+        raise Superseded(cause.message)
+
+
+def _raise_unless_cancelled() -> None:
+    """A step ended as cancelled, but nobody cancelled this workflow: its worker cancelled the
+    local activity because this task was lost (the worker froze past the task's timeout, or is
+    shutting down). The turn goes on elsewhere; this task must record nothing, least of all
+    `aborted` (a local activity it started would run against Postgres at once)."""
+    task = asyncio.current_task()
+    # A cancel of the workflow (POST …/cancel, or "Request cancellation" in the Temporal UI)
+    # cancels this, its main task, first: deterministic, as it comes from the history.
+    if task is None or task.cancelling() == 0:
+        raise Superseded("a step was cancelled by its worker, not by a cancel of the turn")
+
+
+def _message(exc: ActivityError) -> str:
+    cause = exc.cause
+    if isinstance(cause, ApplicationError):
+        return cause.message
+    return str(cause or exc)
