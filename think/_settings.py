@@ -108,8 +108,8 @@ class Settings(BaseModel):
 
     event_loop: EventLoop = "auto"
     """`THINK_EVENT_LOOP`: the event loop of `think api` and `think worker`. `auto` takes
-    uvloop where it is installed (a dependency, except on Windows): measured here, it cut a
-    tool turn's worker CPU by about 12% and the gateway's by about 10% (docs/benchmarks.md).
+    uvloop where it is installed (a dependency, except on Windows): a quarter fewer system
+    calls per turn, and 3-4% less CPU in the worker and the gateway (docs/benchmarks.md).
     `asyncio` keeps the standard library's, e.g. to debug the loop itself."""
 
     @classmethod
