@@ -267,9 +267,9 @@ class EventBus:
 
     def _dispatch(self, event: ThinkEvent) -> list[asyncio.Task[None]]:
         """Log the event, call the matching handlers, start the async ones' awaitables."""
-        log.log(
-            event.log_level(), _log_message(event), extra={"event": event.model_dump(mode="json")}
-        )
+        level = event.log_level()
+        if log.isEnabledFor(level):  # the dump is most of a log line's cost
+            log.log(level, _log_message(event), extra={"event": event.model_dump(mode="json")})
         started: list[tuple[EventHandler, Awaitable[object]]] = []
         for handler, patterns in list(self._subscriptions):
             if patterns is not None and not _matches(event.type, patterns):

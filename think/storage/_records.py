@@ -117,7 +117,7 @@ class TurnRecord(BaseModel):
     smallest `seq`."""
     conversation_has_mcp_servers: bool = True
     """Whether MCP servers were added to the conversation (`Think.add_mcp_server`), as the
-    first step's read of the turn says (`Store.lock_queue_turn`, an index probe in the same
+    first step's read of the turn says (`Store.claim_queued_turn`, an index probe in the same
     statement); True where a read did not ask, so that nothing misses one."""
     version: str = ""
     """The row's version as read (Postgres's `xmin`): a write made with it

@@ -57,18 +57,21 @@ _TURN_SELECT = _submissions.TURN_SELECT
 _TURN_BY_ID = _TURN_SELECT + " WHERE t.id = %(id)s"
 _TURN_BY_ID_IN = _TURN_SELECT + " WHERE t.id = %(id)s AND t.conversation_uid = %(c)s"
 _LOCK_TURN = _TURN_BY_ID + " FOR UPDATE OF t"
+_QUEUE_FACTS = """
+    EXISTS (SELECT 1 FROM turns o WHERE o.conversation_uid = t.conversation_uid
+            AND o.completed_at IS NULL AND o.id <> t.id) AS followers,
+    EXISTS (SELECT 1 FROM conversation_mcp_servers s WHERE s.conversation_uid = c.uid)
+        AS conversation_has_mcp_servers
+"""
+"""Whether the turn has followers, and whether its conversation has MCP servers of its own (the
+one read that needs to know: the first step's). Read after the conversation's lock is held: a
+statement's snapshot is taken as it starts, so every admission that committed before the lock
+was granted is seen, and every later one waits for it."""
 _LOCK_QUEUED_TURN = f"""
-    SELECT {_submissions.TURN_COLUMNS},
-           EXISTS (SELECT 1 FROM turns o WHERE o.conversation_uid = t.conversation_uid
-                   AND o.completed_at IS NULL AND o.id <> t.id) AS followers,
-           EXISTS (SELECT 1 FROM conversation_mcp_servers s WHERE s.conversation_uid = c.uid)
-               AS conversation_has_mcp_servers
+    SELECT {_submissions.TURN_COLUMNS}, {_QUEUE_FACTS}
     {_submissions.TURN_FROM} WHERE t.id = %(id)s FOR UPDATE OF t
 """
-"""`_LOCK_TURN`, whether the turn has followers, and whether its conversation has MCP
-servers of its own (the one read that needs to know: the first step's). Run after the
-conversation's lock is held: a statement's snapshot is taken as it starts, so every admission
-that committed before the lock was granted is seen, and every later one waits for it."""
+"""`_LOCK_TURN` with the `_QUEUE_FACTS`."""
 _CLAIM_STEP = f"""
     UPDATE turns t
     SET fences = jsonb_set(t.fences, ARRAY[%(key)s],
@@ -78,6 +81,9 @@ _CLAIM_STEP = f"""
     RETURNING {_submissions.TURN_COLUMNS},
               (t.fences ->> %(key)s)::int AS claimed_attempt
 """
+_CLAIM_QUEUED_TURN = f"{_CLAIM_STEP}, {_QUEUE_FACTS}"
+"""`_CLAIM_STEP` with the `_QUEUE_FACTS`: the `UPDATE` takes the row lock `_LOCK_QUEUED_TURN`'s
+`FOR UPDATE` would, after the conversation's."""
 _LOCK_TURN_QUEUE = (
     "SELECT active_leaf_id FROM conversations "
     "WHERE uid = (SELECT conversation_uid FROM turns WHERE id = %(id)s) FOR UPDATE"
@@ -346,8 +352,13 @@ class Store:
     storm of identical requests produce one turn: every loser's insert waits for the winner's
     commit, does nothing, and then reads the winner's row."""
 
-    async def _check_request(self, conn: Conn, conversation_uid: str, request: TurnRequest) -> None:
-        """Refuse what the turn could not apply later: a missing parent, reused message ids."""
+    async def _check_request(
+        self, conn: Conn, conversation_uid: str, request: TurnRequest, *, new_conversation: bool
+    ) -> None:
+        """Refuse what the turn could not apply later: a missing parent, reused message ids.
+        A conversation this transaction created has no messages to look in."""
+        if request.parent_id is not None and new_conversation:
+            raise ParentNotFound(request.parent_id)
         if request.parent_id is not None:
             found = await fetch_one(
                 conn,
@@ -360,6 +371,8 @@ class Store:
         repeated = sorted({i for i in ids if ids.count(i) > 1})
         if repeated:
             raise MessageIdConflict(repeated[0], "appears twice in the input")
+        if new_conversation:
+            return
         taken = await fetch_one(
             conn,
             "SELECT id FROM messages WHERE conversation_uid = %(c)s AND id = ANY(%(ids)s) LIMIT 1",
@@ -430,6 +443,21 @@ class Store:
             raise UserError(f"turn {turn_id!r} does not exist")
         queue = QueueLock(active_leaf_id=leaf["active_leaf_id"], followers=row["followers"])
         return _turn_record(row), queue
+
+    async def claim_queued_turn(
+        self, conn: Conn, turn_id: str, key: str
+    ) -> tuple[TurnRecord, QueueLock, int]:
+        """`lock_queue_turn` and `claim_step` in one statement: the first model step's, which
+        starts the turn and claims its fence in one transaction. Returns the attempt's number
+        as well (a step that turns out to be recorded already, or a turn that has ended, has
+        counted an attempt that writes nothing, which no writer notices)."""
+        leaf = await fetch_one(conn, _LOCK_TURN_QUEUE, {"id": turn_id})
+        row = await fetch_one(conn, _CLAIM_QUEUED_TURN, {"id": turn_id, "key": key})
+        if leaf is None or row is None:
+            raise UserError(f"turn {turn_id!r} does not exist")
+        attempt = int(row.pop("claimed_attempt"))
+        queue = QueueLock(active_leaf_id=leaf["active_leaf_id"], followers=row["followers"])
+        return _turn_record(row), queue, attempt
 
     async def update_turn(self, conn: Conn, turn_id: str, **values: Any) -> None:
         fragments, params = assignments(values)

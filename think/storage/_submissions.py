@@ -222,7 +222,7 @@ async def record(
     async with store.db.transaction() as conn:
         # Every admission of the conversation, and every transaction that ends one of its
         # turns, takes its row lock: the queue's order is the order they took it in.
-        conversation, _ = await store.ensure_conversation(
+        conversation, created = await store.ensure_conversation(
             conn, tenant=tenant, agent=agent, conversation_id=conversation_id, lock=True
         )
         uid = conversation.uid
@@ -232,7 +232,7 @@ async def record(
         queue = await fetch_all(conn, _ACTIVE_TURNS, {"c": uid})
         if request.concurrency == "drop" and queue:
             raise ConversationBusy(conversation_id, queue[0]["id"])
-        await store._check_request(conn, uid, request)
+        await store._check_request(conn, uid, request, new_conversation=created)
         turn_id = submission_id or new_id("turn")
         interrupt: str | None = None
         if request.concurrency in SUPERSEDING and queue:

@@ -77,7 +77,6 @@ from think.streaming import (
     StaleAttempt,
     TurnEnded,
     append,
-    claim,
     step_is_open,
 )
 from think.streaming._builder import MessageBuilder
@@ -143,7 +142,8 @@ class StepAttempt:
             return await self._load_later_step()
         inp, store = self.inp, self.res.store
         async with store.db.transaction() as conn:
-            turn, queue = await store.lock_queue_turn(conn, inp.turn_id)
+            key = f"step-{inp.step}"
+            turn, queue, attempt = await store.claim_queued_turn(conn, inp.turn_id, key)
             agent = self.res.bound_agent(turn)
             if turn.terminal:
                 return ModelStepResult(ended=True, status=turn.status)
@@ -154,8 +154,7 @@ class StepAttempt:
             turn = await start_turn(store, conn, turn, queue)
             if turn.terminal:
                 return ModelStepResult(ended=True, status=turn.status)  # skipped as it started
-            fence = await claim(conn, turn.id, f"step-{inp.step}")
-            return await self._loaded(conn, turn, agent, fence)
+            return await self._loaded(conn, turn, agent, Fence(key=key, attempt=attempt))
 
     async def _loaded(self, conn: Conn, turn: TurnRecord, agent: Think, fence: Fence) -> _Loaded:
         """The step's transcript, and whether this attempt must first reset what an abandoned
