@@ -82,3 +82,84 @@ async def test_the_cache_is_bounded(service: ThinkService, cid: str) -> None:
     await _agrees(service, cache, uid, "m3")
     await _agrees(service, cache, uid, "m3")
     assert cache.hits == 0
+
+
+async def _read_nothing(
+    service: ThinkService, cache: PathCache, uid: str, leaf: str
+) -> list[tuple[str, list[dict[str, object]]]]:
+    """The cached path to `leaf`, asked on a closed connection: any statement would raise."""
+    async with service.store.db.connection() as conn:
+        await conn.close()
+        cached = await cache.path(
+            conn, uid, leaf, revision=await _revision(service, uid), byte_budget=None
+        )
+    return [(m.id, m.parts) for m in cached]
+
+
+async def test_messages_just_stored_extend_the_cached_path(service: ThinkService, cid: str) -> None:
+    """What a turn's first step does: the messages it stores are the path's new tail, so the
+    read that follows needs no statement; anything the cache cannot vouch for is read."""
+    conv = service.conversation(Forgetful, cid)
+    await conv.add_messages([message(0)])
+    uid = await _uid(service, cid)
+    store, cache = service.store, PathCache()
+    revision = await _revision(service, uid)
+
+    # At the root of a path nobody cached: the chain is the whole path (m0 is not on it).
+    async with store.db.transaction() as conn:
+        stored = await store.insert_messages(
+            conn, uid, [message(10), message(11)], parent_id=None, turn_id=None
+        )
+        cache.extend(uid, revision, stored)
+    assert [s.parent_id for s in stored] == [None, "m10"]
+    assert await _read_nothing(service, cache, uid, "m11") == [
+        (m.id, m.parts) for m in await store.path(uid, "m11")
+    ]
+    await _agrees(service, cache, uid, "m11")
+
+    # Under the cached path's end: the next turn's messages.
+    async with store.db.transaction() as conn:
+        stored = await store.insert_messages(
+            conn, uid, [message(12), message(13)], parent_id="m11", turn_id=None
+        )
+        cache.extend(uid, revision, stored)
+    assert [m[0] for m in await _read_nothing(service, cache, uid, "m13")] == [
+        "m10",
+        "m11",
+        "m12",
+        "m13",
+    ]
+    await _agrees(service, cache, uid, "m13")
+
+    # Anywhere else (a branch under m11): the cache is left as it was, and the step reads.
+    async with store.db.transaction() as conn:
+        stored = await store.insert_messages(
+            conn, uid, [message(14)], parent_id="m11", turn_id=None
+        )
+        cache.extend(uid, revision, stored)
+    misses = cache.misses
+    await _agrees(service, cache, uid, "m14")
+    assert cache.misses == misses  # found by the walk up from m14, not a whole read
+
+    # Stored, then rolled back: never read, and replaced by what the conversation does hold.
+    await _agrees(service, cache, uid, "m13")
+    try:
+        async with store.db.transaction() as conn:
+            stored = await store.insert_messages(
+                conn, uid, [message(15)], parent_id="m13", turn_id=None
+            )
+            cache.extend(uid, revision, stored)
+            raise RuntimeError("the transaction fails after the insert")
+    except RuntimeError:
+        pass
+    await conv.add_messages([message(16)], parent_id="m13")
+    await _agrees(service, cache, uid, "m16")
+    await _agrees(service, cache, uid, "m13")
+
+    # A changed revision: the chain is not trusted.
+    async with store.db.transaction() as conn:
+        stored = await store.insert_messages(
+            conn, uid, [message(17)], parent_id="m16", turn_id=None
+        )
+        cache.extend(uid, revision - 1, stored)
+    await _agrees(service, cache, uid, "m17")

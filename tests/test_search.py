@@ -20,7 +20,14 @@ from tests._turn_helpers import helper_path
 from think import ThinkService
 from think._messages import SEARCH_TEXT_LIMIT, UIMessage, search_text, text_of
 from think._settings import Settings
-from think.storage import Conversation, SearchHit, Store, open_database, search_messages
+from think.storage import (
+    Conversation,
+    SearchHit,
+    Store,
+    chain_leaf,
+    open_database,
+    search_messages,
+)
 from think.testing import FakeOpenAIServer, text, tool_call
 
 
@@ -63,9 +70,10 @@ async def add(
 ) -> list[str]:
     """The store's insert, as a turn runs it: a chain under `parent_id`."""
     async with store.db.transaction() as conn:
-        leaf = await store.insert_messages(
+        stored = await store.insert_messages(
             conn, conv.uid, messages, parent_id=parent_id, turn_id=None
         )
+        leaf = chain_leaf(stored, parent_id)
         assert leaf is not None
         await store.set_active_leaf(conn, conv.uid, leaf)
     return [m.id for m in messages]

@@ -45,9 +45,11 @@ from think.storage._records import (
     Delegation,
     MessageConcurrency,
     QueueLock,
+    StoredMessage,
     TurnRecord,
     TurnRequest,
     TurnStatus,
+    chain_leaf,
 )
 from think.storage._search import MAX_SEARCH_LIMIT, SearchHit, search_messages
 from think.storage._store import Store
@@ -107,6 +109,7 @@ __all__ = [
     "SearchHit",
     "Siblings",
     "Store",
+    "StoredMessage",
     "SubmissionConflict",
     "TreeNode",
     "TurnNotFound",
@@ -119,6 +122,7 @@ __all__ = [
     "WorkspaceFile",
     "WorkspacePathError",
     "answer_parent",
+    "chain_leaf",
     "clear_system_prompt",
     "conversation_config",
     "conversation_mcp_servers",

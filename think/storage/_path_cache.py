@@ -16,6 +16,7 @@ its own; nothing depends on it being warm.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, cast
 
@@ -23,6 +24,7 @@ from psycopg.rows import DictRow
 
 from think._messages import UIMessage
 from think.storage._db import Conn
+from think.storage._records import StoredMessage
 
 WALK_LIMIT = 64
 """How far up from the new leaf a walk looks for the cached path before reading it whole."""
@@ -141,6 +143,46 @@ class PathCache:
         messages = _messages(await cursor.fetchall())
         self._keep(conversation_uid, revision, messages)
         return messages
+
+    def extend(self, conversation_uid: str, revision: int, stored: Sequence[StoredMessage]) -> None:
+        """Messages just stored under the end of the cached path (or at the root): the step
+        about to read the path (the first, after its turn's messages went in) then finds its
+        leaf here and reads nothing. Anything else is left to the read.
+
+        Called inside the transaction that stored them. Should it roll back, the path ends in
+        messages that are not stored; a hit returns only a prefix up to a leaf a step names,
+        and a step names only a stored leaf, so they are never read: the next walk up does
+        not find them and replaces the path."""
+        if not stored:
+            return
+        head = stored[0].parent_id
+        base: list[_Message] = []
+        if head is not None:
+            cached = self._paths.get(conversation_uid)
+            if (
+                cached is None
+                or cached.revision != revision
+                or not cached.messages
+                or cached.messages[-1].id != head
+            ):
+                return
+            base = cached.messages
+        added = [
+            _Message(
+                id=s.message.id,
+                parent_id=s.parent_id,
+                role=s.message.role,
+                message=UIMessage.model_construct(
+                    id=s.message.id,
+                    role=s.message.role,
+                    parts=s.message.parts,
+                    metadata=s.message.metadata,
+                ),
+                size=s.size,
+            )
+            for s in stored
+        ]
+        self._keep(conversation_uid, revision, base + added)
 
     def _keep(self, conversation_uid: str, revision: int, messages: list[_Message]) -> None:
         old = self._paths.pop(conversation_uid, None)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -152,3 +154,19 @@ class Admission(BaseModel):
     runs_now: bool = False
     """The conversation was idle: this turn is its running turn, and its workflow is to be
     started now (otherwise the turn ahead of it starts it when it ends)."""
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    """A message as `Store.insert_messages` stored it: with its final id (one another turn had
+    taken is replaced), under `parent_id`, and the size the row records (`byte_size`)."""
+
+    message: UIMessage
+    parent_id: str | None
+    size: int
+
+
+def chain_leaf(stored: Sequence[StoredMessage], parent_id: str | None) -> str | None:
+    """The last message of a chain `Store.insert_messages` stored under `parent_id`: the
+    chain's leaf, or `parent_id` when it stored none."""
+    return stored[-1].message.id if stored else parent_id

@@ -27,6 +27,7 @@ from think.storage._path_cache import walk
 from think.storage._records import (
     Conversation,
     QueueLock,
+    StoredMessage,
     TurnRecord,
     TurnRequest,
 )
@@ -316,8 +317,9 @@ class Store:
         parent_id: str | None,
         turn_id: str | None,
         activate: bool = False,
-    ) -> str | None:
-        """Append `messages` as a chain under `parent_id`; returns the id of the last one.
+    ) -> list[StoredMessage]:
+        """Append `messages` as a chain under `parent_id`; returns them as stored (the chain's
+        leaf: `chain_leaf`).
         `activate`: the last one becomes the conversation's active leaf (in the statement that
         inserts it; the caller holds the conversation's lock).
 
@@ -325,6 +327,7 @@ class Store:
         harmless. An id another turn took meanwhile (two queued turns admitted with the same
         new id) is replaced by a fresh one: the content is kept, never dropped.
         """
+        chain: list[StoredMessage] = []
         last = parent_id
         for i, message in enumerate(messages):
             params = _message_params(conversation_uid, message, parent_id=last, turn_id=turn_id)
@@ -341,8 +344,9 @@ class Store:
                     await conn.execute(_INSERT_MESSAGE, {**params, "id": message.id})
                 if activating:  # the insert that would have moved the leaf did nothing
                     await self.set_active_leaf(conn, conversation_uid, message.id)
+            chain.append(StoredMessage(message, parent_id=last, size=params["size"]))
             last = message.id
-        return last
+        return chain
 
     # -- turns -----------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from think.storage._errors import (
     NotRegenerable,
     ParentNotFound,
 )
-from think.storage._records import Admission, Conversation, TurnRequest
+from think.storage._records import Admission, Conversation, TurnRequest, chain_leaf
 
 if TYPE_CHECKING:
     from think.storage._store import Store
@@ -161,10 +161,10 @@ async def add_messages(
                         field=f"messages.{i}.id",
                     )
             else:
-                leaf = await store.insert_messages(
+                chain = await store.insert_messages(
                     conn, conversation_uid, [message], parent_id=last, turn_id=None
                 )
-                if leaf != message.id:
+                if chain_leaf(chain, last) != message.id:
                     # A turn stored a message under this id since we looked (turns do not
                     # take the conversation lock). Roll back rather than store it renamed.
                     raise MessageIdConflict(

@@ -151,9 +151,11 @@ class StepAttempt:
                 # A previous attempt finished this step but its completion never reached
                 # Temporal: answer from what it recorded instead of calling the model again.
                 return _recorded_step(turn, inp.step, agent)
-            turn = await start_turn(store, conn, turn, queue)
+            turn, stored = await start_turn(store, conn, turn, queue)
             if turn.terminal:
                 return ModelStepResult(ended=True, status=turn.status)  # skipped as it started
+            # The path's new tail is what was just stored: the read below then finds it here.
+            self.res.paths.extend(turn.conversation_uid, turn.messages_revision, stored)
             return await self._loaded(conn, turn, agent, Fence(key=key, attempt=attempt))
 
     async def _loaded(self, conn: Conn, turn: TurnRecord, agent: Think, fence: Fence) -> _Loaded:

@@ -13,7 +13,17 @@ from contextvars import ContextVar
 from typing import Any
 
 from think._messages import UIMessage
-from think.storage import NOW, Conn, QueueLock, Store, TurnRecord, answer_parent, prepare_start
+from think.storage import (
+    NOW,
+    Conn,
+    QueueLock,
+    Store,
+    StoredMessage,
+    TurnRecord,
+    answer_parent,
+    chain_leaf,
+    prepare_start,
+)
 from think.streaming import Fence, append
 
 _ENDED_ALONE: ContextVar[str | None] = ContextVar("think_ended_alone", default=None)
@@ -27,24 +37,26 @@ def ended_alone(turn_id: str) -> bool:
     return _ENDED_ALONE.get() == turn_id
 
 
-async def start_turn(store: Store, conn: Conn, turn: TurnRecord, queue: QueueLock) -> TurnRecord:
+async def start_turn(
+    store: Store, conn: Conn, turn: TurnRecord, queue: QueueLock
+) -> tuple[TurnRecord, list[StoredMessage]]:
     """Apply what the turn's `message_concurrency` does as it starts (merge the submissions
     waiting behind it, roll back, or skip a continuation with nothing to continue), append the
     user's messages under the active leaf (as it is now, when the turn runs, not when it was
-    accepted), mark the turn running and open its stream with `start`. A skipped turn is
-    returned ended (`skipped`)."""
+    accepted), mark the turn running and open its stream with `start`. Returns the turn and
+    the messages it stored; a skipped turn is returned ended (`skipped`)."""
     if turn.status != "pending":
-        return turn
+        return turn, []
     active_leaf = queue.active_leaf_id
     runs, turn = await prepare_start(conn, turn)
     if not runs:
-        return turn.model_copy(update={"status": "skipped"})
+        return turn.model_copy(update={"status": "skipped"}), []
     if turn.request.rollback_of is not None:  # prepare_start may have moved the leaf back
         active_leaf = (await store.conversation_by_uid(conn, turn.conversation_uid)).active_leaf_id
     parent = turn.request.parent_id or active_leaf
     # A turn that appends nothing (a regenerate) leaves the active path as it is until its
     # answer is stored: the old answer stays on show while the new one streams.
-    leaf = await store.insert_messages(
+    stored = await store.insert_messages(
         conn,
         turn.conversation_uid,
         turn.request.messages,
@@ -52,6 +64,7 @@ async def start_turn(store: Store, conn: Conn, turn: TurnRecord, queue: QueueLoc
         turn_id=turn.id,
         activate=True,
     )
+    leaf = chain_leaf(stored, parent)
     message = {"id": turn.message_id, "role": "assistant", "parts": []}
     await append(
         conn,
@@ -62,7 +75,8 @@ async def start_turn(store: Store, conn: Conn, turn: TurnRecord, queue: QueueLoc
         parent_id=leaf,
         message=message,
     )
-    return turn.model_copy(update={"status": "running", "parent_id": leaf, "message": message})
+    started = turn.model_copy(update={"status": "running", "parent_id": leaf, "message": message})
+    return started, stored
 
 
 async def end_turn(
