@@ -40,7 +40,9 @@ from think.workflows._names import turn_workflow_id
 WORDS = [f"word{i} " for i in range(60)]  # ~3 s of streaming at 0.05 s per chunk
 LONG_WORDS = [f"long{i} " for i in range(200)]  # ~10 s: still streaming when Temporal is back
 HEARTBEAT_TIMEOUT = 5.0
-"""The model step's heartbeat timeout (think/workflows/_turn.py, MODEL_HEARTBEAT)."""
+"""How long a step's worker may go unheard: the turn's workflow task timeout (`TASK_TIMEOUT`
+in think/turns/_dispatch.py; the steps are local activities, kept alive by their workflow
+task, not by heartbeats of their own)."""
 DOWN_FOR = HEARTBEAT_TIMEOUT + 1
 """How long Postgres stays down: longer than an attempt can wait for a connection without
 heartbeating, so the step needs more than one retry to get through."""
