@@ -7,12 +7,14 @@ also kill them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -171,3 +173,33 @@ def stack_env(
 def in_ci() -> bool:
     """Whether this is a CI run (`.ci/run`, or any CI that sets CI=true or CI=1)."""
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+@contextlib.contextmanager
+def extra_gateway(env: Mapping[str, str], logs: Path) -> Iterator[str]:
+    """One more gateway process on the same services and task queue, configured by `env`
+    (the suite stack's, with what the test changes): its URL while the block runs."""
+    gateway = Stack(env=dict(env), logs=logs)
+    try:
+        gateway.start_api()
+        yield gateway.api_url
+    finally:
+        gateway.stop()
+
+
+@contextlib.contextmanager
+def own_stack(env: Mapping[str, str], logs: Path) -> Iterator[Stack]:
+    """A worker and a gateway of their own, configured by `env` (an own task queue, say), so
+    that a test may kill them and hurt no one."""
+    own = Stack(env=dict(env), logs=logs)
+    try:
+        own.start_worker()
+        own.start_api()
+        yield own
+    finally:
+        own.stop()
+
+
+def bearer_client(url: str, key: str) -> httpx.AsyncClient:
+    """An HTTP client for `url` that sends `key` as its API key."""
+    return httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60)

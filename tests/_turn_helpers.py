@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from tests._sse import deltas, read_until
-from think import UIMessage
+from think import StreamCallback, UIMessage
 from think.testing import FakeOpenAIServer, Reply, reply, text
 
 SLOW = [f"w{i} " for i in range(40)]  # ~1.5 s of streaming at 0.04 s a chunk
@@ -108,3 +108,26 @@ def sent(fake_model: FakeOpenAIServer, cid: str, call: int) -> list[dict[str, An
     """The Chat Completions messages of the model's `call`-th request for the conversation."""
     found: list[dict[str, Any]] = fake_model.requests(cid)[call]["body"]["messages"]
     return found
+
+
+class CallbackRecorder(StreamCallback):
+    """A `chat()` callback that appends what it is told to `calls`: ("start", request id),
+    each chunk's type, "done", ("error", message) and "interrupted"."""
+
+    def __init__(self, calls: list[Any]) -> None:
+        self.calls = calls
+
+    def on_start(self, request_id: str) -> None:
+        self.calls.append(("start", request_id))
+
+    async def on_event(self, chunk: dict[str, Any]) -> None:
+        self.calls.append(chunk["type"])
+
+    def on_done(self) -> None:
+        self.calls.append("done")
+
+    def on_error(self, message: str) -> None:
+        self.calls.append(("error", message))
+
+    def on_interrupted(self) -> None:
+        self.calls.append("interrupted")

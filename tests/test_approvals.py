@@ -23,7 +23,7 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from tests._sse import chunks, read_stream
-from tests._stack import Stack
+from tests._stack import Stack, own_stack
 from tests._turn_helpers import tool_part, until_status
 from think._settings import Settings
 from think.testing import FakeOpenAIServer, text, tool_call
@@ -371,13 +371,8 @@ async def test_bad_decisions_are_refused_with_the_field(
 def restart_stack(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """A gateway and a worker of their own (own task queue), so killing them hurts no one."""
     logs = tmp_path_factory.mktemp("approval-restart")
-    own = Stack(env={**stack.env, "THINK_TASK_QUEUE": "think-approvals"}, logs=logs)
-    try:
-        own.start_worker()
-        own.start_api()
+    with own_stack({**stack.env, "THINK_TASK_QUEUE": "think-approvals"}, logs) as own:
         yield own
-    finally:
-        own.stop()
 
 
 async def test_a_paused_turn_survives_its_worker(

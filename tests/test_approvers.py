@@ -12,7 +12,7 @@ from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio.client import Client
 
-from tests._stack import Stack
+from tests._stack import Stack, bearer_client, extra_gateway
 from think.testing import FakeOpenAIServer, text, tool_call
 from think.workflows._names import turn_workflow_id
 
@@ -22,16 +22,8 @@ KEYS = "acme-key:acme,ops-key:acme:ops-lead,intern-key:acme:intern"
 @pytest.fixture(scope="module")
 def approvers_api(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     env = {**stack.env, "THINK_API_KEYS": KEYS}
-    gateway = Stack(env=env, logs=tmp_path_factory.mktemp("approvers"))
-    try:
-        gateway.start_api()
-        yield gateway.api_url
-    finally:
-        gateway.stop()
-
-
-def client(url: str, key: str) -> httpx.AsyncClient:
-    return httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60)
+    with extra_gateway(env, tmp_path_factory.mktemp("approvers")) as url:
+        yield url
 
 
 async def _paused(api: httpx.AsyncClient, agent: str, cid: str) -> dict[str, object]:
@@ -61,9 +53,9 @@ async def test_only_the_agents_approvers_decide(
 ) -> None:
     fake_model.script(cid, tool_call("delete_file", {"path": "x"}, id="call_del"), text("gone"))
     async with (
-        client(approvers_api, "intern-key") as intern,
-        client(approvers_api, "acme-key") as tenant,
-        client(approvers_api, "ops-key") as ops,
+        bearer_client(approvers_api, "intern-key") as intern,
+        bearer_client(approvers_api, "acme-key") as tenant,
+        bearer_client(approvers_api, "ops-key") as ops,
     ):
         turn = await _paused(intern, "guarded", cid)
         [pending] = turn["pending_approvals"]  # type: ignore[misc]
@@ -100,7 +92,7 @@ async def test_without_approvers_the_tenants_key_decides_and_is_recorded(
     approvers_api: str, fake_model: FakeOpenAIServer, temporal: Client, cid: str
 ) -> None:
     fake_model.script(cid, tool_call("delete_file", {"path": "x"}, id="call_del"), text("gone"))
-    async with client(approvers_api, "acme-key") as tenant:
+    async with bearer_client(approvers_api, "acme-key") as tenant:
         turn = await _paused(tenant, "gatekeeper", cid)
         [pending] = turn["pending_approvals"]  # type: ignore[misc]
         url = f"{turn['status_url']}/approvals/{pending['approval_id']}"

@@ -7,19 +7,15 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests._stack import Stack
+from tests._stack import Stack, extra_gateway
 
 
 @pytest.fixture(scope="module")
 def keyed_api(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A second gateway on the same services and task queue, with API keys configured."""
     env = {**stack.env, "THINK_API_KEYS": "alice-key:alice,bob-key:bob"}
-    gateway = Stack(env=env, logs=tmp_path_factory.mktemp("auth"))
-    try:
-        gateway.start_api()
-        yield gateway.api_url
-    finally:
-        gateway.stop()
+    with extra_gateway(env, tmp_path_factory.mktemp("auth")) as url:
+        yield url
 
 
 def client(url: str, key: str | None) -> httpx.AsyncClient:

@@ -13,7 +13,7 @@ import pytest
 
 from tests._ai_sdk import NODE_DIR, reconstruct
 from tests._sse import chunks, deltas, parse, read_stream, read_until, until_terminal
-from tests._stack import Stack
+from tests._stack import Stack, own_stack
 from think._messages import UIMessage
 from think._settings import Settings
 from think.storage import Store, TurnRequest, open_database
@@ -31,13 +31,8 @@ def crash_stack(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Itera
         "THINK_TASK_QUEUE": "think-crash",
         "THINK_TEST_TOOL_LOG": str(logs / "tool-runs.log"),
     }
-    own = Stack(env=env, logs=logs)
-    try:
-        own.start_worker()
-        own.start_api()
+    with own_stack(env, logs) as own:
         yield own
-    finally:
-        own.stop()
 
 
 async def test_sigkill_mid_stream_resumes_on_another_worker(

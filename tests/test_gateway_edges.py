@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 from api.app import create_app
-from tests._stack import Stack
+from tests._stack import Stack, extra_gateway
 from tests._turn_helpers import helper_path
 from think.server import Settings
 from think.testing import FakeOpenAIServer
@@ -91,12 +91,8 @@ async def test_urls_ignore_the_host_header(
 @pytest.fixture(scope="module")
 def public_api(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     env = {**stack.env, "THINK_PUBLIC_URL": "https://chat.example.com/"}
-    gateway = Stack(env=env, logs=tmp_path_factory.mktemp("public"))
-    try:
-        gateway.start_api()
-        yield gateway.api_url
-    finally:
-        gateway.stop()
+    with extra_gateway(env, tmp_path_factory.mktemp("public")) as url:
+        yield url
 
 
 async def test_urls_use_the_public_url(
@@ -176,12 +172,8 @@ def test_what_the_parser_refuses_is_a_problem(
 @pytest.fixture(scope="module")
 def impatient_api(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     env = {**stack.env, "THINK_HEADER_TIMEOUT_SECONDS": "1"}
-    gateway = Stack(env=env, logs=tmp_path_factory.mktemp("impatient"))
-    try:
-        gateway.start_api()
-        yield gateway.api_url
-    finally:
-        gateway.stop()
+    with extra_gateway(env, tmp_path_factory.mktemp("impatient")) as url:
+        yield url
 
 
 def test_headers_sent_too_slowly_are_cut_off(impatient_api: str) -> None:

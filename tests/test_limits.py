@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests._stack import Stack
+from tests._stack import Stack, bearer_client, extra_gateway
 from tests._turn_helpers import helper_path
 from think.testing import FakeOpenAIServer, text, tool_call
 
@@ -26,22 +26,17 @@ def limited_api(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Itera
         "THINK_MAX_STREAMS_PER_TENANT": "1",
         "THINK_CORS_ORIGINS": "https://chat.example.com",
     }
-    gateway = Stack(env=env, logs=tmp_path_factory.mktemp("limits"))
-    try:
-        gateway.start_api()
-        yield gateway.api_url
-    finally:
-        gateway.stop()
-
-
-def client(url: str, key: str) -> httpx.AsyncClient:
-    return httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60)
+    with extra_gateway(env, tmp_path_factory.mktemp("limits")) as url:
+        yield url
 
 
 async def test_submissions_over_the_rate_are_429(
     limited_api: str, fake_model: FakeOpenAIServer, cid: str
 ) -> None:
-    async with client(limited_api, "alice-key") as alice, client(limited_api, "bob-key") as bob:
+    async with (
+        bearer_client(limited_api, "alice-key") as alice,
+        bearer_client(limited_api, "bob-key") as bob,
+    ):
         for _ in range(2):  # the burst
             ok = await alice.post(f"{helper_path(cid)}/turns", json={"input": "hi"})
             assert ok.status_code == 202, ok.text
@@ -64,7 +59,10 @@ async def test_open_streams_are_capped_per_tenant(
     for an approval keeps it open), and allowed again once the first has closed."""
     fake_model.script(cid, tool_call("delete_file", {"path": "x"}, id="call_del"), text("ok"))
     base = f"/v1/agents/gatekeeper/conversations/{cid}"
-    async with client(limited_api, "carol-key") as carol, client(limited_api, "dave-key") as dave:
+    async with (
+        bearer_client(limited_api, "carol-key") as carol,
+        bearer_client(limited_api, "dave-key") as dave,
+    ):
         paused = (await carol.post(f"{base}/turns", json={"input": "rm", "mode": "wait"})).json()
         assert paused["status"] == "awaiting_approval", paused
         stream_url = paused["stream_url"]

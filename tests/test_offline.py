@@ -9,7 +9,7 @@ import httpx
 import pytest
 from temporalio.client import Client
 
-from tests._stack import Stack, stack_env
+from tests._stack import Stack, own_stack, stack_env
 from think.dev import Services
 from think.models import ModelRequest, OfflineModel
 from think.models._base import TextDelta
@@ -28,13 +28,8 @@ def offline_stack(services: Services, tmp_path_factory: pytest.TempPathFactory) 
         home=logs,
     )
     env.pop("THINK_AGENTS")  # and the default agents: the bundled example
-    stack = Stack(env=env, logs=logs)
-    try:
-        stack.start_worker()
-        stack.start_api()
+    with own_stack(env, logs) as stack:
         yield stack
-    finally:
-        stack.stop()
 
 
 async def test_offline_model_says_so(offline_stack: Stack, cid: str) -> None:

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from api.app import create_app
-from tests._stack import Stack
+from tests._stack import Stack, bearer_client, extra_gateway
 from think.server import Settings
 from think.testing import FakeOpenAIServer, text, tool_call
 
@@ -113,16 +113,8 @@ def request_for(
 @pytest.fixture(scope="module")
 def probed(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     env = {**stack.env, "THINK_API_KEYS": "alice-key:alice,bob-key:bob"}
-    gateway = Stack(env=env, logs=tmp_path_factory.mktemp("probes"))
-    try:
-        gateway.start_api()
-        yield gateway.api_url
-    finally:
-        gateway.stop()
-
-
-def client(url: str, key: str) -> httpx.AsyncClient:
-    return httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60)
+    with extra_gateway(env, tmp_path_factory.mktemp("probes")) as url:
+        yield url
 
 
 async def _alices_conversation(api: httpx.AsyncClient, cid: str) -> dict[str, str]:
@@ -154,7 +146,7 @@ async def test_another_tenants_ids_are_not_found(
     probed: str, fake_model: FakeOpenAIServer, cid: str
 ) -> None:
     fake_model.script(cid, text(f"echo {SECRET}"), tool_call("delete_file", {"path": "x"}))
-    async with client(probed, "alice-key") as alice, client(probed, "bob-key") as bob:
+    async with bearer_client(probed, "alice-key") as alice, bearer_client(probed, "bob-key") as bob:
         ids = await _alices_conversation(alice, cid)
         before = await _snapshot(alice, cid)
         answered = []

@@ -30,10 +30,10 @@ from temporalio.testing import ActivityEnvironment
 from tests._ai_sdk import reconstruct
 from tests._replay import HISTORIES, replayer
 from tests._sse import chunks, read_stream, read_until
-from tests._stack import Stack
-from tests._turn_helpers import sent, tool_part, until_status, wait_turn
+from tests._stack import Stack, bearer_client, extra_gateway, own_stack
+from tests._turn_helpers import CallbackRecorder, sent, tool_part, until_status, wait_turn
 from tests.agents import Lead, Researcher
-from think import StreamCallback, Think, ThinkService, Tool, UserError, agent_tool
+from think import Think, ThinkService, Tool, UserError, agent_tool
 from think._settings import Settings
 from think.agent import AgentRegistry
 from think.agent._agent_tool import child_conversation_id
@@ -277,23 +277,7 @@ async def test_the_chat_callback_contract(
     fake_model.script(child.conversation_id, text("half an ") + disconnect(), text("whole."))
     calls: list[Any] = []
 
-    class Recorder(StreamCallback):
-        def on_start(self, request_id: str) -> None:
-            calls.append(("start", request_id))
-
-        async def on_event(self, chunk: dict[str, Any]) -> None:
-            calls.append(chunk["type"])
-
-        def on_done(self) -> None:
-            calls.append("done")
-
-        def on_error(self, message: str) -> None:
-            calls.append(("error", message))
-
-        def on_interrupted(self) -> None:
-            calls.append("interrupted")
-
-    result = await child.chat("research this", Recorder())
+    result = await child.chat("research this", CallbackRecorder(calls))
     assert result.status == "completed" and result.message is not None
     assert calls[0] == ("start", result.request_id)
     # The interruption comes right after the chunk that resets the step, and is not the end.
@@ -305,14 +289,14 @@ async def test_the_chat_callback_contract(
     # A failed turn ends with on_error, whatever came before.
     calls.clear()
     fake_model.script(child.conversation_id, error(401, "bad key"))
-    failed = await child.chat("again", Recorder())
+    failed = await child.chat("again", CallbackRecorder(calls))
     assert failed.status == "error"
     assert calls[-1][0] == "error" and "interrupted" not in calls and "done" not in calls
 
     # Cancelling the awaiting task (outside any turn) cancels the turn it started.
     calls.clear()
     fake_model.script(child.conversation_id, text("slow ") + stall(60))
-    task = asyncio.create_task(child.chat("long", Recorder()))
+    task = asyncio.create_task(child.chat("long", CallbackRecorder(calls)))
     for _ in range(200):
         if "text-delta" in calls:
             break
@@ -426,13 +410,8 @@ def test_child_ids_and_hosting() -> None:
 def crash_stack(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """A gateway and a worker of their own (own task queue), so killing them hurts no one."""
     logs = tmp_path_factory.mktemp("sub-agent-crash")
-    own = Stack(env={**stack.env, "THINK_TASK_QUEUE": "think-sub-agent-crash"}, logs=logs)
-    try:
-        own.start_worker()
-        own.start_api()
+    with own_stack({**stack.env, "THINK_TASK_QUEUE": "think-sub-agent-crash"}, logs) as own:
         yield own
-    finally:
-        own.stop()
 
 
 async def test_sigkill_mid_child_keeps_one_child_turn(
@@ -733,16 +712,8 @@ LAB = "acme/lab"
 def lab_api(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A gateway whose keys map two tenants, neither of them `default`."""
     env = {**stack.env, "THINK_API_KEYS": f"lab-key:{LAB},acme-key:acme"}
-    gateway = Stack(env=env, logs=tmp_path_factory.mktemp("lab"))
-    try:
-        gateway.start_api()
-        yield gateway.api_url
-    finally:
-        gateway.stop()
-
-
-def keyed(url: str, key: str) -> httpx.AsyncClient:
-    return httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60)
+    with extra_gateway(env, tmp_path_factory.mktemp("lab")) as url:
+        yield url
 
 
 async def test_a_tenants_sub_agent_delegates_streams_and_cancels(
@@ -762,7 +733,7 @@ async def test_a_tenants_sub_agent_delegates_streams_and_cancels(
     )
     fake_model.script(child, reply(text(*WORDS), delay=0.05), text("starting ") + stall(60))
     base = f"/v1/agents/lead/conversations/{cid}"
-    async with keyed(lab_api, "lab-key") as lab, keyed(lab_api, "acme-key") as acme:
+    async with bearer_client(lab_api, "lab-key") as lab, bearer_client(lab_api, "acme-key") as acme:
         turn = (await lab.post(f"{base}/turns", json={"input": "go"})).json()
 
         def partial(got: list[dict[str, Any]]) -> bool:

@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from tests._stack import Stack
-from tests._turn_helpers import slow, transcript
-from think import StreamCallback, Think, ThinkService, UIMessage, UserError, current_conversation
+from tests._turn_helpers import CallbackRecorder, slow, transcript
+from think import Think, ThinkService, UIMessage, UserError, current_conversation
 from think.storage import MessageIdConflict
 from think.testing import FakeOpenAIServer, text, tool_call
 
@@ -209,23 +209,7 @@ async def test_chat_drives_the_callback(
     conv = service.conversation("helper", cid)
     calls: list[Any] = []
 
-    class Recorder(StreamCallback):
-        def on_start(self, request_id: str) -> None:
-            calls.append(("start", request_id))
-
-        async def on_event(self, chunk: dict[str, Any]) -> None:
-            calls.append(chunk["type"])
-
-        def on_done(self) -> None:
-            calls.append("done")
-
-        def on_error(self, message: str) -> None:
-            calls.append(("error", message))
-
-        def on_interrupted(self) -> None:
-            calls.append("interrupted")
-
-    result = await conv.chat("hi", Recorder())
+    result = await conv.chat("hi", CallbackRecorder(calls))
     assert result.status == "completed"
     assert calls[0] == ("start", result.turn_id)
     assert calls[1] == "start" and calls[-2] == "finish" and calls[-1] == "done"
@@ -234,13 +218,13 @@ async def test_chat_drives_the_callback(
     # on_interrupted, which says a continuation owns the answer).
     calls.clear()
 
-    class Canceller(Recorder):
+    class Canceller(CallbackRecorder):
         async def on_event(self, chunk: dict[str, Any]) -> None:
             calls.append(chunk["type"])
             if chunk["type"] == "text-delta" and calls.count("text-delta") == 2:
                 assert await conv.cancel_chat(calls[0][1], "caller went away")
 
-    cancelled = await conv.chat("long one", Canceller())
+    cancelled = await conv.chat("long one", Canceller(calls))
     assert cancelled.status == "aborted" and cancelled.error == "caller went away"
     assert calls[-2:] == ["abort", ("error", "aborted: caller went away")]
     assert "interrupted" not in calls

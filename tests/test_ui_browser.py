@@ -19,7 +19,7 @@ import pytest
 from playwright.async_api import BrowserContext, ConsoleMessage, Page, Route, expect
 
 from tests._browser import CHROMIUM_ARGS, find_chromium, require_browser, screenshot_dir
-from tests._stack import Stack, stack_env
+from tests._stack import Stack, extra_gateway, own_stack, stack_env
 from tests._turn_helpers import helper_path
 from think.dev import Services
 from think.testing import FakeOpenAIServer, error, reasoning, reply, stall, text, tool_call
@@ -405,12 +405,8 @@ async def test_readable_on_a_phone(
 @pytest.fixture(scope="module")
 def keyed_gateway(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     env = {**stack.env, "THINK_API_KEYS": "page-key:pages"}
-    gateway = Stack(env=env, logs=tmp_path_factory.mktemp("ui-keys"))
-    try:
-        gateway.start_api()
-        yield gateway.api_url
-    finally:
-        gateway.stop()
+    with extra_gateway(env, tmp_path_factory.mktemp("ui-keys")) as url:
+        yield url
 
 
 async def test_with_api_keys_the_page_asks_for_one_and_keeps_it_in_the_tab(
@@ -454,13 +450,8 @@ def offline_gateway(services: Services, tmp_path_factory: pytest.TempPathFactory
         home=logs,
     )
     env.pop("THINK_AGENTS")
-    offline = Stack(env=env, logs=logs)
-    try:
-        offline.start_worker()
-        offline.start_api()
+    with own_stack(env, logs) as offline:
         yield offline.api_url
-    finally:
-        offline.stop()
 
 
 async def test_with_no_model_configured_the_offline_model_answers_in_the_page(

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from temporalio.client import Client
 
-from tests._stack import Stack
+from tests._stack import Stack, extra_gateway
 from think.testing import FakeOpenAIServer, text, tool_call
 from think.workflows._names import parse_turn_workflow_id, turn_workflow_id
 
@@ -60,12 +60,8 @@ def test_foreign_ids_are_not_turns() -> None:
 def tenants_api(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A gateway whose two tenants' names are a prefix of each other, with a `-` between."""
     env = {**stack.env, "THINK_API_KEYS": "acme-key:acme,probe-key:acme-probe"}
-    gateway = Stack(env=env, logs=tmp_path_factory.mktemp("tenants"))
-    try:
-        gateway.start_api()
-        yield gateway.api_url
-    finally:
-        gateway.stop()
+    with extra_gateway(env, tmp_path_factory.mktemp("tenants")) as url:
+        yield url
 
 
 async def test_colliding_tenants_run_apart(
