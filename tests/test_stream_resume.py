@@ -119,6 +119,31 @@ async def test_chunks_are_batched_not_one_insert_per_token(
     assert transactions < rows / 10
 
 
+async def test_an_instant_models_first_words_go_out_before_its_step_ends(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, engine: AsyncEngine, cid: str
+) -> None:
+    # The fake model sends the whole answer at once: the step reads it without a pause.
+    fake_model.script(cid, text("Hello", " there."))
+    turn = (
+        await api.post(f"{helper_path(cid)}/turns", json={"input": "hi", "mode": "wait"})
+    ).json()
+    async with engine.connect() as conn:
+        rows = (
+            await conn.execute(
+                sql(
+                    "SELECT chunk->>'type' AS type, xmin::text AS tx FROM stream_chunks "
+                    "WHERE turn_id = :t ORDER BY seq"
+                ),
+                {"t": turn["turn_id"]},
+            )
+        ).all()
+    written_in = {row.type: row.tx for row in reversed(rows)}  # each type's first row
+    assert [row.type for row in rows][-1] == "finish"
+    # The first text-delta was committed on its own, not with the step's end.
+    assert written_in["text-delta"] != rows[-1].tx
+    assert written_in["text-delta"] != written_in["start"]
+
+
 async def test_pruned_chunks_keep_the_turn_and_message(
     api: httpx.AsyncClient, settings: Settings, cid: str
 ) -> None:

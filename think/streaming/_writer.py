@@ -2,7 +2,8 @@
 
 A fast model produces a token every few milliseconds; one INSERT + NOTIFY per token would make
 Postgres the bottleneck. The writer sends the first content chunk at once (that is the latency a
-user feels), then at most one batch per `interval`. When the step ends, whatever is still
+user feels; `let_first_content_out` makes it so even when the model sent the whole step in one
+read), then at most one batch per `interval`. When the step ends, whatever is still
 buffered is handed back to the caller, which writes it in the same transaction that records the
 step, so the end of a step never waits for the batching interval.
 """
@@ -51,6 +52,7 @@ class ChunkWriter:
         self._task: asyncio.Task[None] | None = None
         self._last_flush = 0.0
         self._content_sent = False
+        self._first_content_nudged = False
         self._closing = asyncio.Event()
         self._content_arrived = asyncio.Event()
         self._error: BaseException | None = None
@@ -107,6 +109,18 @@ class ChunkWriter:
         except BaseException as exc:  # cancelled by abort(): the writer is being discarded
             self._error = exc
             raise
+
+    async def let_first_content_out(self) -> None:
+        """Let the batch that holds the step's first content start on its way now. A model
+        that sent the whole step in one read (a fast or a cached one) is consumed without a
+        pause, so without this all of it waited for the step's end and its transaction:
+        measured with an instant model, the first words reached the client 2.5 ms later. A
+        model that streams pauses between reads anyway, and nothing changes for it."""
+        if self._first_content_nudged or self._content_sent or not self._has_content():
+            return
+        self._first_content_nudged = True
+        if self._task is not None and not self._task.done():
+            await asyncio.sleep(0)
 
     def _has_content(self) -> bool:
         return any(c["type"] in _CONTENT for c in self._buffer)

@@ -330,8 +330,10 @@ class StepAttempt:
                         )
                     if isinstance(event, TextDelta):
                         step.text(event.delta)
+                        await writer.let_first_content_out()  # the words a user waits for
                     elif isinstance(event, ReasoningDelta):
                         step.reasoning(event.delta)
+                        await writer.let_first_content_out()
                     elif isinstance(event, ToolCallStart):
                         step.tool_start(event.tool_call_id, event.tool_name)
                     elif isinstance(event, ToolCallDelta):
