@@ -34,6 +34,7 @@ from think.storage._errors import (
     MessageNotFound,
     NotRegenerable,
     ParentNotFound,
+    TurnNotRecorded,
 )
 from think.storage._path_cache import PathCache
 from think.storage._records import (
@@ -113,6 +114,7 @@ __all__ = [
     "SubmissionConflict",
     "TreeNode",
     "TurnNotFound",
+    "TurnNotRecorded",
     "TurnRecord",
     "TurnRequest",
     "TurnStatus",

@@ -51,3 +51,12 @@ class NotRegenerable(UserError):
     def __init__(self, message_id: str, reason: str) -> None:
         super().__init__(f"message {message_id!r} cannot be regenerated: {reason}")
         self.message_id = message_id
+
+
+class TurnNotRecorded(UserError):
+    """A turn's first step found no row for it: its workflow, started as its admission
+    committed, overtook that commit, or the commit failed (`think.turns._admission`)."""
+
+    def __init__(self, turn_id: str) -> None:
+        super().__init__(f"turn {turn_id!r} is not recorded (its admission has not committed)")
+        self.turn_id = turn_id

@@ -22,7 +22,7 @@ from think._messages import UIMessage, new_id, search_text
 from think.exceptions import UserError
 from think.storage import _submissions, _tree
 from think.storage._db import Conn, Database, fetch_all, fetch_one
-from think.storage._errors import MessageIdConflict, ParentNotFound
+from think.storage._errors import MessageIdConflict, ParentNotFound, TurnNotRecorded
 from think.storage._path_cache import walk
 from think.storage._records import (
     Conversation,
@@ -456,9 +456,11 @@ class Store:
         as well (a step that turns out to be recorded already, or a turn that has ended, has
         counted an attempt that writes nothing, which no writer notices)."""
         leaf = await fetch_one(conn, _LOCK_TURN_QUEUE, {"id": turn_id})
+        if leaf is None:
+            raise TurnNotRecorded(turn_id)
         row = await fetch_one(conn, _CLAIM_QUEUED_TURN, {"id": turn_id, "key": key})
-        if leaf is None or row is None:
-            raise UserError(f"turn {turn_id!r} does not exist")
+        if row is None:
+            raise TurnNotRecorded(turn_id)
         attempt = int(row.pop("claimed_attempt"))
         queue = QueueLock(active_leaf_id=leaf["active_leaf_id"], followers=row["followers"])
         return _turn_record(row), queue, attempt

@@ -13,7 +13,7 @@ The functions take the `Store` they belong to, like `_tree.py`.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -209,6 +209,7 @@ async def record(
     request_hash: str,
     idempotency_key: str | None,
     submission_id: str | None = None,
+    on_inserted: Callable[[Admission], None] | None = None,
 ) -> Admission:
     """Record a submission durably, or find the one this key or submission id already made.
 
@@ -216,6 +217,10 @@ async def record(
     the same answer even if the conversation has moved on since), then "drop" against the
     conversation's active turns (under the conversation's row lock, so two "drop" submissions
     cannot both find it idle), then the request itself (parent, message ids).
+
+    `on_inserted` is told of a new turn once its row is inserted, just before the commit
+    (which it must not wait for): admission starts the turn's workflow then, so that
+    Temporal's start overlaps the commit. If the commit then fails, this raises as usual.
     """
     if not request.messages and not request.continuation and request.regenerates is None:
         raise UserError("a submission needs at least one message")
@@ -252,7 +257,10 @@ async def record(
         )
         if inserted is not None:
             turn = _record(inserted)
-            return Admission(turn=turn, accepted=True, interrupt=interrupt, runs_now=not queue)
+            admission = Admission(turn=turn, accepted=True, interrupt=interrupt, runs_now=not queue)
+            if on_inserted is not None:
+                on_inserted(admission)
+            return admission
     # Lost a race with a concurrent request for the same key or id: its row is committed now.
     async with store.db.connection() as conn:
         known = await _known(conn, uid, request_hash, idempotency_key, submission_id)

@@ -9,8 +9,12 @@ is recorded differently (`Store.regenerate`) and then goes through the same `dis
 Admission is two steps: one Postgres transaction under the conversation's row lock (which
 decides idempotency, the queue's order and what the submission's `message_concurrency` does to
 the turns already there, and outlives Temporal's retention), then, if the turn is the one to
-run now, a plain start of its workflow (`think.turns._dispatch.hand_off`). A turn that waits is
-started by whoever ends the turn ahead of it.
+run now, a plain start of its workflow (`think.turns._dispatch.start_turn_workflow`). The start
+is sent as the transaction commits, not after: the commit (its WAL flush) and Temporal's start
+take their time side by side, about a millisecond less to every turn. Should the commit fail,
+the workflow is terminated; its first step, which cannot find the turn, waits for a commit it
+overtook and ends a turn whose commit never came (`think.engine.activities._model_step`). A
+turn that waits is started by whoever ends the turn ahead of it.
 """
 
 from __future__ import annotations
@@ -145,20 +149,54 @@ async def admit(
     idempotency_key: str | None = None,
     submission_id: str | None = None,
 ) -> Admission:
-    """Record the submission, then start it if it is the conversation's turn to run
-    (`dispatch`). Raises `DispatchFailed` when Temporal cannot be reached: the turn is
-    recorded, and a retry with the same key sends it again."""
-    admission = await store.admit_turn(
-        tenant=tenant,
-        agent=agent,
-        conversation_id=conversation_id,
-        request=request,
-        request_hash=request_hash,
-        idempotency_key=idempotency_key,
-        submission_id=submission_id,
-    )
-    await dispatch(store, temporal, task_queue, admission)
+    """Record the submission, then start it if it is the conversation's turn to run: as the
+    record commits (see the module's docstring), else `dispatch`. Raises `DispatchFailed`
+    when Temporal cannot be reached: the turn is recorded, and a retry with the same key sends
+    it again."""
+    starting: tuple[asyncio.Task[None], TurnRecord] | None = None
+
+    def start_while_committing(admission: Admission) -> None:
+        nonlocal starting
+        if admission.runs_now and admission.interrupt is None:
+            turn = admission.turn
+            starting = (asyncio.create_task(start_turn_workflow(temporal, task_queue, turn)), turn)
+
+    try:
+        admission = await store.admit_turn(
+            tenant=tenant,
+            agent=agent,
+            conversation_id=conversation_id,
+            request=request,
+            request_hash=request_hash,
+            idempotency_key=idempotency_key,
+            submission_id=submission_id,
+            on_inserted=start_while_committing,
+        )
+    except BaseException:
+        if starting is not None:
+            await _withdraw(temporal, *starting)
+        raise
+    if starting is not None:
+        await starting[0]
+    else:
+        await dispatch(store, temporal, task_queue, admission)
     return admission
+
+
+async def _withdraw(temporal: Client, starting: asyncio.Task[None], turn: TurnRecord) -> None:
+    """The commit of a turn whose workflow was being started failed: end that workflow, which
+    has no turn to run (its first step would end it too, a few attempts later)."""
+    try:
+        await starting
+    except BaseException:
+        return  # it did not start
+    handle = temporal.get_workflow_handle(
+        turn_workflow_id(turn.agent, turn.conversation_id, turn.id, tenant=turn.tenant)
+    )
+    try:
+        await handle.terminate(reason="its turn's admission did not commit")
+    except RPCError as exc:
+        log.warning("could not end the workflow of unrecorded turn %s: %s", turn.id, exc)
 
 
 async def dispatch(store: Store, temporal: Client, task_queue: str, admission: Admission) -> None:

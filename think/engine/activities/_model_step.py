@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -70,7 +71,7 @@ from think.models import (
     supports_native_output,
     validate_output,
 )
-from think.storage import Conn, TurnRecord
+from think.storage import Conn, TurnNotRecorded, TurnRecord
 from think.streaming import (
     ChunkWriter,
     Fence,
@@ -81,6 +82,14 @@ from think.streaming import (
 )
 from think.streaming._builder import MessageBuilder
 from think.workflows._inputs import ModelStepInput, ModelStepResult
+
+log = logging.getLogger("think.engine.activities")
+
+OVERTAKEN_COMMIT_WAIT = 0.05
+"""How long a first step that cannot find its turn waits before it looks again."""
+UNRECORDED_ATTEMPTS = 6
+"""Attempts (about 15 s, at `MODEL_RETRY`'s intervals) after which a first step that still
+cannot find its turn ends the workflow: its admission's commit failed."""
 
 ANSWER_TOOL = "final_answer"
 """Structured output without a native mode: the tool whose call is the answer."""
@@ -140,6 +149,21 @@ class StepAttempt:
     async def load(self) -> _Loaded | ModelStepResult:
         if self.inp.step > 0:
             return await self._load_later_step()
+        try:
+            return await self._load_first_step()
+        except TurnNotRecorded:
+            # The workflow is started as its admission commits: this step overtook the
+            # commit (it lands within milliseconds), or the commit failed (never will).
+            await asyncio.sleep(OVERTAKEN_COMMIT_WAIT)
+        try:
+            return await self._load_first_step()
+        except TurnNotRecorded:
+            if activity.info().attempt < UNRECORDED_ATTEMPTS:
+                raise  # retried (MODEL_RETRY), at growing intervals
+            log.warning("turn %s was never recorded; its workflow ends", self.inp.turn_id)
+            return ModelStepResult(ended=True, status="error")
+
+    async def _load_first_step(self) -> _Loaded | ModelStepResult:
         inp, store = self.inp, self.res.store
         async with store.db.transaction() as conn:
             key = f"step-{inp.step}"

@@ -1,0 +1,117 @@
+"""A turn's workflow is started as its admission commits, not after (`think.turns._admission`):
+a commit that fails ends the workflow sent for it, and a first step that overtakes the commit
+waits for it instead of failing the turn."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from sqlalchemy import text as sql
+from sqlalchemy.ext.asyncio import AsyncEngine
+from temporalio.client import WorkflowExecutionStatus
+
+from think import ThinkService
+from think._messages import UIMessage, new_id
+from think.storage import Admission, TurnRecord, TurnRequest
+from think.testing import FakeOpenAIServer, text
+from think.turns._dispatch import start_turn_workflow
+from think.workflows._names import turn_workflow_id
+
+
+class CommitFailed(Exception):
+    """Raised inside the admission's transaction, which then rolls back: a failed commit."""
+
+
+def _workflow_id(turn: TurnRecord) -> str:
+    return turn_workflow_id(turn.agent, turn.conversation_id, turn.id, tenant=turn.tenant)
+
+
+async def _rows(engine: AsyncEngine, turn_id: str) -> int:
+    async with engine.connect() as conn:
+        found = await conn.execute(sql("SELECT count(*) FROM turns WHERE id = :t"), {"t": turn_id})
+        return int(found.scalar_one())
+
+
+async def test_a_failed_commit_ends_the_workflow_started_for_it(
+    service: ThinkService, engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch, cid: str
+) -> None:
+    record = service.store.admit_turn
+    sent: list[TurnRecord] = []
+
+    async def admit_then_fail(**kwargs: Any) -> Admission:
+        start = kwargs.pop("on_inserted")
+
+        def start_then_fail(admission: Admission) -> None:
+            start(admission)  # the workflow's start is on its way
+            sent.append(admission.turn)
+            raise CommitFailed
+
+        return await record(on_inserted=start_then_fail, **kwargs)
+
+    monkeypatch.setattr(service.store, "admit_turn", admit_then_fail)
+    with pytest.raises(CommitFailed):
+        await service.conversation("helper", cid).submit_messages("hello")
+    [turn] = sent
+    assert await _rows(engine, turn.id) == 0  # nothing was recorded
+    described = await service.temporal.get_workflow_handle(_workflow_id(turn)).describe()
+    assert described.status == WorkflowExecutionStatus.TERMINATED
+
+
+async def test_a_first_step_that_overtakes_its_turns_commit_waits_for_it(
+    service: ThinkService, engine: AsyncEngine, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, text("made it"))
+    message = UIMessage(id=new_id("msg"), role="user", parts=[{"type": "text", "text": "hi"}])
+    admission = await service.store.admit_turn(
+        tenant="default",
+        agent="helper",
+        conversation_id=cid,
+        request=TurnRequest(messages=[message]),
+        request_hash="overtaken",
+        idempotency_key=None,
+    )
+    turn = admission.turn
+    hidden = f"{turn.id}-hidden"
+    # Out of the step's sight, as a row not yet committed is: its workflow starts meanwhile.
+    async with engine.begin() as conn:
+        await conn.execute(
+            sql("UPDATE turns SET id = :h WHERE id = :t"), {"h": hidden, "t": turn.id}
+        )
+    await start_turn_workflow(service.temporal, service.settings.task_queue, turn)
+    await asyncio.sleep(0.3)
+    async with engine.begin() as conn:
+        await conn.execute(
+            sql("UPDATE turns SET id = :t WHERE id = :h"), {"h": hidden, "t": turn.id}
+        )
+    handle = service.temporal.get_workflow_handle(_workflow_id(turn))
+    result = await asyncio.wait_for(handle.result(), timeout=30)
+    assert result["status"] == "completed"
+    stored = await service.store.get_turn(turn.id)
+    assert stored is not None and stored.status == "completed"
+    assert stored.message is not None
+    assert [p.get("text") for p in stored.message["parts"] if p["type"] == "text"] == ["made it"]
+
+
+async def test_a_first_step_whose_turn_is_never_committed_ends_its_workflow(
+    service: ThinkService, engine: AsyncEngine, cid: str
+) -> None:
+    message = UIMessage(id=new_id("msg"), role="user", parts=[{"type": "text", "text": "hi"}])
+    admission = await service.store.admit_turn(
+        tenant="default",
+        agent="helper",
+        conversation_id=cid,
+        request=TurnRequest(messages=[message]),
+        request_hash="never",
+        idempotency_key=None,
+    )
+    turn = admission.turn
+    async with engine.begin() as conn:  # as if its commit had failed
+        await conn.execute(sql("DELETE FROM turns WHERE id = :t"), {"t": turn.id})
+    await start_turn_workflow(service.temporal, service.settings.task_queue, turn)
+    handle = service.temporal.get_workflow_handle(_workflow_id(turn))
+    # After a few attempts (about 15 s): not retried forever, and nothing is written.
+    result = await asyncio.wait_for(handle.result(), timeout=60)
+    assert result["status"] == "error"
+    assert await _rows(engine, turn.id) == 0
