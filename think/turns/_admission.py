@@ -11,10 +11,11 @@ decides idempotency, the queue's order and what the submission's `message_concur
 the turns already there, and outlives Temporal's retention), then, if the turn is the one to
 run now, a plain start of its workflow (`think.turns._dispatch.start_turn_workflow`). The start
 is sent as the transaction commits, not after: the commit (its WAL flush) and Temporal's start
-take their time side by side, about a millisecond less to every turn. Should the commit fail,
-the workflow is terminated; its first step, which cannot find the turn, waits for a commit it
-overtook and ends a turn whose commit never came (`think.engine.activities._model_step`). A
-turn that waits is started by whoever ends the turn ahead of it.
+take their time side by side, about a millisecond less to every turn. The workflow's first step
+copes with a turn it cannot find: it waits for a commit it overtook, and ends the workflow of
+one whose commit failed (`think.engine.activities._model_step`); one whose commit landed but
+whose answer was lost on the way is found, and runs. A turn that waits is started by whoever
+ends the turn ahead of it.
 """
 
 from __future__ import annotations
@@ -153,13 +154,12 @@ async def admit(
     record commits (see the module's docstring), else `dispatch`. Raises `DispatchFailed`
     when Temporal cannot be reached: the turn is recorded, and a retry with the same key sends
     it again."""
-    starting: tuple[asyncio.Task[None], TurnRecord] | None = None
+    starting: list[asyncio.Task[None]] = []
 
     def start_while_committing(admission: Admission) -> None:
-        nonlocal starting
         if admission.runs_now and admission.interrupt is None:
             turn = admission.turn
-            starting = (asyncio.create_task(start_turn_workflow(temporal, task_queue, turn)), turn)
+            starting.append(asyncio.create_task(start_turn_workflow(temporal, task_queue, turn)))
 
     try:
         admission = await store.admit_turn(
@@ -173,30 +173,17 @@ async def admit(
             on_inserted=start_while_committing,
         )
     except BaseException:
-        if starting is not None:
-            await _withdraw(temporal, *starting)
+        if starting:
+            # The commit failed, or its answer was lost: the workflow's first step finds the
+            # turn if it was recorded after all, and ends the workflow if not.
+            with contextlib.suppress(BaseException):
+                await starting[0]
         raise
-    if starting is not None:
+    if starting:
         await starting[0]
     else:
         await dispatch(store, temporal, task_queue, admission)
     return admission
-
-
-async def _withdraw(temporal: Client, starting: asyncio.Task[None], turn: TurnRecord) -> None:
-    """The commit of a turn whose workflow was being started failed: end that workflow, which
-    has no turn to run (its first step would end it too, a few attempts later)."""
-    try:
-        await starting
-    except BaseException:
-        return  # it did not start
-    handle = temporal.get_workflow_handle(
-        turn_workflow_id(turn.agent, turn.conversation_id, turn.id, tenant=turn.tenant)
-    )
-    try:
-        await handle.terminate(reason="its turn's admission did not commit")
-    except RPCError as exc:
-        log.warning("could not end the workflow of unrecorded turn %s: %s", turn.id, exc)
 
 
 async def dispatch(store: Store, temporal: Client, task_queue: str, admission: Admission) -> None:
