@@ -21,6 +21,10 @@ from think.storage._turn_columns import assignments
 CHANNEL = "think_chunks"
 CANCEL_CHANNEL = "think_cancel"
 """A turn's cancel was asked for (payload: the turn id): what a worker streaming it listens to."""
+ANNOUNCED_BYTES = 7800
+"""A batch whose JSON is at most this long is announced with its chunks (NOTIFY's payload
+holds under 8,000 bytes): `<turn>\n<first seq>\n<written, Unix s>\n<chunks as JSON>`. A
+longer one is announced by the bare turn id, and readers read it from the table."""
 STATUS_SUFFIX = "/status"
 """On `CHANNEL`, a payload of the turn id and this suffix, then `/` and the new status, says
 the turn's status changed (sent by a trigger, migrations 0009 and 0012; before 0012 the status
@@ -71,7 +75,11 @@ _APPEND = """
         FROM reserved, jsonb_array_elements(%(chunks)s::jsonb) WITH ORDINALITY AS x(value, ord)
     )
     SELECT reserved.start,
-           CASE WHEN %(n)s > 0 THEN pg_notify(%(channel)s, %(turn)s) END FROM reserved
+           CASE WHEN %(n)s > 0 THEN pg_notify(%(channel)s, CASE WHEN %(announce)s
+               THEN concat_ws(chr(10), %(turn)s, reserved.start,
+                              extract(epoch FROM now())::float8, %(chunks)s::text)
+               ELSE %(turn)s END) END
+    FROM reserved
 """
 """Reserve sequence numbers (fenced), set the turn's columns, insert the chunks and announce
 them: one round trip. `{columns}` is filled from `_turn_columns.assignments`."""
@@ -126,6 +134,7 @@ async def append(
         _APPEND.format(columns="".join(f", {f}" for f in fragments)) if columns else _APPEND_PLAIN
     )
     attempt = fence.attempt if fence else 0
+    encoded = json.dumps(list(chunks))
     row = await fetch_one(
         conn,
         query,
@@ -135,7 +144,8 @@ async def append(
             "turn": turn_id,
             "key": fence.key if fence else None,
             "attempt": attempt,
-            "chunks": json.dumps(list(chunks)),
+            "chunks": encoded,
+            "announce": len(encoded) <= ANNOUNCED_BYTES,  # ASCII: json.dumps escapes the rest
             "channel": CHANNEL,
             "open": while_open,
             "version": version,

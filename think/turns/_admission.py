@@ -249,11 +249,17 @@ async def follow(
     (`finish`, `error` or `abort`), or until the turn has ended and its chunks were pruned."""
     db = store.db
     since = time.time()
-    with listener.subscribe(turn_id) as event:
+    with listener.inbox(turn_id) as inbox:
         while True:
-            event.clear()
-            async with db.connection() as conn:
-                rows = await read_timed(conn, turn_id, after)
+            inbox.event.clear()
+            # Live chunks come with their announcement; the table is read for the rest (the
+            # replay, a batch too big to announce, a gap, a reconnect).
+            announced = inbox.take(after)
+            if announced is None:
+                async with db.connection() as conn:
+                    rows = await read_timed(conn, turn_id, after)
+            else:
+                rows = announced
             for seq, chunk, written in rows:
                 if written >= since:  # live, not replayed: how long it took to get here
                     metrics.STREAM_LAG.observe(max(0.0, time.time() - written))
@@ -263,17 +269,20 @@ async def follow(
                     return
             if rows:
                 continue
-            turn = await store.get_turn(turn_id)
-            if turn is None or turn.status in TERMINAL_STATUSES:
-                # The status and the last chunks commit together, but may have landed between
-                # our two reads: look once more before concluding they were pruned.
-                async with db.connection() as conn:
-                    if await read(conn, turn_id, after, limit=1):
-                        continue
-                return
+            if announced is None:  # nothing new in the table either: has the turn ended?
+                turn = await store.get_turn(turn_id)
+                if turn is None or turn.status in TERMINAL_STATUSES:
+                    # The status and the last chunks commit together, but may have landed
+                    # between our two reads: look once more before concluding they were pruned.
+                    async with db.connection() as conn:
+                        if await read(conn, turn_id, after, limit=1):
+                            continue
+                    return
             # Re-check now and then even without a NOTIFY (one may be lost in a reconnect).
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(event.wait(), timeout=RECHECK_EVERY)
+            try:
+                await asyncio.wait_for(inbox.event.wait(), timeout=RECHECK_EVERY)
+            except TimeoutError:
+                inbox.must_read()
 
 
 async def cancel_turn(
