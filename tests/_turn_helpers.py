@@ -14,7 +14,9 @@ from typing import Any
 import httpx
 
 from tests._sse import deltas, read_until
-from think import StreamCallback, UIMessage
+from think import StreamCallback, ThinkService, UIMessage
+from think._messages import new_id
+from think.storage import TurnRecord, TurnRequest
 from think.testing import FakeOpenAIServer, Reply, reply, text
 
 SLOW = [f"w{i} " for i in range(40)]  # ~1.5 s of streaming at 0.04 s a chunk
@@ -131,3 +133,18 @@ class CallbackRecorder(StreamCallback):
 
     def on_interrupted(self) -> None:
         self.calls.append("interrupted")
+
+
+async def pending_turn(service: ThinkService, cid: str) -> TurnRecord:
+    """A turn recorded as `helper`'s in conversation `cid`, "hi", and nothing more: no
+    workflow is started for it (the test starts one, or writes its stream, itself)."""
+    message = UIMessage(id=new_id("msg"), role="user", parts=[{"type": "text", "text": "hi"}])
+    admission = await service.store.admit_turn(
+        tenant="default",
+        agent="helper",
+        conversation_id=cid,
+        request=TurnRequest(messages=[message]),
+        request_hash=f"pending-{cid}",
+        idempotency_key=None,
+    )
+    return admission.turn

@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from tests._turn_helpers import pending_turn
 from think import ThinkService
-from think._messages import UIMessage, new_id
-from think.storage import Admission, TurnRecord, TurnRequest
+from think.storage import Admission, TurnRecord
 from think.testing import FakeOpenAIServer, text
 from think.turns._dispatch import start_turn_workflow
 from think.workflows._names import turn_workflow_id
@@ -74,16 +74,7 @@ async def test_a_first_step_that_overtakes_its_turns_commit_waits_for_it(
     service: ThinkService, engine: AsyncEngine, fake_model: FakeOpenAIServer, cid: str
 ) -> None:
     fake_model.script(cid, text("made it"))
-    message = UIMessage(id=new_id("msg"), role="user", parts=[{"type": "text", "text": "hi"}])
-    admission = await service.store.admit_turn(
-        tenant="default",
-        agent="helper",
-        conversation_id=cid,
-        request=TurnRequest(messages=[message]),
-        request_hash="overtaken",
-        idempotency_key=None,
-    )
-    turn = admission.turn
+    turn = await pending_turn(service, cid)
     hidden = f"{turn.id}-hidden"
     # Out of the step's sight, as a row not yet committed is: its workflow starts meanwhile.
     async with engine.begin() as conn:

@@ -8,26 +8,12 @@ from typing import Any
 
 import pytest
 
+from tests._turn_helpers import pending_turn
 from think import ThinkService
-from think._messages import UIMessage, new_id
 from think._settings import Settings
-from think.storage import TurnRequest
 from think.storage import _stream_log as stream_log
 from think.streaming import ChunkListener, append
 from think.turns import _admission
-
-
-async def _pending_turn(service: ThinkService, cid: str) -> str:
-    message = UIMessage(id=new_id("msg"), role="user", parts=[{"type": "text", "text": "hi"}])
-    admission = await service.store.admit_turn(
-        tenant="default",
-        agent="helper",
-        conversation_id=cid,
-        request=TurnRequest(messages=[message]),
-        request_hash="announce",
-        idempotency_key=None,
-    )
-    return admission.turn.id
 
 
 async def _write(service: ThinkService, turn_id: str, chunks: list[dict[str, Any]]) -> None:
@@ -38,7 +24,7 @@ async def _write(service: ThinkService, turn_id: str, chunks: list[dict[str, Any
 async def test_a_live_stream_reads_only_what_was_not_announced(
     service: ThinkService, settings: Settings, monkeypatch: pytest.MonkeyPatch, cid: str
 ) -> None:
-    turn_id = await _pending_turn(service, cid)
+    turn_id = (await pending_turn(service, cid)).id
     reads: list[int] = []
     replayed = asyncio.Event()
     real_read = stream_log.read_timed
