@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 from psycopg.rows import DictRow
 
@@ -72,19 +72,28 @@ class _Path:
     size: int
 
 
+def _message(
+    id: str, parent_id: str | None, role: str, parts: Any, metadata: Any, size: int
+) -> _Message:
+    """A path's message, however it became known (read, or just stored), built alike."""
+    return _Message(
+        id=id,
+        parent_id=parent_id,
+        role=role,
+        message=UIMessage.model_construct(
+            id=id,
+            role=cast(Literal["user", "assistant", "system"], role),
+            parts=parts,
+            metadata=metadata,
+        ),
+        size=size,
+    )
+
+
 def _messages(rows: list[DictRow]) -> list[_Message]:
     return [
-        _Message(
-            id=r["id"],
-            parent_id=r["parent_id"],
-            role=r["role"],
-            message=UIMessage.model_construct(
-                id=r["id"],
-                role=cast(Literal["user", "assistant", "system"], r["role"]),
-                parts=r["parts"],
-                metadata=r["metadata"],
-            ),
-            size=int(r["byte_size"] or 0),
+        _message(
+            r["id"], r["parent_id"], r["role"], r["parts"], r["metadata"], int(r["byte_size"] or 0)
         )
         for r in rows
     ]
@@ -168,17 +177,13 @@ class PathCache:
                 return
             base = cached.messages
         added = [
-            _Message(
-                id=s.message.id,
-                parent_id=s.parent_id,
-                role=s.message.role,
-                message=UIMessage.model_construct(
-                    id=s.message.id,
-                    role=s.message.role,
-                    parts=s.message.parts,
-                    metadata=s.message.metadata,
-                ),
-                size=s.size,
+            _message(
+                s.message.id,
+                s.parent_id,
+                s.message.role,
+                s.message.parts,
+                s.message.metadata,
+                s.size,
             )
             for s in stored
         ]

@@ -157,7 +157,7 @@ async def admit(
     starting: list[asyncio.Task[None]] = []
 
     def start_while_committing(admission: Admission) -> None:
-        if admission.runs_now and admission.interrupt is None:
+        if admission.runs_now:  # the conversation was idle: nothing for it to interrupt
             turn = admission.turn
             starting.append(asyncio.create_task(start_turn_workflow(temporal, task_queue, turn)))
 
