@@ -94,6 +94,7 @@ async def submit(
                 concurrency=body.concurrency,
                 submission_id=body.submission_id,
                 idempotency_key=idempotency_key,
+                awaited=body.mode == "wait",
             )
         except DispatchFailed as exc:
             raise _unavailable(exc) from exc

@@ -4,9 +4,18 @@ was changed in place."""
 
 from __future__ import annotations
 
-from tests.agents import Forgetful
+import secrets
+
+from tests.agents import Forgetful, Helper
 from think import ThinkService, UIMessage
-from think.storage import PathCache
+from think._settings import Settings
+from think.agent._registry import AgentRegistry
+from think.engine._worker import build_worker
+from think.engine.activities._resources import ActivityResources
+from think.engine.activities._turn import TurnActivities
+from think.storage import PathCache, Store, open_database
+from think.testing import FakeOpenAIServer, text
+from think.workflows._connect import connect
 
 BUDGETS = (None, 10_000, 1300, 1299, 400, 300, 10)
 
@@ -163,3 +172,43 @@ async def test_messages_just_stored_extend_the_cached_path(service: ThinkService
         )
         cache.extend(uid, revision - 1, stored)
     await _agrees(service, cache, uid, "m17")
+
+
+async def test_a_workers_next_turn_reads_no_path(
+    settings: Settings, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """A turn's committed answer is the worker's cached path's new tail, and the next turn's
+    message goes under it: a conversation that stays on one worker sends the model its
+    transcript without the worker reading any of it again."""
+    local = settings.model_copy(
+        update={
+            "task_queue": f"paths-{secrets.token_hex(4)}",
+            "agents": ["tests.agents:Helper"],
+            "openai_base_url": fake_model.base_url,
+            "openai_api_key": "test-key",
+        }
+    )
+    client = await connect(local)
+    db = await open_database(local, max_size=4)
+    store = Store(db)
+    registry = AgentRegistry.from_paths(local.agents)
+    res = ActivityResources(store, registry, local, temporal=client)
+    service = ThinkService(store=store, temporal=client, settings=local, registry=registry)
+    try:
+        async with build_worker(client, local, TurnActivities(res), service):
+            conv = service.conversation(Helper, cid)
+            for i in range(3):
+                fake_model.script(cid, text(f"answer {i}"))
+                assert (await conv.run_turn(f"question {i}")).status == "completed"
+        sent = fake_model.requests(cid)[-1]["body"]["messages"]
+        assert [m["content"] for m in sent if m["role"] != "system"] == [
+            "question 0",
+            "answer 0",
+            "question 1",
+            "answer 1",
+            "question 2",
+        ]
+        assert res.paths.reads == 0
+    finally:
+        await service.close()  # its stream listener: LISTEN connections are counted elsewhere
+        await db.close()

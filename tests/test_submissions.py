@@ -12,9 +12,9 @@ from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests._turn_helpers import helper_path, slow, streaming
-from think import ThinkService, UserError
+from think import ThinkService, UIMessage, UserError
 from think.storage import TurnStillActive
-from think.testing import FakeOpenAIServer
+from think.testing import FakeOpenAIServer, text
 
 
 async def test_an_empty_submission_stores_nothing(
@@ -166,3 +166,53 @@ async def test_submission_records_from_python(
     assert (await conv.result(running.turn_id)).status == "aborted"
     assert await conv.delete_submissions() == [running.turn_id]
     assert len(await conv.messages()) >= 4  # the messages stay
+
+
+async def test_only_an_id_the_caller_chose_can_be_taken(
+    api: httpx.AsyncClient, engine: AsyncEngine, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """Admission looks up the message ids a submission names: one the conversation holds
+    already is a 409 naming it, with nothing stored. Ids minted for a string or an id-less
+    message are 64 random bits, never looked up (one statement fewer per submission)."""
+    fake_model.script(cid, text("one"), text("two"), text("three"))
+    chosen = {"id": "chosen-1", "role": "user", "parts": [{"type": "text", "text": "hello"}]}
+    first = await api.post(f"{helper_path(cid)}/turns", json={"input": [chosen], "mode": "wait"})
+    assert first.status_code == 200 and first.json()["status"] == "completed", first.text
+    again = await api.post(
+        f"{helper_path(cid)}/turns",
+        json={"input": [{**chosen, "parts": [{"type": "text", "text": "other"}]}]},
+    )
+    assert again.status_code == 409, again.text
+    assert "'chosen-1'" in again.json()["detail"]
+    for given in ("a string", [{"role": "user", "parts": [{"type": "text", "text": "no id"}]}]):
+        answer = await api.post(f"{helper_path(cid)}/turns", json={"input": given, "mode": "wait"})
+        assert answer.status_code == 200 and answer.json()["status"] == "completed", answer.text
+    async with engine.connect() as conn:
+        rows = (
+            await conn.execute(
+                sql(
+                    "SELECT m.id, m.role FROM messages m JOIN conversations c "
+                    "ON c.uid = m.conversation_uid WHERE c.id = :cid ORDER BY m.created_at"
+                ),
+                {"cid": cid},
+            )
+        ).all()
+        turns = await conn.scalar(
+            sql(
+                "SELECT count(*) FROM turns t JOIN conversations c "
+                "ON c.uid = t.conversation_uid WHERE c.id = :cid"
+            ),
+            {"cid": cid},
+        )
+    assert turns == 3  # the refused submission stored no turn
+    assert [r.role for r in rows] == ["user", "assistant"] * 3
+    assert rows[0].id == "chosen-1" and len({r.id for r in rows}) == 6
+
+
+def test_a_minted_id_is_told_from_a_chosen_one() -> None:
+    assert not UIMessage.user_text("hi").chose_id
+    assert UIMessage.user_text("hi", id="m1").chose_id
+    parts = [{"type": "text", "text": "hi"}]
+    assert not UIMessage.model_validate({"role": "user", "parts": parts}).chose_id
+    assert UIMessage.model_validate({"id": "m1", "role": "user", "parts": parts}).chose_id
+    assert UIMessage.user_text("hi").model_copy(update={"id": "m2"}).chose_id

@@ -50,7 +50,16 @@ class UIMessage(BaseModel):
 
     @classmethod
     def user_text(cls, text: str, *, id: str | None = None) -> UIMessage:
-        return cls(id=id or new_id("msg"), role="user", parts=[{"type": "text", "text": text}])
+        parts = [{"type": "text", "text": text}]
+        if id is None:  # minted by the default: `chose_id` tells it from an id a caller chose
+            return cls(role="user", parts=parts)
+        return cls(id=id, role="user", parts=parts)
+
+    @property
+    def chose_id(self) -> bool:
+        """Whether the id was given rather than minted here: only a given id can already be
+        taken (a minted one is 64 random bits), so only a given id is looked up at admission."""
+        return "id" in self.model_fields_set
 
     def wire(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)

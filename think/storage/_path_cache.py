@@ -108,6 +108,9 @@ class PathCache:
         self._bytes = 0
         self.hits = 0
         self.misses = 0
+        self.reads = 0
+        """Statements sent (a walk up from a new leaf, or a whole path): 0 per step while every
+        message a step's path gained since was stored by this worker."""
 
     async def path(
         self,
@@ -136,6 +139,7 @@ class PathCache:
                 return cached.messages[: at + 1]
             known = cached.messages[-1].id
             walk = {"c": conversation_uid, "leaf": leaf_id, "known": known, "limit": WALK_LIMIT}
+            self.reads += 1
             cursor = await conn.execute(_NEWER, walk)
             newer = _messages(await cursor.fetchall())
             if newer and newer[0].id == known:
@@ -148,6 +152,7 @@ class PathCache:
                 self._keep(conversation_uid, revision, newer)  # the whole (short) path
                 return newer
         self.misses += 1
+        self.reads += 1
         cursor = await conn.execute(_WHOLE, {"c": conversation_uid, "leaf": leaf_id})
         messages = _messages(await cursor.fetchall())
         self._keep(conversation_uid, revision, messages)

@@ -84,6 +84,13 @@ class TurnRequest(BaseModel):
     rollback_of: str | None = None
     """Set at admission on a "rollback" submission: the running turn it cancelled, whose start
     it branches from when it starts (only if that cancel stopped it)."""
+    awaited: bool | None = None
+    """True when the submitter waits for the whole answer (mode "wait") instead of reading it
+    as it streams: a step's first words that came in one read with the rest (an instant or
+    cached model) then go out with the step's end, one write fewer, rather than at once
+    (`ChunkWriter.let_first_content_out`). Anyone following the stream still gets every
+    chunk. Not part of the idempotency fingerprint: a retry may stream where the first call
+    waited."""
 
 
 class TurnRecord(BaseModel):

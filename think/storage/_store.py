@@ -360,7 +360,8 @@ class Store:
         self, conn: Conn, conversation_uid: str, request: TurnRequest, *, new_conversation: bool
     ) -> None:
         """Refuse what the turn could not apply later: a missing parent, reused message ids.
-        A conversation this transaction created has no messages to look in."""
+        Only ids the caller chose are looked up (`UIMessage.chose_id`); a conversation this
+        transaction created has no messages to look in."""
         if request.parent_id is not None and new_conversation:
             raise ParentNotFound(request.parent_id)
         if request.parent_id is not None:
@@ -375,12 +376,13 @@ class Store:
         repeated = sorted({i for i in ids if ids.count(i) > 1})
         if repeated:
             raise MessageIdConflict(repeated[0], "appears twice in the input")
-        if new_conversation:
+        chosen = [m.id for m in request.messages if m.chose_id]
+        if new_conversation or not chosen:
             return
         taken = await fetch_one(
             conn,
             "SELECT id FROM messages WHERE conversation_uid = %(c)s AND id = ANY(%(ids)s) LIMIT 1",
-            {"c": conversation_uid, "ids": ids},
+            {"c": conversation_uid, "ids": chosen},
         )
         if taken is not None:
             raise MessageIdConflict(taken["id"], "is already a message of this conversation")

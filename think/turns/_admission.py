@@ -98,6 +98,7 @@ async def admit_submission(
     continuation: bool = False,
     idempotency_key: str | None = None,
     delegated_by: Delegation | None = None,
+    awaited: bool = False,
 ) -> Admission:
     """Admit a submission as any door received it: its mode, its request and its
     fingerprint, then `admit`.
@@ -107,7 +108,8 @@ async def admit_submission(
     (part of the fingerprint); `default_concurrency` replaces the agent's mode without being
     part of it (the Python API queues a submission made from inside the conversation's own
     turn, which "latest" or "interrupt" would otherwise cancel). `delegated_by` names the
-    parent turn and tool call of a sub-agent's turn (an agent tool's).
+    parent turn and tool call of a sub-agent's turn (an agent tool's). `awaited`: the caller
+    waits for the whole answer (`TurnRequest.awaited`).
     """
     mode, debounce = resolve_concurrency(agent, concurrency or default_concurrency)
     request = TurnRequest(
@@ -119,6 +121,7 @@ async def admit_submission(
         debounce_seconds=debounce,
         continuation=continuation,
         delegated_by=delegated_by,
+        awaited=awaited or None,
     )
     fingerprint = turn_fingerprint(
         request, input=input, concurrency=concurrency, submission_id=submission_id

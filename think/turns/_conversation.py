@@ -96,6 +96,7 @@ class ConversationHandle(ConversationState, TurnAPI):
             submission_id=submission_id,
             continuation=continuation,
             idempotency_key=idempotency_key,
+            awaited=mode == "wait",
         )
         if mode == "submit":
             return turn_view(admission.turn, accepted=admission.accepted).submission()

@@ -354,10 +354,12 @@ class StepAttempt:
                         )
                     if isinstance(event, TextDelta):
                         step.text(event.delta)
-                        await writer.let_first_content_out()  # the words a user waits for
+                        if not turn.request.awaited:
+                            await writer.let_first_content_out()  # the words a user waits for
                     elif isinstance(event, ReasoningDelta):
                         step.reasoning(event.delta)
-                        await writer.let_first_content_out()
+                        if not turn.request.awaited:
+                            await writer.let_first_content_out()
                     elif isinstance(event, ToolCallStart):
                         step.tool_start(event.tool_call_id, event.tool_name)
                     elif isinstance(event, ToolCallDelta):
@@ -451,7 +453,7 @@ class StepAttempt:
                 if current.terminal:
                     # Cancelled while we were streaming: that outcome stands.
                     return ModelStepResult(ended=True, status=current.status)
-                await end_turn(
+                answer = await end_turn(
                     store,
                     conn,
                     turn,
@@ -465,6 +467,9 @@ class StepAttempt:
                     usage=usage,
                     **config,
                 )
+            # Only once committed: a retry after a failed commit may store other words under
+            # the same message id. The next turn's first step then finds its path here.
+            self.res.paths.extend(turn.conversation_uid, current.messages_revision, answer)
         else:
             clients = client_tool_names(turn)
             status = paused_status(builder.message, clients, setup.tools)

@@ -92,13 +92,14 @@ async def end_turn(
     error: str | None = None,
     finish_reason: str = "stop",
     **columns: Any,
-) -> None:
+) -> list[StoredMessage]:
     """Store the assistant message, the final status and the stream's last chunks together,
     so a client never sees `finish` for a message that is not stored. Under the conversation's
     lock (`queue`), so the turn waiting behind this one is seen by whoever hands the queue on
-    after the commit."""
+    after the commit. Returns the message as stored (none when there is nothing to store)."""
+    stored: list[StoredMessage] = []
     if status in ("completed", "interrupted") or message["parts"]:
-        await store.insert_messages(
+        stored = await store.insert_messages(
             conn,
             turn.conversation_uid,
             [UIMessage.model_construct(**message)],
@@ -122,6 +123,7 @@ async def end_turn(
         **columns,
     )
     _ENDED_ALONE.set(None if queue.followers else turn.id)
+    return stored
 
 
 ABANDONED = (
