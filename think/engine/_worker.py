@@ -20,6 +20,7 @@ from think.agent._registry import AgentRegistry
 from think.engine.activities import SubmissionActivities, TurnActivities
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._turn_state import end_abandoned
+from think.models import close_openai_clients
 from think.schedules import (
     ScheduleActivities,
     ScheduledOccurrence,
@@ -266,5 +267,6 @@ async def run_worker(settings: Settings) -> None:
                 await task
         await cancels.stop()
         await close_mcp_pool()
+        await close_openai_clients()  # the model clients' pooled connections
         await service.close()
         await db.close()

@@ -134,7 +134,16 @@ def _client(base_url: str, api_key: str) -> openai.AsyncOpenAI:
     per_loop = _clients.setdefault(asyncio.get_running_loop(), {})
     client = per_loop.get((base_url, api_key))
     if client is None:
-        client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0)
+        # On aiohttp's transport (the SDK's own `DefaultAioHttpClient`), whose HTTP parsing is
+        # in C: a tool turn (two calls) cost the worker 1-2.5 ms less CPU than on httpx's
+        # default transport, for 4-6 % more turns/s (docs/benchmarks.md). Timeouts, proxies
+        # from the environment and the SDK's typed errors are as before.
+        client = openai.AsyncOpenAI(
+            base_url=base_url,
+            api_key=api_key,
+            max_retries=0,
+            http_client=openai.DefaultAioHttpClient(),
+        )
         per_loop[(base_url, api_key)] = client
     return client
 
