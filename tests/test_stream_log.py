@@ -4,13 +4,18 @@ so a step that skipped its lock still leaves a cancelled turn as the cancel left
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import psycopg
 import pytest
 from psycopg.rows import dict_row
 
+from tests._turn_helpers import pending_turn
+from think import ThinkService
 from think._settings import Settings
-from think.streaming import Fence, StaleAttempt, TurnEnded, append, claim
+from think.storage._stream_log import read
+from think.streaming import ChunkWriter, Fence, StaleAttempt, TurnEnded, append, claim
 from think.testing import FakeOpenAIServer, text
 
 
@@ -37,3 +42,28 @@ async def test_an_ended_turn_and_a_stale_attempt_are_told_apart(
         ).fetchone()
         assert row == {"error": None, "status": "completed"}  # neither write landed
         await append(conn, turn_id, [chunk], fence)  # the current attempt still may
+
+
+@pytest.mark.parametrize("at_once", [True, False])
+async def test_first_words_go_at_once_unless_nobody_waits_for_them(
+    service: ThinkService, cid: str, at_once: bool
+) -> None:
+    """A step's first content goes out at once, without waiting for the batching interval
+    (the latency a user feels); for a submitter that waits for the whole answer
+    (`first_content_at_once=False`) it is batched like the rest, here never before the end."""
+    turn = await pending_turn(service, cid)
+    db = service.store.db
+    async with db.connection() as conn:
+        fence = await claim(conn, turn.id, "step-0")
+    writer = ChunkWriter(db, turn.id, fence, interval=30.0, first_content_at_once=at_once)
+    writer.emit({"type": "start-step"})
+    writer.emit({"type": "text-delta", "id": "t", "delta": "Hello"})
+    await writer.let_first_content_out()
+    await asyncio.sleep(0.3)  # far less than the interval, far more than one write takes
+    async with db.connection() as conn:
+        written = [chunk["type"] for _, chunk in await read(conn, turn.id, -1)]
+    rest = [chunk["type"] for chunk in await writer.drain()]
+    if at_once:
+        assert (written, rest) == (["start-step", "text-delta"], [])
+    else:
+        assert (written, rest) == ([], ["start-step", "text-delta"])

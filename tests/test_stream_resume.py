@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import httpx
-import pytest
 from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -120,17 +119,16 @@ async def test_chunks_are_batched_not_one_insert_per_token(
     assert transactions < rows / 10
 
 
-@pytest.mark.parametrize("mode", ["submit", "wait"])
 async def test_an_instant_models_first_words_go_out_before_its_step_ends(
-    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, engine: AsyncEngine, cid: str, mode: str
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, engine: AsyncEngine, cid: str
 ) -> None:
     """A stream's first words are written on their own, even when the model sent the whole
-    step in one read; a submitter that waits for the whole answer reads none of them early,
-    so for it they go with the step's end, one write fewer."""
-    fake_model.script(cid, text("Hello", " there."))  # all at once: read without a pause
-    turn = (await api.post(f"{helper_path(cid)}/turns", json={"input": "hi", "mode": mode})).json()
-    if mode == "submit":
-        await read_stream(api, turn["stream_url"])  # to its end: the turn is over
+    step in one read. (For a submitter that waits for the whole answer they are batched like
+    the rest: tests/test_stream_log.py.)"""
+    # In one write, so the step reads all of it without a pause.
+    fake_model.script(cid, reply(text("Hello", " there."), burst=True))
+    turn = (await api.post(f"{helper_path(cid)}/turns", json={"input": "hi"})).json()
+    await read_stream(api, turn["stream_url"])  # to its end: the turn is over
     async with engine.connect() as conn:
         rows = (
             await conn.execute(
@@ -143,11 +141,9 @@ async def test_an_instant_models_first_words_go_out_before_its_step_ends(
         ).all()
     written_in = {row.type: row.tx for row in reversed(rows)}  # each type's first row
     assert [row.type for row in rows][-1] == "finish"
-    if mode == "wait":
-        assert written_in["text-delta"] == rows[-1].tx
-    else:  # committed on its own, not with the turn's start or the step's end
-        assert written_in["text-delta"] != rows[-1].tx
-        assert written_in["text-delta"] != written_in["start"]
+    # Committed on its own, not with the turn's start or the step's end.
+    assert written_in["text-delta"] != rows[-1].tx
+    assert written_in["text-delta"] != written_in["start"]
 
 
 async def test_pruned_chunks_keep_the_turn_and_message(

@@ -86,11 +86,11 @@ class TurnRequest(BaseModel):
     it branches from when it starts (only if that cancel stopped it)."""
     awaited: bool | None = None
     """True when the submitter waits for the whole answer (mode "wait") instead of reading it
-    as it streams: a step's first words that came in one read with the rest (an instant or
-    cached model) then go out with the step's end, one write fewer, rather than at once
-    (`ChunkWriter.let_first_content_out`). Anyone following the stream still gets every
-    chunk. Not part of the idempotency fingerprint: a retry may stream where the first call
-    waited."""
+    as it streams: a step's first words are then batched like the rest (one batch per
+    `chunk_flush_interval`), not sent at once, so a step shorter than the interval is
+    written whole with its end, one write fewer (`ChunkWriter`'s `first_content_at_once`).
+    Anyone following the stream still gets every chunk. Not part of the idempotency
+    fingerprint: a retry may stream where the first call waited."""
 
 
 class TurnRecord(BaseModel):

@@ -101,10 +101,16 @@ _INSERT = f"""
         ON CONFLICT DO NOTHING
         RETURNING *, xmin::text AS version
     )
-    SELECT inserted.*, {CONVERSATION_COLUMNS}
+    SELECT inserted.*, {CONVERSATION_COLUMNS},
+           NOT EXISTS (SELECT 1 FROM turns o WHERE o.conversation_uid = inserted.conversation_uid
+                       AND o.completed_at IS NULL AND o.id <> inserted.id) AS idle
     FROM inserted JOIN conversations c ON c.uid = inserted.conversation_uid
 """
-"""The new turn as `TURN_SELECT` reads one (none when a unique constraint refused it)."""
+"""The new turn as `TURN_SELECT` reads one (none when a unique constraint refused it), and
+whether its conversation had no active turn: `_ACTIVE_TURNS`' answer for a mode that needs
+nothing else of the queue. Its snapshot is taken as it starts, under the conversation's lock
+(an earlier statement took it), so it sees every turn `_ACTIVE_TURNS` would; the statement's
+own insert it does not see."""
 
 _ACTIVE_TURNS = """
     SELECT t.id, t.seq, t.status, t.request FROM turns t
@@ -234,7 +240,10 @@ async def record(
         known = await _known(conn, uid, request_hash, idempotency_key, submission_id)
         if known is not None:
             return known
-        queue = await fetch_all(conn, _ACTIVE_TURNS, {"c": uid})
+        # Only "drop" and the superseding modes act on the queue before the insert; the rest
+        # need only know whether the conversation is idle, which the insert answers.
+        acts_on_queue = request.concurrency == "drop" or request.concurrency in SUPERSEDING
+        queue = await fetch_all(conn, _ACTIVE_TURNS, {"c": uid}) if acts_on_queue else []
         if request.concurrency == "drop" and queue:
             raise ConversationBusy(conversation_id, queue[0]["id"])
         await store._check_request(conn, uid, request, new_conversation=created)
@@ -256,8 +265,10 @@ async def record(
             },
         )
         if inserted is not None:
+            idle = inserted.pop("idle")
             turn = _record(inserted)
-            admission = Admission(turn=turn, accepted=True, interrupt=interrupt, runs_now=not queue)
+            runs_now = idle if not acts_on_queue else not queue
+            admission = Admission(turn=turn, accepted=True, interrupt=interrupt, runs_now=runs_now)
             if on_inserted is not None:
                 on_inserted(admission)
             return admission

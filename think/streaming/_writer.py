@@ -40,9 +40,13 @@ class ChunkWriter:
         *,
         interval: float = 0.05,
         after_flush: Callable[[Conn], Awaitable[None]] | None = None,
+        first_content_at_once: bool = True,
     ) -> None:
         """`after_flush` runs after each batch, on the batch's connection: a sub-agent's
-        step tells its parent's stream how far it has got (it must not raise)."""
+        step tells its parent's stream how far it has got (it must not raise).
+        `first_content_at_once=False`: nobody waits for the first words (the submitter waits
+        for the whole answer), so they are batched like the rest, the first batch `interval`
+        after the writer starts; a step shorter than that is written whole with its end."""
         self._db = db
         self._after_flush = after_flush
         self._turn_id = turn_id
@@ -50,8 +54,8 @@ class ChunkWriter:
         self._interval = interval
         self._buffer: list[dict[str, Any]] = []
         self._task: asyncio.Task[None] | None = None
-        self._last_flush = 0.0
-        self._content_sent = False
+        self._last_flush = 0.0 if first_content_at_once else time.monotonic()
+        self._content_sent = not first_content_at_once
         self._first_content_nudged = False
         self._closing = asyncio.Event()
         self._content_arrived = asyncio.Event()

@@ -16,6 +16,7 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import MutableMapping
 from typing import Any, TypedDict
 
 import uvicorn
@@ -275,6 +276,8 @@ class _Played(Response):
         self.started = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.plan.burst and self.stream:
+            send = _Burst(send)
         for action in self.plan.actions:
             if isinstance(action, Sleep):
                 if not await _sleep(action.seconds, receive):
@@ -401,6 +404,23 @@ def _delta(action: Chunk | ToolStart | ToolArgs) -> dict[str, Any]:
         call = {"index": action.index, "id": action.id, "type": "function", "function": function}
         return {"tool_calls": [call]}
     return {"tool_calls": [{"index": action.index, "function": {"arguments": action.fragment}}]}
+
+
+class _Burst:
+    """An ASGI `send` that holds a response's body back until its last part, then sends it
+    whole: one write on the connection (`Reply.burst`)."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self._held: list[bytes] = []
+
+    async def __call__(self, message: MutableMapping[str, Any]) -> None:
+        if message["type"] != "http.response.body":
+            await self._send(message)
+            return
+        self._held.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            await self._send({"type": "http.response.body", "body": b"".join(self._held)})
 
 
 async def _send_json(send: Send, status: int, payload: dict[str, Any]) -> None:

@@ -92,13 +92,17 @@ class Reply(BaseModel):
 
     `finish_reason` defaults to `tool_calls` when the reply calls a tool and `stop` otherwise;
     `usage` defaults to a deterministic estimate from the request; `delay` is slept before every
-    streamed chunk, to make a reply realistically slow without scripting each pause.
+    streamed chunk, to make a reply realistically slow without scripting each pause. `burst`
+    sends the whole streamed response in one write, as a cached or very fast model's arrives,
+    so the client reads all of it at once (`FakeOpenAIServer` only; without it each chunk is
+    its own write, which a client may or may not read together).
     """
 
     steps: list[Step] = Field(default_factory=list)
     finish_reason: OpenAIFinishReason | None = None
     usage: Usage | None = None
     delay: float = 0.0
+    burst: bool = False
 
     def __add__(self, other: Reply) -> Reply:
         return Reply(
@@ -106,6 +110,7 @@ class Reply(BaseModel):
             finish_reason=other.finish_reason or self.finish_reason,
             usage=other.usage or self.usage,
             delay=max(self.delay, other.delay),
+            burst=self.burst or other.burst,
         )
 
 
@@ -171,6 +176,7 @@ def reply(
     finish_reason: OpenAIFinishReason | None = None,
     usage: Usage | None = None,
     delay: float | None = None,
+    burst: bool | None = None,
 ) -> Reply:
     """Join parts and set what the helpers cannot: `reply(text("..."), finish_reason="length")`."""
     joined = sum(parts, Reply())
@@ -179,6 +185,7 @@ def reply(
             "finish_reason": finish_reason or joined.finish_reason,
             "usage": usage or joined.usage,
             "delay": joined.delay if delay is None else delay,
+            "burst": joined.burst if burst is None else burst,
         }
     )
 
@@ -232,6 +239,7 @@ class Plan:
     reasoning: str
     tool_calls: list[tuple[str, str, str]]
     """(id, name, arguments JSON), for non-streaming responses."""
+    burst: bool = False
 
 
 def compile_reply(script: Reply, messages: list[dict[str, Any]]) -> Plan:
@@ -271,6 +279,7 @@ def compile_reply(script: Reply, messages: list[dict[str, Any]]) -> Plan:
         text="".join(c.text for c in chunks if c.kind == "text"),
         reasoning="".join(c.text for c in chunks if c.kind == "reasoning"),
         tool_calls=calls,
+        burst=script.burst,
     )
 
 

@@ -302,6 +302,8 @@ class StepAttempt:
             fence,
             interval=self.res.settings.chunk_flush_interval,
             after_flush=progress.after_flush if progress is not None else None,
+            # A submitter that waits for the whole answer reads none of it as it streams.
+            first_content_at_once=not turn.request.awaited,
         )
         step = StepStream(
             builder,
@@ -354,12 +356,10 @@ class StepAttempt:
                         )
                     if isinstance(event, TextDelta):
                         step.text(event.delta)
-                        if not turn.request.awaited:
-                            await writer.let_first_content_out()  # the words a user waits for
+                        await writer.let_first_content_out()  # the words a user waits for
                     elif isinstance(event, ReasoningDelta):
                         step.reasoning(event.delta)
-                        if not turn.request.awaited:
-                            await writer.let_first_content_out()
+                        await writer.let_first_content_out()
                     elif isinstance(event, ToolCallStart):
                         step.tool_start(event.tool_call_id, event.tool_name)
                     elif isinstance(event, ToolCallDelta):
