@@ -267,7 +267,7 @@ async def record(
         if inserted is not None:
             idle = inserted.pop("idle")
             turn = _record(inserted)
-            runs_now = idle if not acts_on_queue else not queue
+            runs_now = not queue if acts_on_queue else idle
             admission = Admission(turn=turn, accepted=True, interrupt=interrupt, runs_now=runs_now)
             if on_inserted is not None:
                 on_inserted(admission)

@@ -54,6 +54,8 @@ class ChunkWriter:
         self._interval = interval
         self._buffer: list[dict[str, Any]] = []
         self._task: asyncio.Task[None] | None = None
+        # Once content is sent, batches wait out `interval` since the last one: starting as if
+        # it had been sent now is what batches the first words too.
         self._last_flush = 0.0 if first_content_at_once else time.monotonic()
         self._content_sent = not first_content_at_once
         self._first_content_nudged = False
