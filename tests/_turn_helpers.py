@@ -1,6 +1,7 @@
 """What turn tests share: where the `helper` agent's conversations live, a wait-mode turn, a
 turn polled to a status, a tool call's part, what the model was sent, a slow scripted answer,
-waiting until a turn visibly streams, and a transcript as (role, text) pairs.
+waiting until a turn visibly streams, a transcript as (role, text) pairs, and the rows stored
+under a conversation id.
 
 Shared test helpers live only in `tests/_*.py`, one definition each; test modules never import
 from one another."""
@@ -9,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
+from sqlalchemy import text as sql
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests._sse import deltas, read_until
 from think import StreamCallback, ThinkService, UIMessage
@@ -148,3 +151,27 @@ async def pending_turn(service: ThinkService, cid: str) -> TurnRecord:
         idempotency_key=None,
     )
     return admission.turn
+
+
+class StoredRows(NamedTuple):
+    conversations: int
+    turns: int
+    messages: int
+
+
+async def stored_rows(engine: AsyncEngine, cid: str) -> StoredRows:
+    """Rows of conversations, turns and messages stored under conversation id `cid`."""
+    async with engine.connect() as conn:
+        row = (
+            await conn.execute(
+                sql(
+                    "SELECT (SELECT count(*) FROM conversations WHERE id = :c),"
+                    " (SELECT count(*) FROM turns t JOIN conversations c"
+                    "  ON c.uid = t.conversation_uid WHERE c.id = :c),"
+                    " (SELECT count(*) FROM messages m JOIN conversations c"
+                    "  ON c.uid = m.conversation_uid WHERE c.id = :c)"
+                ),
+                {"c": cid},
+            )
+        ).one()
+    return StoredRows(int(row[0]), int(row[1]), int(row[2]))

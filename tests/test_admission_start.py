@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests._turn_helpers import pending_turn
+from tests._turn_helpers import pending_turn, stored_rows
 from think import ThinkService
 from think.storage import Admission, TurnRecord
 from think.testing import FakeOpenAIServer, text
@@ -59,15 +59,7 @@ async def test_the_workflow_of_a_failed_commit_ends_by_itself_and_writes_nothing
     result = await asyncio.wait_for(handle.result(), timeout=60)
     assert result["status"] == "error"
     assert await _rows(engine, turn.id) == 0
-    async with engine.connect() as conn:
-        found = await conn.execute(
-            sql(
-                "SELECT count(*) FROM messages m "
-                "JOIN conversations c ON c.uid = m.conversation_uid WHERE c.id = :c"
-            ),
-            {"c": cid},
-        )
-        assert found.scalar_one() == 0
+    assert (await stored_rows(engine, cid)).messages == 0
 
 
 async def test_a_first_step_that_overtakes_its_turns_commit_waits_for_it(

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests._turn_helpers import helper_path
+from tests._turn_helpers import helper_path, stored_rows
 from think.testing import FakeOpenAIServer
 
 PROBLEM = "application/problem+json"
@@ -49,24 +49,6 @@ def assert_problem(
         )
         assert named, f"{field!r} not named in {body}"
     return body
-
-
-async def counts(engine: AsyncEngine, cid: str) -> tuple[int, int, int]:
-    """Rows of conversations, turns and messages stored under conversation id `cid`."""
-    async with engine.connect() as conn:
-        row = (
-            await conn.execute(
-                sql(
-                    "SELECT (SELECT count(*) FROM conversations WHERE id = :c),"
-                    " (SELECT count(*) FROM turns t JOIN conversations c"
-                    "  ON c.uid = t.conversation_uid WHERE c.id = :c),"
-                    " (SELECT count(*) FROM messages m JOIN conversations c"
-                    "  ON c.uid = m.conversation_uid WHERE c.id = :c)"
-                ),
-                {"c": cid},
-            )
-        ).one()
-    return (int(row[0]), int(row[1]), int(row[2]))
 
 
 NOTHING = (0, 0, 0)
@@ -269,7 +251,7 @@ async def test_bad_submission_writes_nothing(
     response = await api.post(f"{helper_path(cid)}/turns", **request_kw)
     assert_problem(response, status, field)
     # A rejected first submission does not even create the conversation.
-    assert await counts(engine, cid) == NOTHING
+    assert await stored_rows(engine, cid) == NOTHING
 
 
 async def test_wrong_content_type_names_json(api: httpx.AsyncClient, cid: str) -> None:
@@ -352,11 +334,11 @@ async def test_bad_submission_to_existing_conversation_writes_nothing(
     api: httpx.AsyncClient, engine: AsyncEngine, done: dict[str, Any]
 ) -> None:
     cid = done["conversation_id"]
-    before = await counts(engine, cid)
+    before = await stored_rows(engine, cid)
     for request_kw, status, field in (p.values for p in BAD_SUBMISSIONS):
         response = await api.post(f"{helper_path(cid)}/turns", **request_kw)
         assert_problem(response, status, field)
-    assert await counts(engine, cid) == before
+    assert await stored_rows(engine, cid) == before
 
 
 @pytest.mark.parametrize(
@@ -373,7 +355,7 @@ async def test_bad_idempotency_key(
         f"{helper_path(cid)}/turns", json={"input": "hi"}, headers={"Idempotency-Key": key}
     )
     assert_problem(response, 422, field)
-    assert await counts(engine, cid) == NOTHING
+    assert await stored_rows(engine, cid) == NOTHING
 
 
 # -- parent_id and Idempotency-Key conflicts --------------------------------------------------
@@ -387,21 +369,21 @@ async def test_parent_id_unknown_on_first_submission(
     )
     body = assert_problem(response, 422, "parent_id")
     assert [e["field"] for e in body["errors"]] == ["parent_id"]
-    assert await counts(engine, cid) == NOTHING
+    assert await stored_rows(engine, cid) == NOTHING
 
 
 async def test_parent_id_of_another_conversation(
     api: httpx.AsyncClient, engine: AsyncEngine, done: dict[str, Any], other: dict[str, Any]
 ) -> None:
     cid = done["conversation_id"]
-    before = await counts(engine, cid)
+    before = await stored_rows(engine, cid)
     for mode in ("submit", "wait", "stream"):
         response = await api.post(
             f"{helper_path(cid)}/turns",
             json={"input": "hi", "mode": mode, "parent_id": other["message_id"]},
         )
         assert_problem(response, 422, "parent_id")
-    assert await counts(engine, cid) == before
+    assert await stored_rows(engine, cid) == before
 
 
 async def test_idempotency_key_with_different_body_conflicts(
@@ -473,7 +455,7 @@ async def test_body_over_limit(
     if not declared:
         assert "content-length" not in response.request.headers
     assert str(LIMIT) in assert_problem(response, 413)["detail"]
-    assert await counts(engine, cid) == NOTHING
+    assert await stored_rows(engine, cid) == NOTHING
 
 
 async def test_body_at_limit_is_read(api: httpx.AsyncClient, engine: AsyncEngine, cid: str) -> None:
@@ -482,7 +464,7 @@ async def test_body_at_limit_is_read(api: httpx.AsyncClient, engine: AsyncEngine
     for content in (data, chunked(data)):
         response = await api.post(f"{helper_path(cid)}/turns", content=content, headers=JSON)
         assert_problem(response, 422, "junk")
-    assert await counts(engine, cid) == NOTHING
+    assert await stored_rows(engine, cid) == NOTHING
 
 
 # -- paths: conversation ids, agents, conversations, turns ------------------------------------
@@ -520,7 +502,7 @@ async def test_bad_conversation_id_in_path(
         response = await api.request(method, path, **kw)
         assert_problem(response, 422, "cid")
     if "%00" not in bad:  # Postgres could not even look a NUL up
-        assert await counts(engine, unquote(bad)) == NOTHING
+        assert await stored_rows(engine, unquote(bad)) == NOTHING
 
 
 @pytest.mark.parametrize(
@@ -543,7 +525,7 @@ async def test_create_conversation_bad_id(
     response = await api.post("/v1/agents/helper/conversations", json={"id": bad})
     assert_problem(response, 422, "id")
     if isinstance(bad, str) and "\x00" not in bad:  # Postgres could not even look NUL up
-        assert (await counts(engine, bad))[0] == 0
+        assert (await stored_rows(engine, bad))[0] == 0
 
 
 @pytest.mark.parametrize(
@@ -579,7 +561,7 @@ async def test_create_conversation_bad_body(
         }
     response = await api.post("/v1/agents/helper/conversations", **request_kw)
     assert_problem(response, status, field)
-    assert await counts(engine, cid) == NOTHING
+    assert await stored_rows(engine, cid) == NOTHING
 
 
 async def test_unknown_agent_on_every_route(
@@ -600,7 +582,7 @@ async def test_unknown_agent_on_every_route(
                 kw["json"] = {"input": "hi"} if path.endswith("/turns") else {"id": cid}
             response = await api.request(method, path, **kw)
             assert "nobody" in assert_problem(response, 404)["detail"], (method, path)
-    assert await counts(engine, cid) == NOTHING
+    assert await stored_rows(engine, cid) == NOTHING
 
 
 async def test_unknown_conversation(api: httpx.AsyncClient, engine: AsyncEngine, cid: str) -> None:
@@ -609,7 +591,7 @@ async def test_unknown_conversation(api: httpx.AsyncClient, engine: AsyncEngine,
             continue  # submitting a turn creates the conversation
         response = await api.request(method, path)
         assert cid in assert_problem(response, 404)["detail"], path
-    assert await counts(engine, cid) == NOTHING
+    assert await stored_rows(engine, cid) == NOTHING
 
 
 async def test_conversation_of_another_agent(api: httpx.AsyncClient, done: dict[str, Any]) -> None:
@@ -754,7 +736,7 @@ async def test_method_not_allowed(
     response = await api.request(method, path.replace("CID", cid), json={"input": "hi"})
     assert_problem(response, 405)
     assert response.headers["allow"] == allowed
-    assert await counts(engine, cid) == NOTHING
+    assert await stored_rows(engine, cid) == NOTHING
 
 
 @pytest.mark.parametrize(

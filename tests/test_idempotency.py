@@ -8,7 +8,7 @@ import httpx
 from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests._turn_helpers import helper_path
+from tests._turn_helpers import helper_path, stored_rows
 from think.testing import FakeOpenAIServer, stall, text
 
 
@@ -42,15 +42,7 @@ async def test_same_key_different_body_conflicts(
     assert clash.status_code == 409
     assert clash.headers["content-type"] == "application/problem+json"
     assert clash.json()["turn_id"] == first.json()["turn_id"]
-    async with engine.connect() as conn:
-        count = await conn.scalar(
-            sql(
-                "SELECT count(*) FROM turns t JOIN conversations c ON c.uid = t.conversation_uid "
-                "WHERE c.id = :cid"
-            ),
-            {"cid": cid},
-        )
-    assert count == 1
+    assert (await stored_rows(engine, cid)).turns == 1
 
 
 async def test_concurrent_storm_makes_one_turn_and_one_model_call(

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests._turn_helpers import helper_path, slow, streaming
+from tests._turn_helpers import helper_path, slow, stored_rows, streaming
 from think import ThinkService, UIMessage, UserError
 from think.storage import TurnStillActive
 from think.testing import FakeOpenAIServer, text
@@ -197,14 +197,7 @@ async def test_only_an_id_the_caller_chose_can_be_taken(
                 {"cid": cid},
             )
         ).all()
-        turns = await conn.scalar(
-            sql(
-                "SELECT count(*) FROM turns t JOIN conversations c "
-                "ON c.uid = t.conversation_uid WHERE c.id = :cid"
-            ),
-            {"cid": cid},
-        )
-    assert turns == 3  # the refused submission stored no turn
+    assert (await stored_rows(engine, cid)).turns == 3  # the refused submission stored none
     assert [r.role for r in rows] == ["user", "assistant"] * 3
     assert rows[0].id == "chosen-1" and len({r.id for r in rows}) == 6
 

@@ -16,7 +16,7 @@ from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests._sse import chunks, deltas, read_stream, read_until, until_terminal
-from tests._turn_helpers import helper_path, sent
+from tests._turn_helpers import helper_path, sent, stored_rows
 from think._messages import UIMessage
 from think._settings import Settings
 from think.storage import MessageNotFound, NotRegenerable, Store, open_database
@@ -350,15 +350,7 @@ async def test_add_messages_is_idempotent_by_id(
     problem(await add(api, cid, {**batch[0], "metadata": {"x": 1}}), 409, "messages.0.id")
     problem(await add(api, cid, user("m5", "a"), user("m5", "a")), 409, "messages.1.id")
     assert [m["id"] for m in await messages(api, cid)] == ["m1", "m2", "m3"]
-    async with engine.connect() as conn:
-        count = await conn.scalar(
-            sql(
-                "SELECT count(*) FROM messages m JOIN conversations c "
-                "ON c.uid = m.conversation_uid WHERE c.id = :cid"
-            ),
-            {"cid": cid},
-        )
-    assert count == 3
+    assert (await stored_rows(engine, cid)).messages == 3
 
     # A branch under any message; the new message becomes the active leaf.
     response = await add(api, cid, assistant("m2b", "An island wallaby."), parent_id="m1")
