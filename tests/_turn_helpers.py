@@ -139,8 +139,9 @@ class CallbackRecorder(StreamCallback):
 
 
 async def pending_turn(service: ThinkService, cid: str) -> TurnRecord:
-    """A turn recorded as `helper`'s in conversation `cid`, "hi", and nothing more: no
-    workflow is started for it (the test starts one, or writes its stream, itself)."""
+    """A turn recorded as `helper`'s in conversation `cid`, "hi", as admission records one (to
+    an idle conversation: started, its stream opened with `start`), but with no workflow
+    started for it (the test starts one, or writes its stream, itself)."""
     message = UIMessage(id=new_id("msg"), role="user", parts=[{"type": "text", "text": "hi"}])
     admission = await service.store.admit_turn(
         tenant="default",

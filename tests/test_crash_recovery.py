@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections.abc import Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -138,22 +139,34 @@ async def test_gateway_killed_mid_stream_resume_on_another(
         gateways.stop()
 
 
+@pytest.mark.parametrize(
+    ("request_fields", "admitted_as"),
+    [({}, "running"), ({"concurrency": "debounce", "debounce_seconds": 0.1}, "pending")],
+    ids=["started-by-its-admission", "left-to-its-first-step"],
+)
 async def test_a_turn_orphaned_by_a_dead_gateway_is_picked_up(
-    stack: Stack, settings: Settings, api: httpx.AsyncClient, cid: str
+    stack: Stack,
+    settings: Settings,
+    api: httpx.AsyncClient,
+    cid: str,
+    request_fields: dict[str, Any],
+    admitted_as: str,
 ) -> None:
-    """Admitted in Postgres, never handed to Temporal (the gateway died in between)."""
+    """Admitted in Postgres, never handed to Temporal (the gateway died in between): the
+    workers' sweeper starts its workflow, whether its admission started the turn or not."""
     db = await open_database(settings, max_size=1)
     try:
         admission = await Store(db).admit_turn(
             tenant="default",
             agent="helper",
             conversation_id=cid,
-            request=TurnRequest(messages=[UIMessage.user_text("orphan")]),
+            request=TurnRequest(messages=[UIMessage.user_text("orphan")], **request_fields),
             request_hash="x",
             idempotency_key=None,
         )
     finally:
         await db.close()
+    assert admission.turn.status == admitted_as and admission.turn.awaits_workflow
     url = f"/v1/agents/helper/conversations/{cid}/turns/{admission.turn.id}"
     final = await until_terminal(api, url)
     assert final["status"] == "completed"

@@ -24,7 +24,8 @@ async def _write(service: ThinkService, turn_id: str, chunks: list[dict[str, Any
 async def test_a_live_stream_reads_only_what_was_not_announced(
     service: ThinkService, settings: Settings, monkeypatch: pytest.MonkeyPatch, cid: str
 ) -> None:
-    turn_id = (await pending_turn(service, cid)).id
+    turn = await pending_turn(service, cid)
+    turn_id = turn.id
     reads: list[int] = []
     replayed = asyncio.Event()
     real_read = stream_log.read_timed
@@ -37,8 +38,9 @@ async def test_a_live_stream_reads_only_what_was_not_announced(
 
     monkeypatch.setattr(_admission, "read_timed", counted)
     big = "x" * (stream_log.ANNOUNCED_BYTES + 100)
+    # After the `start` its admission wrote (seq 0), which the replay reads.
+    started = {"type": "start", "messageId": turn.message_id}
     batches: list[list[dict[str, Any]]] = [
-        [{"type": "start", "messageId": "m1"}],
         [{"type": "start-step"}, {"type": "text-start", "id": "t1"}],
         [{"type": "text-delta", "id": "t1", "delta": "héllo \n wörld"}],
         [{"type": "text-delta", "id": "t1", "delta": big}],  # announced by the bare turn id
@@ -55,14 +57,17 @@ async def test_a_live_stream_reads_only_what_was_not_announced(
                 got.append(item)
 
         following = asyncio.create_task(consume())
-        await asyncio.wait_for(replayed.wait(), timeout=10)  # the replay's read: nothing yet
+        await asyncio.wait_for(replayed.wait(), timeout=10)  # the replay: `start`
         for batch in batches:
             await _write(service, turn_id, batch)
             await asyncio.sleep(0.05)  # one announcement at a time, as a writer's batches come
         await asyncio.wait_for(following, timeout=10)
     finally:
         await listener.stop()
-    assert [chunk for _, chunk in got] == [chunk for batch in batches for chunk in batch]
+    assert [chunk for _, chunk in got] == [
+        started,
+        *(chunk for batch in batches for chunk in batch),
+    ]
     assert [seq for seq, _ in got] == list(range(len(got)))
     # The replay, and the big batch: the four small ones after it came with their NOTIFY.
     assert reads == [-1, 3]

@@ -34,7 +34,8 @@ async def test_the_three_modes(
     assert result.request_id == result.turn_id
 
     submission = await conv.run_turn("two", mode="submit", idempotency_key="two")
-    assert submission.accepted and submission.status == "pending"
+    # The conversation was idle: its admission started it (running; its workflow is on the way).
+    assert submission.accepted and submission.status == "running"
     again = await conv.run_turn("two", mode="submit", idempotency_key="two")
     assert again.turn_id == submission.turn_id and not again.accepted
     assert (await conv.result(submission.turn_id)).status == "completed"

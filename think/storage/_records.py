@@ -33,6 +33,12 @@ TERMINAL_STATUSES: frozenset[str] = frozenset(
     {"completed", "error", "aborted", "skipped", "interrupted"}
 )
 PAUSED_STATUSES: frozenset[str] = frozenset({"awaiting_approval", "awaiting_client_tool"})
+FIRST_STEP = "step-0"
+"""The fence a turn's first model step claims (`turns.fences`)."""
+AWAITS_WORKFLOW_SQL = (
+    "({t}.status = 'pending' OR ({t}.status = 'running' AND {t}.fences ->> 'step-0' IS NULL))"
+)
+"""`TurnRecord.awaits_workflow` in SQL, of the turns row `{t}`."""
 
 
 class Conversation(BaseModel):
@@ -128,6 +134,8 @@ class TurnRecord(BaseModel):
     """Whether MCP servers were added to the conversation (`Think.add_mcp_server`), as the
     first step's read of the turn says (`Store.claim_queued_turn`, an index probe in the same
     statement); True where a read did not ask, so that nothing misses one."""
+    fences: dict[str, int] = Field(default_factory=dict)
+    """Attempts claimed per fence (`step-0`, `step-1`, ...): how many times each step began."""
     version: str = ""
     """The row's version as read (Postgres's `xmin`): a write made with it
     (`append(..., version=)`) is refused with `TurnChanged` if anyone changed the row since,
@@ -136,6 +144,15 @@ class TurnRecord(BaseModel):
     @property
     def terminal(self) -> bool:
         return self.status in TERMINAL_STATUSES
+
+    @property
+    def awaits_workflow(self) -> bool:
+        """Accepted and with no step begun: `pending`, or started by its admission with its
+        first step not yet claimed. Its workflow may never have been started (the sender
+        died between the commit and Temporal), so whoever finds it so may start it."""
+        if self.status == "pending":
+            return True
+        return self.status == "running" and FIRST_STEP not in self.fences
 
 
 class QueueLock(BaseModel, frozen=True):

@@ -25,6 +25,7 @@ from think.storage._db import Conn, Database, fetch_all, fetch_one
 from think.storage._errors import MessageIdConflict, ParentNotFound, TurnNotRecorded
 from think.storage._path_cache import walk
 from think.storage._records import (
+    AWAITS_WORKFLOW_SQL,
     Conversation,
     QueueLock,
     StoredMessage,
@@ -58,33 +59,66 @@ _TURN_SELECT = _submissions.TURN_SELECT
 _TURN_BY_ID = _TURN_SELECT + " WHERE t.id = %(id)s"
 _TURN_BY_ID_IN = _TURN_SELECT + " WHERE t.id = %(id)s AND t.conversation_uid = %(c)s"
 _LOCK_TURN = _TURN_BY_ID + " FOR UPDATE OF t"
-_QUEUE_FACTS = """
-    EXISTS (SELECT 1 FROM turns o WHERE o.conversation_uid = t.conversation_uid
-            AND o.completed_at IS NULL AND o.id <> t.id) AS followers,
+_HAS_MCP_SERVERS = """
     EXISTS (SELECT 1 FROM conversation_mcp_servers s WHERE s.conversation_uid = c.uid)
         AS conversation_has_mcp_servers
 """
-"""Whether the turn has followers, and whether its conversation has MCP servers of its own (the
-one read that needs to know: the first step's). Read after the conversation's lock is held: a
-statement's snapshot is taken as it starts, so every admission that committed before the lock
-was granted is seen, and every later one waits for it."""
+"""Whether the conversation has MCP servers of its own (the one read that needs to know: the
+first step's): an index probe."""
+_QUEUE_FACTS = f"""
+    EXISTS (SELECT 1 FROM turns o WHERE o.conversation_uid = t.conversation_uid
+            AND o.completed_at IS NULL AND o.id <> t.id) AS followers,
+    {_HAS_MCP_SERVERS}
+"""
+"""Whether the turn has followers, and `_HAS_MCP_SERVERS`. Read after the conversation's lock
+is held: a statement's snapshot is taken as it starts, so every admission that committed
+before the lock was granted is seen, and every later one waits for it."""
 _LOCK_QUEUED_TURN = f"""
     SELECT {_submissions.TURN_COLUMNS}, {_QUEUE_FACTS}
     {_submissions.TURN_FROM} WHERE t.id = %(id)s FOR UPDATE OF t
 """
 """`_LOCK_TURN` with the `_QUEUE_FACTS`."""
-_CLAIM_STEP = f"""
+_CLAIM = """
     UPDATE turns t
     SET fences = jsonb_set(t.fences, ARRAY[%(key)s],
         to_jsonb(COALESCE((t.fences ->> %(key)s)::int, 0) + 1))
     FROM conversations c
-    WHERE t.id = %(id)s AND c.uid = t.conversation_uid
-    RETURNING {_submissions.TURN_COLUMNS},
-              (t.fences ->> %(key)s)::int AS claimed_attempt
+    WHERE t.id = %(id)s AND c.uid = t.conversation_uid {only}
+    RETURNING {columns}, (t.fences ->> %(key)s)::int AS claimed_attempt {facts}
 """
-_CLAIM_QUEUED_TURN = f"{_CLAIM_STEP}, {_QUEUE_FACTS}"
+_CLAIM_STEP = _CLAIM.format(only="", columns=_submissions.TURN_COLUMNS, facts="")
+_CLAIM_QUEUED_TURN = _CLAIM.format(
+    only="", columns=_submissions.TURN_COLUMNS, facts=f", {_QUEUE_FACTS}"
+)
 """`_CLAIM_STEP` with the `_QUEUE_FACTS`: the `UPDATE` takes the row lock `_LOCK_QUEUED_TURN`'s
 `FOR UPDATE` would, after the conversation's."""
+_CLAIM_STARTED_TURN = """
+    WITH RECURSIVE mine AS (
+        SELECT m.conversation_uid, m.id, m.parent_id, m.role, m.parts, m.metadata,
+               m.byte_size, 0 AS depth
+        FROM turns t0 JOIN messages m
+          ON m.conversation_uid = t0.conversation_uid AND m.id = t0.parent_id
+         AND m.turn_id = t0.id
+        WHERE t0.id = %(id)s AND t0.status <> 'pending'
+      UNION ALL
+        SELECT m.conversation_uid, m.id, m.parent_id, m.role, m.parts, m.metadata,
+               m.byte_size, p.depth + 1
+        FROM messages m JOIN mine p
+          ON m.conversation_uid = p.conversation_uid AND m.id = p.parent_id
+         AND m.turn_id = %(id)s
+    )
+    """ + _CLAIM.format(
+    only="AND t.status <> 'pending'",
+    columns=_submissions.TURN_COLUMNS,
+    facts=f""", {_HAS_MCP_SERVERS},
+            (SELECT jsonb_agg(jsonb_build_object(
+                'id', id, 'parent_id', parent_id, 'role', role, 'parts', parts,
+                'metadata', metadata, 'byte_size', byte_size) ORDER BY depth DESC)
+             FROM mine) AS stored""",
+)
+"""`_CLAIM_STEP` for a first step, if its turn has started (at its admission), with the
+messages its start stored (the chain up from the turn's parent that it owns): no lock on the
+conversation, which only starting the turn needs."""
 _LOCK_TURN_QUEUE = (
     "SELECT active_leaf_id FROM conversations "
     "WHERE uid = (SELECT conversation_uid FROM turns WHERE id = %(id)s) FOR UPDATE"
@@ -431,6 +465,30 @@ class Store:
         attempt = int(row.pop("claimed_attempt"))
         return _turn_record(row), attempt
 
+    async def claim_started_turn(
+        self, conn: Conn, turn_id: str, key: str
+    ) -> tuple[TurnRecord, int, list[StoredMessage]] | None:
+        """`claim_step` for the first step of a turn its admission started
+        (`_submissions.starts_at_admission`), in one statement on an autocommit connection,
+        with the messages the start stored (for `PathCache.extend`); None when the turn is
+        still `pending` (its step starts it, `claim_queued_turn`) or not recorded, with
+        nothing claimed."""
+        row = await fetch_one(conn, _CLAIM_STARTED_TURN, {"id": turn_id, "key": key})
+        if row is None:
+            return None
+        attempt = int(row.pop("claimed_attempt"))
+        stored = [
+            StoredMessage(
+                UIMessage.model_construct(
+                    id=m["id"], role=m["role"], parts=m["parts"], metadata=m["metadata"]
+                ),
+                parent_id=m["parent_id"],
+                size=int(m["byte_size"] or 0),
+            )
+            for m in row.pop("stored") or []
+        ]
+        return _turn_record(row), attempt, stored
+
     async def lock_turn(self, conn: Conn, turn_id: str) -> TurnRecord:
         """The turn, under its row lock."""
         row = await fetch_one(conn, _LOCK_TURN, {"id": turn_id})
@@ -475,29 +533,32 @@ class Store:
         )
 
     async def waiting_heads(self, older_than_seconds: float, limit: int = 200) -> list[TurnRecord]:
-        """Running turns (each conversation's first active turn) that are still `pending` a
-        while after they were accepted: their workflow may never have been started (a sender
-        died between its commit and Temporal), oldest first."""
+        """Running turns (each conversation's first active turn) that still await their
+        workflow a while after they were accepted (`TurnRecord.awaits_workflow`): it may never
+        have been started (a sender died between its commit and Temporal), oldest first."""
         async with self.db.connection() as conn:
             rows = await fetch_all(
                 conn,
-                "WITH heads AS (SELECT DISTINCT ON (conversation_uid) id, status, created_at "
-                "FROM turns WHERE completed_at IS NULL ORDER BY conversation_uid, seq) "
+                "WITH heads AS (SELECT DISTINCT ON (conversation_uid) id, status, fences, "
+                "created_at FROM turns WHERE completed_at IS NULL ORDER BY conversation_uid, seq) "
                 + _TURN_SELECT
-                + " JOIN heads h ON h.id = t.id WHERE h.status = 'pending' AND h.created_at < "
+                + f" JOIN heads h ON h.id = t.id WHERE {AWAITS_WORKFLOW_SQL.format(t='h')} "
+                "AND h.created_at < "
                 "now() - make_interval(secs => %(s)s) ORDER BY h.created_at LIMIT %(limit)s",
                 {"s": older_than_seconds, "limit": limit},
             )
         return [_turn_record(r) for r in rows]
 
-    async def abort_if_pending(self, conn: Conn, turn: TurnRecord, reason: str) -> bool:
-        """Abort a turn that has not started; False when it has (or has already ended).
-        Takes the conversation's queue lock first, as admission does."""
+    async def abort_if_unbegun(self, conn: Conn, turn: TurnRecord, reason: str) -> bool:
+        """Abort a turn none of whose steps has begun (`TurnRecord.awaits_workflow`); False when
+        one has (or the turn has ended). Takes the conversation's queue lock first, as admission
+        does. A step that begins meanwhile claims its fence under the turn's row lock: it sees
+        the turn aborted, or this sees the fence."""
         await _submissions.lock_queue(conn, turn.conversation_uid)
         row = await fetch_one(
             conn,
-            "UPDATE turns SET status = 'aborted', completed_at = now(), error = %(reason)s "
-            "WHERE id = %(id)s AND status = 'pending' RETURNING id",
+            "UPDATE turns t SET status = 'aborted', completed_at = now(), error = %(reason)s "
+            f"WHERE t.id = %(id)s AND {AWAITS_WORKFLOW_SQL.format(t='t')} RETURNING t.id",
             {"id": turn.id, "reason": reason},
         )
         return row is not None

@@ -28,10 +28,13 @@ from think.storage._records import (
     TERMINAL_STATUSES,
     Admission,
     QueueLock,
+    StoredMessage,
     TurnRecord,
     TurnRequest,
+    chain_leaf,
 )
 from think.storage._stream_log import append
+from think.storage._turn_columns import NOW
 
 if TYPE_CHECKING:
     # UIMessageChunk is named in annotations only: storage keeps chunks as opaque JSONB, and
@@ -271,6 +274,11 @@ async def record(
             admission = Admission(turn=turn, accepted=True, interrupt=interrupt, runs_now=runs_now)
             if on_inserted is not None:
                 on_inserted(admission)
+            if runs_now and starts_at_admission(request):
+                # Started here, while Temporal starts its workflow: its first step then only
+                # claims its fence, with no transaction of its own on the turn's way.
+                turn, _ = await begin_turn(store, conn, turn, conversation.active_leaf_id)
+                admission = admission.model_copy(update={"turn": turn})
             return admission
     # Lost a race with a concurrent request for the same key or id: its row is committed now.
     async with store.db.connection() as conn:
@@ -415,6 +423,52 @@ async def prepare_start(conn: Conn, head: TurnRecord) -> tuple[bool, TurnRecord]
         {"r": Jsonb(merged.model_dump(mode="json", exclude_none=True)), "id": head.id},
     )
     return True, head.model_copy(update={"request": merged})
+
+
+def starts_at_admission(request: TurnRequest) -> bool:
+    """Whether a submission to an idle conversation starts in its admission's transaction:
+    when its mode has nothing to do as it starts (`prepare_start`). A "debounce" turn waits
+    for quiet first, a continuation may have nothing to continue, and a rollback moves the
+    leaf back; "merge" has nobody to absorb in an idle conversation."""
+    return (
+        request.concurrency != "debounce"
+        and not request.continuation
+        and request.rollback_of is None
+        and request.regenerates is None
+    )
+
+
+async def begin_turn(
+    store: Store, conn: Conn, turn: TurnRecord, active_leaf: str | None
+) -> tuple[TurnRecord, list[StoredMessage]]:
+    """Append the turn's messages under `active_leaf` (or the parent its request names), mark
+    it running and open its stream with `start`, in the caller's transaction, which holds the
+    conversation's lock. Returns the turn as it now stands and the messages it stored.
+
+    A turn that appends nothing (a regenerate) leaves the active path as it is until its
+    answer is stored: the old answer stays on show while the new one streams."""
+    parent = turn.request.parent_id or active_leaf
+    stored = await store.insert_messages(
+        conn,
+        turn.conversation_uid,
+        turn.request.messages,
+        parent_id=parent,
+        turn_id=turn.id,
+        activate=True,
+    )
+    leaf = chain_leaf(stored, parent)
+    message = {"id": turn.message_id, "role": "assistant", "parts": []}
+    await append(
+        conn,
+        turn.id,
+        [{"type": "start", "messageId": turn.message_id}],
+        status="running",
+        started_at=NOW,
+        parent_id=leaf,
+        message=message,
+    )
+    started = turn.model_copy(update={"status": "running", "parent_id": leaf, "message": message})
+    return started, stored
 
 
 async def quiet_left(conn: Conn, head: TurnRecord, seconds: float) -> float:

@@ -193,9 +193,10 @@ async def dispatch(store: Store, temporal: Client, task_queue: str, admission: A
     """What follows an admission's commit (a submission's, or a regenerate's): cancel the
     turn an "interrupt" or "rollback" supersedes, and start the turn if it runs now.
 
-    A repeat of a known key or submission id is re-sent to Temporal only when it is still
-    `pending` a while after it was accepted (the one gap in admission: a sender that died
-    between the Postgres commit and the Temporal call); before that it is surely in flight.
+    A repeat of a known key or submission id is re-sent to Temporal only when it still awaits
+    its workflow (`TurnRecord.awaits_workflow`) a while after it was accepted (the one gap in
+    admission: a sender that died between the Postgres commit and the Temporal call); before
+    that it is surely in flight.
     """
     turn = admission.turn
     if admission.interrupt is not None:
@@ -206,7 +207,7 @@ async def dispatch(store: Store, temporal: Client, task_queue: str, admission: A
     age = datetime.now(UTC) - turn.created_at
     if admission.runs_now:
         await start_turn_workflow(temporal, task_queue, turn)
-    elif not admission.accepted and turn.status == "pending" and age > RESEND_AFTER:
+    elif not admission.accepted and turn.awaits_workflow and age > RESEND_AFTER:
         await hand_off(store, temporal, task_queue, turn.id)
 
 
@@ -293,8 +294,9 @@ async def cancel_turn(
 ) -> bool:
     """Cancel a turn; False when it had already ended (nothing changes then).
 
-    A turn that has not started is aborted right here, before it ever calls the model or
-    appends its user message, and the turn behind it (if this one was running) is started. A
+    A turn none of whose steps has begun is aborted right here, before it ever calls the model
+    (a queued one before it appends its user message), and the turn behind it (if this one was
+    running) is started. A
     running one is told through Postgres (`NOTIFY think_cancel`), which reaches the model
     step streaming it at once; the step stores the partial answer and ends the stream with
     `abort`. Its workflow is cancelled too, for a turn paused between steps.
@@ -302,7 +304,7 @@ async def cancel_turn(
     if turn.status in TERMINAL_STATUSES:
         return False
     async with store.db.transaction() as conn:
-        aborted = await store.abort_if_pending(conn, turn, reason)
+        aborted = await store.abort_if_unbegun(conn, turn, reason)
         if aborted:
             await append(conn, turn.id, [{"type": "abort", "reason": reason}])
         else:

@@ -45,7 +45,8 @@ open by completing it every 80% of this)."""
 
 
 class DispatchFailed(ThinkError):
-    """Temporal did not take the turn; it stays `pending` in Postgres and can be re-sent."""
+    """Temporal did not take the turn; it stays recorded in Postgres, awaiting its workflow
+    (`TurnRecord.awaits_workflow`), and can be re-sent."""
 
     def __init__(self, message: str, turn_id: str | None = None) -> None:
         super().__init__(message)
@@ -149,5 +150,5 @@ async def hand_off(store: Store, client: Client, task_queue: str, turn_id: str) 
     ended, the one behind it), if it is waiting for its workflow."""
     async with store.db.connection() as conn:
         head = await queue_head(conn, turn_id)
-    if head is not None and head.status == "pending":
+    if head is not None and head.awaits_workflow:
         await start_turn_workflow(client, task_queue, head)

@@ -165,22 +165,38 @@ class StepAttempt:
 
     async def _load_first_step(self) -> _Loaded | ModelStepResult:
         inp, store = self.inp, self.res.store
+        key = f"step-{inp.step}"
+        async with store.db.connection() as conn:
+            # Most turns were started by their admission: one statement then, no transaction.
+            claimed = await store.claim_started_turn(conn, inp.turn_id, key)
+            if claimed is not None:
+                turn, attempt, stored = claimed
+                agent = self.res.bound_agent(turn)
+                self.res.paths.extend(turn.conversation_uid, turn.messages_revision, stored)
+                return self._answered(turn, agent) or await self._loaded(
+                    conn, turn, agent, Fence(key=key, attempt=attempt)
+                )
         async with store.db.transaction() as conn:
-            key = f"step-{inp.step}"
             turn, queue, attempt = await store.claim_queued_turn(conn, inp.turn_id, key)
             agent = self.res.bound_agent(turn)
-            if turn.terminal:
-                return ModelStepResult(ended=True, status=turn.status)
-            if turn.steps_done > inp.step:
-                # A previous attempt finished this step but its completion never reached
-                # Temporal: answer from what it recorded instead of calling the model again.
-                return _recorded_step(turn, inp.step, agent)
+            if answered := self._answered(turn, agent):
+                return answered
             turn, stored = await start_turn(store, conn, turn, queue)
             if turn.terminal:
                 return ModelStepResult(ended=True, status=turn.status)  # skipped as it started
             # The path's new tail is what was just stored: the read below then finds it here.
             self.res.paths.extend(turn.conversation_uid, turn.messages_revision, stored)
             return await self._loaded(conn, turn, agent, Fence(key=key, attempt=attempt))
+
+    def _answered(self, turn: TurnRecord, agent: Think) -> ModelStepResult | None:
+        """What a step whose turn has ended, or whose step is recorded, answers with no model
+        call: a previous attempt finished the step but its completion never reached Temporal,
+        so it answers from what that attempt recorded."""
+        if turn.terminal:
+            return ModelStepResult(ended=True, status=turn.status)
+        if turn.steps_done > self.inp.step:
+            return _recorded_step(turn, self.inp.step, agent)
+        return None
 
     async def _loaded(self, conn: Conn, turn: TurnRecord, agent: Think, fence: Fence) -> _Loaded:
         """The step's transcript, and whether this attempt must first reset what an abandoned
@@ -203,12 +219,8 @@ class StepAttempt:
         async with store.db.connection() as conn:
             turn, attempt = await store.claim_step(conn, inp.turn_id, f"step-{inp.step}")
             agent = self.res.bound_agent(turn)
-            if turn.terminal:
-                return ModelStepResult(ended=True, status=turn.status)
-            if turn.steps_done > inp.step:
-                # A previous attempt finished this step but its completion never reached
-                # Temporal: answer from what it recorded instead of calling the model again.
-                return _recorded_step(turn, inp.step, agent)
+            if answered := self._answered(turn, agent):
+                return answered
             spent = budget_spent(agent, turn)
             if spent is None:
                 fence = Fence(key=f"step-{inp.step}", attempt=attempt)

@@ -21,7 +21,7 @@ from think.storage import (
     StoredMessage,
     TurnRecord,
     answer_parent,
-    chain_leaf,
+    begin_turn,
     prepare_start,
 )
 from think.streaming import Fence, append
@@ -53,30 +53,7 @@ async def start_turn(
         return turn.model_copy(update={"status": "skipped"}), []
     if turn.request.rollback_of is not None:  # prepare_start may have moved the leaf back
         active_leaf = (await store.conversation_by_uid(conn, turn.conversation_uid)).active_leaf_id
-    parent = turn.request.parent_id or active_leaf
-    # A turn that appends nothing (a regenerate) leaves the active path as it is until its
-    # answer is stored: the old answer stays on show while the new one streams.
-    stored = await store.insert_messages(
-        conn,
-        turn.conversation_uid,
-        turn.request.messages,
-        parent_id=parent,
-        turn_id=turn.id,
-        activate=True,
-    )
-    leaf = chain_leaf(stored, parent)
-    message = {"id": turn.message_id, "role": "assistant", "parts": []}
-    await append(
-        conn,
-        turn.id,
-        [{"type": "start", "messageId": turn.message_id}],
-        status="running",
-        started_at=NOW,
-        parent_id=leaf,
-        message=message,
-    )
-    started = turn.model_copy(update={"status": "running", "parent_id": leaf, "message": message})
-    return started, stored
+    return await begin_turn(store, conn, turn, active_leaf)
 
 
 async def end_turn(
