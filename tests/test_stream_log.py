@@ -1,6 +1,8 @@
 """The stream log's fenced append, on real Postgres: a write that sets turn columns refuses a
 stale attempt, and, `while_open`, a turn that has ended (a cancel won the race) — saying which,
-so a step that skipped its lock still leaves a cancelled turn as the cancel left it."""
+so a step that skipped its lock still leaves a cancelled turn as the cancel left it. A first
+attempt's claim on its way (`Fence.first`) holds every write back until it lands, and one that
+lost, or came after the turn ended, writes nothing."""
 
 from __future__ import annotations
 
@@ -14,8 +16,16 @@ from psycopg.rows import dict_row
 from tests._turn_helpers import pending_turn
 from think import ThinkService
 from think._settings import Settings
-from think.storage._stream_log import read
-from think.streaming import ChunkWriter, Fence, StaleAttempt, TurnEnded, append, claim
+from think.storage._stream_log import FirstClaim, read
+from think.streaming import (
+    ChunkWriter,
+    Fence,
+    StaleAttempt,
+    TurnEnded,
+    append,
+    claim,
+    claim_first,
+)
 from think.testing import FakeOpenAIServer, text
 
 
@@ -67,3 +77,80 @@ async def test_first_words_go_at_once_unless_nobody_waits_for_them(
         assert (written, rest) == (["start-step", "text-delta"], [])
     else:
         assert (written, rest) == ([], ["start-step", "text-delta"])
+
+
+_PROBE = {"type": "data-probe", "data": 1, "transient": True}
+
+
+async def _written(service: ThinkService, turn_id: str) -> list[str]:
+    async with service.store.db.connection() as conn:
+        return [chunk["type"] for _, chunk in await read(conn, turn_id, -1)]
+
+
+async def test_a_first_claim_that_lands_lets_its_writes_through(
+    service: ThinkService, cid: str
+) -> None:
+    turn = await pending_turn(service, cid)
+    fence = Fence.first("step-0", service.store.claim_first(turn.id, "step-0"))
+    async with service.store.db.connection() as conn:
+        await append(conn, turn.id, [_PROBE], fence)
+        # A retry claims after it (attempt 2): the first attempt's writes are refused.
+        assert (await claim(conn, turn.id, "step-0")).attempt == 2
+        with pytest.raises(StaleAttempt):
+            await append(conn, turn.id, [_PROBE], fence)
+    assert await _written(service, turn.id) == ["start", "data-probe"]
+
+
+async def test_a_first_claim_that_another_attempt_beat_writes_nothing(
+    service: ThinkService, cid: str
+) -> None:
+    turn = await pending_turn(service, cid)
+    async with service.store.db.connection() as conn:
+        other = await claim(conn, turn.id, "step-0")  # attempt 1, taken first
+        fence = Fence.first("step-0", service.store.claim_first(turn.id, "step-0"))
+        assert fence.attempt == other.attempt == 1  # the same number: only one may write
+        with pytest.raises(StaleAttempt):
+            await append(conn, turn.id, [_PROBE], fence)
+        await append(conn, turn.id, [_PROBE], other)
+    assert await _written(service, turn.id) == ["start", "data-probe"]
+
+
+async def test_a_first_claim_after_the_turn_ended_writes_nothing(
+    service: ThinkService, cid: str
+) -> None:
+    turn = await pending_turn(service, cid)
+    async with service.store.db.connection() as conn:
+        await conn.execute(
+            "UPDATE turns SET status = 'aborted', completed_at = now() WHERE id = %s", (turn.id,)
+        )
+        assert await claim_first(conn, turn.id, "step-0") == "ended"
+        assert await claim_first(conn, "turn_no_such_turn", "step-0") == "ended"
+    fence = Fence.first("step-0", service.store.claim_first(turn.id, "step-0"))
+    with pytest.raises(TurnEnded):
+        await fence.held()
+    assert await _written(service, turn.id) == ["start"]
+
+
+async def test_a_write_in_a_transaction_does_not_wait_for_a_claim_on_its_way(
+    service: ThinkService, cid: str
+) -> None:
+    """The claim updates the turn's row, which the transaction may hold: waiting there could
+    wait forever, so the write is refused, and the caller is to await `held()` first."""
+    turn = await pending_turn(service, cid)
+    release = asyncio.Event()
+
+    async def slow_claim() -> FirstClaim:
+        await release.wait()
+        return await service.store.claim_first(turn.id, "step-0")
+
+    fence = Fence.first("step-0", slow_claim())
+    assert fence.pending
+    async with service.store.db.transaction() as conn:
+        with pytest.raises(RuntimeError, match="has not landed"):
+            await append(conn, turn.id, [_PROBE], fence)
+    release.set()
+    await fence.held()
+    assert not fence.pending
+    async with service.store.db.transaction() as conn:
+        await append(conn, turn.id, [_PROBE], fence)
+    assert await _written(service, turn.id) == ["start", "data-probe"]

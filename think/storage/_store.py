@@ -20,7 +20,7 @@ from psycopg.types.json import Jsonb
 
 from think._messages import UIMessage, new_id, search_text
 from think.exceptions import UserError
-from think.storage import _submissions, _tree
+from think.storage import _stream_log, _submissions, _tree
 from think.storage._db import Conn, Database, fetch_all, fetch_one
 from think.storage._errors import MessageIdConflict, ParentNotFound, TurnNotRecorded
 from think.storage._path_cache import walk
@@ -32,6 +32,7 @@ from think.storage._records import (
     TurnRecord,
     TurnRequest,
 )
+from think.storage._stream_log import FirstClaim
 from think.storage._turn_columns import assignments
 
 _CONVERSATION_COLUMNS = "uid, tenant, agent, id, created_at, active_leaf_id, metadata"
@@ -83,23 +84,21 @@ _CLAIM = """
     SET fences = jsonb_set(t.fences, ARRAY[%(key)s],
         to_jsonb(COALESCE((t.fences ->> %(key)s)::int, 0) + 1))
     FROM conversations c
-    WHERE t.id = %(id)s AND c.uid = t.conversation_uid {only}
+    WHERE t.id = %(id)s AND c.uid = t.conversation_uid
     RETURNING {columns}, (t.fences ->> %(key)s)::int AS claimed_attempt {facts}
 """
-_CLAIM_STEP = _CLAIM.format(only="", columns=_submissions.TURN_COLUMNS, facts="")
-_CLAIM_QUEUED_TURN = _CLAIM.format(
-    only="", columns=_submissions.TURN_COLUMNS, facts=f", {_QUEUE_FACTS}"
-)
+_CLAIM_STEP = _CLAIM.format(columns=_submissions.TURN_COLUMNS, facts="")
+_CLAIM_QUEUED_TURN = _CLAIM.format(columns=_submissions.TURN_COLUMNS, facts=f", {_QUEUE_FACTS}")
 """`_CLAIM_STEP` with the `_QUEUE_FACTS`: the `UPDATE` takes the row lock `_LOCK_QUEUED_TURN`'s
 `FOR UPDATE` would, after the conversation's."""
-_CLAIM_STARTED_TURN = """
+_READ_STARTED_TURN = f"""
     WITH RECURSIVE mine AS (
         SELECT m.conversation_uid, m.id, m.parent_id, m.role, m.parts, m.metadata,
                m.byte_size, 0 AS depth
         FROM turns t0 JOIN messages m
           ON m.conversation_uid = t0.conversation_uid AND m.id = t0.parent_id
          AND m.turn_id = t0.id
-        WHERE t0.id = %(id)s AND t0.status <> 'pending'
+        WHERE t0.id = %(id)s
       UNION ALL
         SELECT m.conversation_uid, m.id, m.parent_id, m.role, m.parts, m.metadata,
                m.byte_size, p.depth + 1
@@ -107,18 +106,16 @@ _CLAIM_STARTED_TURN = """
           ON m.conversation_uid = p.conversation_uid AND m.id = p.parent_id
          AND m.turn_id = %(id)s
     )
-    """ + _CLAIM.format(
-    only="AND t.status <> 'pending'",
-    columns=_submissions.TURN_COLUMNS,
-    facts=f""", {_HAS_MCP_SERVERS},
-            (SELECT jsonb_agg(jsonb_build_object(
-                'id', id, 'parent_id', parent_id, 'role', role, 'parts', parts,
-                'metadata', metadata, 'byte_size', byte_size) ORDER BY depth DESC)
-             FROM mine) AS stored""",
-)
-"""`_CLAIM_STEP` for a first step, if its turn has started (at its admission), with the
-messages its start stored (the chain up from the turn's parent that it owns): no lock on the
-conversation, which only starting the turn needs."""
+    SELECT {_submissions.TURN_COLUMNS}, {_HAS_MCP_SERVERS},
+           (SELECT jsonb_agg(jsonb_build_object(
+               'id', id, 'parent_id', parent_id, 'role', role, 'parts', parts,
+               'metadata', metadata, 'byte_size', byte_size) ORDER BY depth DESC)
+            FROM mine) AS stored
+    {_submissions.TURN_FROM} WHERE t.id = %(id)s AND t.status <> 'pending'
+"""
+"""A first step's turn, if it has started (at its admission), with the messages its start
+stored (the chain up from the turn's parent that it owns): a read, with no lock on the
+conversation (only starting the turn needs one) and no claim (`Fence.first`)."""
 _LOCK_TURN_QUEUE = (
     "SELECT active_leaf_id FROM conversations "
     "WHERE uid = (SELECT conversation_uid FROM turns WHERE id = %(id)s) FOR UPDATE"
@@ -465,18 +462,16 @@ class Store:
         attempt = int(row.pop("claimed_attempt"))
         return _turn_record(row), attempt
 
-    async def claim_started_turn(
-        self, conn: Conn, turn_id: str, key: str
-    ) -> tuple[TurnRecord, int, list[StoredMessage]] | None:
-        """`claim_step` for the first step of a turn its admission started
-        (`_submissions.starts_at_admission`), in one statement on an autocommit connection,
-        with the messages the start stored (for `PathCache.extend`); None when the turn is
-        still `pending` (its step starts it, `claim_queued_turn`) or not recorded, with
-        nothing claimed."""
-        row = await fetch_one(conn, _CLAIM_STARTED_TURN, {"id": turn_id, "key": key})
+    async def read_started_turn(
+        self, conn: Conn, turn_id: str
+    ) -> tuple[TurnRecord, list[StoredMessage]] | None:
+        """A first step's turn if its admission started it (`_submissions.starts_at_admission`),
+        with the messages the start stored (for `PathCache.extend`), in one read; None when
+        the turn is still `pending` (its step starts it, `claim_queued_turn`) or not
+        recorded."""
+        row = await fetch_one(conn, _READ_STARTED_TURN, {"id": turn_id})
         if row is None:
             return None
-        attempt = int(row.pop("claimed_attempt"))
         stored = [
             StoredMessage(
                 UIMessage.model_construct(
@@ -487,7 +482,20 @@ class Store:
             )
             for m in row.pop("stored") or []
         ]
-        return _turn_record(row), attempt, stored
+        return _turn_record(row), stored
+
+    async def read_turn(self, conn: Conn, turn_id: str) -> TurnRecord:
+        """The turn as committed, on the caller's connection."""
+        row = await fetch_one(conn, _TURN_BY_ID, {"id": turn_id})
+        if row is None:
+            raise UserError(f"turn {turn_id!r} does not exist")
+        return _turn_record(row)
+
+    async def claim_first(self, turn_id: str, key: str) -> FirstClaim:
+        """`think.streaming.claim_first` on a connection of its own: it runs beside the step
+        that claims (`Fence.first`)."""
+        async with self.db.connection() as conn:
+            return await _stream_log.claim_first(conn, turn_id, key)
 
     async def lock_turn(self, conn: Conn, turn_id: str) -> TurnRecord:
         """The turn, under its row lock."""

@@ -8,11 +8,13 @@ the attempt that replaced it.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Coroutine, Mapping, Sequence
+from typing import Any, Literal
 
-from pydantic import BaseModel
+from psycopg.pq import TransactionStatus
+from pydantic import BaseModel, PrivateAttr
 
 from think.exceptions import ThinkError
 from think.storage._db import Conn, fetch_all, fetch_one
@@ -32,11 +34,51 @@ was not named); a bare turn id says it has new chunks."""
 TERMINAL_CHUNKS = frozenset({"finish", "error", "abort"})
 
 
+FirstClaim = Literal["claimed", "taken", "ended"]
+"""What `claim_first` found: the fence was free and is now this attempt's; another attempt had
+claimed it; the turn had ended."""
+
+
 class Fence(BaseModel):
     """Who is writing: one activity (`key`) at one attempt (counted by `claim`)."""
 
     key: str
     attempt: int
+    _claiming: asyncio.Task[FirstClaim] | None = PrivateAttr(default=None)
+
+    @classmethod
+    def first(cls, key: str, claim: Coroutine[Any, Any, FirstClaim]) -> Fence:
+        """Attempt 1, with its claim (`claim_first`) on its way rather than landed: a model
+        step claims beside its model request instead of before it, which takes the claim's
+        statement and commit off the way to the first words. Nothing is written with the
+        fence before the claim has landed (`held`, which `append` awaits), so the fence still
+        guarantees what `claim` does: one writer per attempt number."""
+        fence = cls(key=key, attempt=1)
+        task = asyncio.get_running_loop().create_task(claim)
+        # A claim nobody waits for (the step ended before writing) must not log its error.
+        task.add_done_callback(lambda done: done.cancelled() or done.exception())
+        fence._claiming = task
+        return fence
+
+    @property
+    def pending(self) -> bool:
+        """Its claim is still on its way."""
+        return self._claiming is not None and not self._claiming.done()
+
+    async def held(self) -> None:
+        """Wait for a claim on its way. Raises `StaleAttempt` if another attempt claimed the
+        fence first, `TurnEnded` if the turn had ended (a cancel won the race): either way this
+        attempt has written nothing.
+
+        Await it before a transaction that locks the turn's row: the claim updates that row,
+        and would wait for the transaction that waits for it (`append` refuses to)."""
+        if self._claiming is None:
+            return
+        found = await asyncio.shield(self._claiming)
+        if found == "taken":
+            raise StaleAttempt(f"another attempt claimed {self.key!r} first")
+        if found == "ended":
+            raise TurnEnded(f"the turn ended before attempt 1 of {self.key!r} could begin")
 
 
 class StaleAttempt(ThinkError):
@@ -93,6 +135,28 @@ _READ = """
 """
 
 
+_CLAIM_FIRST = """
+    WITH claimed AS (
+        UPDATE turns SET fences = jsonb_set(fences, ARRAY[%(key)s], '1')
+        WHERE id = %(turn)s AND fences ->> %(key)s IS NULL AND completed_at IS NULL
+        RETURNING 1
+    )
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM claimed) THEN 'claimed'
+                WHEN t.completed_at IS NULL THEN 'taken' ELSE 'ended' END AS found
+    FROM turns t WHERE t.id = %(turn)s
+"""
+
+
+async def claim_first(conn: Conn, turn_id: str, key: str) -> FirstClaim:
+    """Claim attempt 1 of the fence `key` if no attempt has claimed it and the turn is open
+    (`Fence.first`): one statement, which says what it found."""
+    row = await fetch_one(conn, _CLAIM_FIRST, {"key": key, "turn": turn_id})
+    if row is None:
+        return "ended"  # no such turn: nothing may be written for it
+    found: FirstClaim = row["found"]
+    return found
+
+
 async def claim(conn: Conn, turn_id: str, key: str) -> Fence:
     """Take the fence `key` for a new attempt: every earlier attempt's writes are refused
     from now on. Attempts are counted here, not by Temporal: a step run again after its
@@ -129,6 +193,12 @@ async def append(
     """
     if not chunks and not columns:
         return -1
+    if fence is not None:
+        if fence.pending and conn.info.transaction_status != TransactionStatus.IDLE:
+            # Waiting here could wait forever: this transaction may hold the row the claim
+            # updates. The caller must await `held()` before opening it.
+            raise RuntimeError(f"fence {fence.key!r}: its claim has not landed (Fence.held)")
+        await fence.held()
     fragments, params = assignments(columns)
     query = (
         _APPEND.format(columns="".join(f", {f}" for f in fragments)) if columns else _APPEND_PLAIN

@@ -132,7 +132,10 @@ class ChunkWriter:
         return any(c["type"] in _CONTENT for c in self._buffer)
 
     async def drain(self) -> list[dict[str, Any]]:
-        """Stop batching; wait for a batch in flight and return the chunks not yet written."""
+        """Stop batching; wait for a batch in flight and return the chunks not yet written.
+        The fence's claim has landed when it returns (`Fence.held`): what the caller writes
+        next may go in a transaction."""
+        await self._fence.held()
         self._closing.set()
         self._content_arrived.set()
         if self._task is not None:

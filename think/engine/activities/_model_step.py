@@ -143,6 +143,11 @@ class StepAttempt:
             # A newer attempt took the step's fence (this one's worker was presumed dead):
             # stand down without retrying; the workflow drops this attempt's outcome.
             raise ApplicationError(str(exc), type=STALE_ATTEMPT, non_retryable=True) from exc
+        except TurnEnded:
+            # A cancel ended the turn before this attempt's claim landed (`Fence.held`): it
+            # wrote nothing, and the turn is as the cancel left it.
+            ended = await self.res.store.get_turn(self.inp.turn_id)
+            return ModelStepResult(ended=True, status=ended.status if ended else "aborted")
 
     # -- load ------------------------------------------------------------------------------
 
@@ -167,15 +172,13 @@ class StepAttempt:
         inp, store = self.inp, self.res.store
         key = f"step-{inp.step}"
         async with store.db.connection() as conn:
-            # Most turns were started by their admission: one statement then, no transaction.
-            claimed = await store.claim_started_turn(conn, inp.turn_id, key)
-            if claimed is not None:
-                turn, attempt, stored = claimed
-                agent = self.res.bound_agent(turn)
+            # Most turns were started by their admission: one read then, no transaction.
+            started = await store.read_started_turn(conn, inp.turn_id)
+            if started is not None:
+                turn, stored = started
                 self.res.paths.extend(turn.conversation_uid, turn.messages_revision, stored)
-                return self._answered(turn, agent) or await self._loaded(
-                    conn, turn, agent, Fence(key=key, attempt=attempt)
-                )
+                agent = self.res.bound_agent(turn)
+                return self._answered(turn, agent) or await self._claimed(conn, turn, agent, key)
         async with store.db.transaction() as conn:
             turn, queue, attempt = await store.claim_queued_turn(conn, inp.turn_id, key)
             agent = self.res.bound_agent(turn)
@@ -187,6 +190,22 @@ class StepAttempt:
             # The path's new tail is what was just stored: the read below then finds it here.
             self.res.paths.extend(turn.conversation_uid, turn.messages_revision, stored)
             return await self._loaded(conn, turn, agent, Fence(key=key, attempt=attempt))
+
+    async def _claimed(
+        self, conn: Conn, turn: TurnRecord, agent: Think, key: str
+    ) -> _Loaded | ModelStepResult:
+        """`_loaded`, with the step's fence. A first attempt claims it beside the model request
+        (`Fence.first`): what it writes waits for the claim to land, and should another attempt
+        have claimed first, it stands down at its first write, having written nothing. A retry
+        claims before anything else: it must know whether to reset what an abandoned attempt
+        streamed."""
+        if key not in turn.fences:
+            fence = Fence.first(key, self.res.store.claim_first(turn.id, key))
+            return await self._loaded(conn, turn, agent, fence)
+        turn, attempt = await self.res.store.claim_step(conn, turn.id, key)
+        if answered := self._answered(turn, agent):
+            return answered
+        return await self._loaded(conn, turn, agent, Fence(key=key, attempt=attempt))
 
     def _answered(self, turn: TurnRecord, agent: Think) -> ModelStepResult | None:
         """What a step whose turn has ended, or whose step is recorded, answers with no model
@@ -217,14 +236,15 @@ class StepAttempt:
         budget ends the turn in a transaction of its own (`end_once`, under the locks)."""
         inp, store = self.inp, self.res.store
         async with store.db.connection() as conn:
-            turn, attempt = await store.claim_step(conn, inp.turn_id, f"step-{inp.step}")
+            turn = await store.read_turn(conn, inp.turn_id)
             agent = self.res.bound_agent(turn)
             if answered := self._answered(turn, agent):
                 return answered
             spent = budget_spent(agent, turn)
             if spent is None:
-                fence = Fence(key=f"step-{inp.step}", attempt=attempt)
-                loaded = await self._loaded(conn, turn, agent, fence)
+                loaded = await self._claimed(conn, turn, agent, f"step-{inp.step}")
+                if isinstance(loaded, ModelStepResult):
+                    return loaded
         await self.outcomes.step_finished(agent, turn, inp.step - 1)
         if spent is None:
             return loaded

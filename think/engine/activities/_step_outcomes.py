@@ -68,6 +68,9 @@ class StepOutcomes:
     async def end_once(self, turn: TurnRecord, **outcome: Any) -> str | None:
         """End the turn with `outcome` (see `end_turn`), unless it has ended already (a cancel
         won the race): then nothing changes, and its status is returned."""
+        fence: Fence | None = outcome.get("fence")
+        if fence is not None:
+            await fence.held()  # before the turn's row is locked: the claim updates it
         async with self.res.store.db.transaction() as conn:
             current, queue = await self.res.store.lock_queue_turn(conn, turn.id)
             if current.terminal:
