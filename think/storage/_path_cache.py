@@ -163,8 +163,8 @@ class PathCache:
         about to read the path (the first, after its turn's messages went in) then finds its
         leaf here and reads nothing. Anything else is left to the read.
 
-        Called inside the transaction that stored them, or with what a step's claim read of
-        its turn's start (`Store.claim_started_turn`). Should it roll back, the path ends in
+        Called inside the transaction that stored them, or with what a first step read of its
+        turn's start (`Store.read_started_turn`). Should it roll back, the path ends in
         messages that are not stored; a hit returns only a prefix up to a leaf a step names,
         and a step names only a stored leaf, so they are never read: the next walk up does
         not find them and replaces the path."""

@@ -36,7 +36,8 @@ PAUSED_STATUSES: frozenset[str] = frozenset({"awaiting_approval", "awaiting_clie
 FIRST_STEP = "step-0"
 """The fence a turn's first model step claims (`turns.fences`)."""
 AWAITS_WORKFLOW_SQL = (
-    "({t}.status = 'pending' OR ({t}.status = 'running' AND {t}.fences ->> 'step-0' IS NULL))"
+    f"({{t}}.status = 'pending' OR ({{t}}.status = 'running' AND {{t}}.fences ->> '{FIRST_STEP}'"
+    " IS NULL))"
 )
 """`TurnRecord.awaits_workflow` in SQL, of the turns row `{t}`."""
 

@@ -135,7 +135,6 @@ class ChunkWriter:
         """Stop batching; wait for a batch in flight and return the chunks not yet written.
         The fence's claim has landed when it returns (`Fence.held`): what the caller writes
         next may go in a transaction."""
-        await self._fence.held()
         self._closing.set()
         self._content_arrived.set()
         if self._task is not None:
@@ -144,6 +143,7 @@ class ChunkWriter:
                 await task  # its error, if any, is in self._error
         if self._error is not None:
             raise self._error
+        await self._fence.held()  # a step that wrote nothing yet has not waited for it
         rest, self._buffer = self._buffer, []
         return rest
 

@@ -1,9 +1,10 @@
 """One attempt at one model step, in phases, each with what it needs passed in:
 
-- `load`: the step's fence is claimed and the transcript read; a step a previous attempt
-  finished answers from its record. The first step starts the turn, in a transaction under
-  the conversation's and the turn's locks; a later one needs one statement, and checks the
-  budgets first.
+- `load`: the turn and the transcript are read and the step's fence claimed (a first
+  attempt's claim goes on its way beside the model request, `Fence.first`); a step a
+  previous attempt finished answers from its record. A turn its admission started needs one
+  read; one still `pending` is started by its first step, in a transaction under the
+  conversation's and the turn's locks. A later step checks the budgets first.
 - `assemble`: the agent's hooks build the request (context, prompt, tools, output).
 - `stream`: the model's answer becomes chunks, batched into the stream log; the calls it made
   are planned.
