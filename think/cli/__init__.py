@@ -39,7 +39,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None) -> int:
-    args = _parser().parse_args(argv)
+    try:
+        # Building the parser reads the package's metadata: a Ctrl-C right after the imports
+        # (the launcher has handed SIGINT back by then) lands here, and is a clean exit too.
+        args = _parser().parse_args(argv)
+    except KeyboardInterrupt:
+        return 130
     # THINK_AGENTS names modules of the current directory (`my_agents:Forecaster`): the
     # console script, unlike `python -m think` (and like uvicorn's --app-dir), must look there.
     if "" not in sys.path and os.getcwd() not in sys.path:

@@ -64,7 +64,6 @@ class StreamState:
     """Connections broken in a row without a new chunk: what `backoff` counts."""
     progressed: bool = field(default=False, init=False)
     """The current connection has brought a new chunk."""
-    done: bool = field(default=False, init=False)
 
     @property
     def needs_turn_id(self) -> bool:
@@ -119,7 +118,6 @@ class StreamState:
     def take(self, event: SSEEvent) -> StreamChunk | _Done | None:
         """What to hand the caller for one event: a chunk, DONE, or nothing (a repeat)."""
         if event.data == "[DONE]":
-            self.done = True
             return DONE
         event_id: int | None = None
         if event.id is not None:
