@@ -20,6 +20,7 @@ from tests._sse import deltas, read_until
 from think import StreamCallback, ThinkService, UIMessage
 from think._messages import new_id
 from think.storage import TurnRecord, TurnRequest
+from think.streaming import read
 from think.testing import FakeOpenAIServer, Reply, reply, text
 
 SLOW = [f"w{i} " for i in range(40)]  # ~1.5 s of streaming at 0.04 s a chunk
@@ -152,6 +153,12 @@ async def pending_turn(service: ThinkService, cid: str) -> TurnRecord:
         idempotency_key=None,
     )
     return admission.turn
+
+
+async def chunk_types(service: ThinkService, turn_id: str) -> list[str]:
+    """The types of the chunks in the turn's stream log, in order."""
+    async with service.store.db.connection() as conn:
+        return [chunk["type"] for _, chunk in await read(conn, turn_id, -1)]
 
 
 class StoredRows(NamedTuple):

@@ -13,11 +13,10 @@ import pytest
 from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests._turn_helpers import pending_turn, stored_rows
+from tests._turn_helpers import chunk_types, pending_turn, stored_rows
 from think import ThinkService
 from think._messages import UIMessage
 from think.storage import Admission, TurnRecord, TurnRequest
-from think.streaming import read
 from think.testing import FakeOpenAIServer, text
 from think.turns._dispatch import start_turn_workflow
 from think.workflows._names import turn_workflow_id
@@ -105,11 +104,6 @@ async def _admit(service: ThinkService, cid: str, **request: Any) -> TurnRecord:
     return admission.turn
 
 
-async def _chunks(service: ThinkService, turn_id: str) -> list[str]:
-    async with service.store.db.connection() as conn:
-        return [chunk["type"] for _, chunk in await read(conn, turn_id, -1)]
-
-
 async def test_a_turn_to_an_idle_conversation_starts_in_its_admission(
     service: ThinkService, engine: AsyncEngine, cid: str
 ) -> None:
@@ -118,11 +112,11 @@ async def test_a_turn_to_an_idle_conversation_starts_in_its_admission(
     assert stored is not None and stored.status == turn.status == "running"
     assert stored.started_at is not None and stored.parent_id is not None
     assert stored.awaits_workflow  # no step has claimed it: a sweeper may start its workflow
-    assert await _chunks(service, turn.id) == ["start"]
+    assert await chunk_types(service, turn.id) == ["start"]
     assert (await stored_rows(engine, cid)).messages == 1  # "hi", under the active leaf
     # One queued behind it is started by whoever ends the turn ahead, as before.
     queued = await _admit(service, cid, concurrency="queue")
-    assert queued.status == "pending" and await _chunks(service, queued.id) == []
+    assert queued.status == "pending" and await chunk_types(service, queued.id) == []
     assert (await stored_rows(engine, cid)).messages == 1
 
 
@@ -139,7 +133,7 @@ async def test_a_mode_with_work_at_its_start_is_left_to_its_first_step(
 ) -> None:
     turn = await _admit(service, cid, **request_fields)
     assert turn.status == "pending" and turn.awaits_workflow
-    assert await _chunks(service, turn.id) == []
+    assert await chunk_types(service, turn.id) == []
     assert (await stored_rows(engine, cid)).messages == 0
 
 
@@ -152,7 +146,7 @@ async def test_a_started_turn_cancelled_before_its_first_step_is_aborted_at_once
     stored = await service.store.get_turn(turn.id)
     assert stored is not None and stored.status == "aborted"
     assert stored.error == "changed my mind"
-    assert await _chunks(service, turn.id) == ["start", "abort"]
+    assert await chunk_types(service, turn.id) == ["start", "abort"]
     # Never run, and the conversation goes on: the next turn answers at once.
     fake_model.script(cid, text("next"))
     result = await asyncio.wait_for(conversation.run_turn("again"), timeout=30)

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from tests._turn_helpers import pending_turn
+from tests._turn_helpers import chunk_types, pending_turn
 from think import ThinkService
 from think._settings import Settings
 from think.storage._stream_log import FirstClaim, read
@@ -82,11 +82,6 @@ async def test_first_words_go_at_once_unless_nobody_waits_for_them(
 _PROBE = {"type": "data-probe", "data": 1, "transient": True}
 
 
-async def _written(service: ThinkService, turn_id: str) -> list[str]:
-    async with service.store.db.connection() as conn:
-        return [chunk["type"] for _, chunk in await read(conn, turn_id, -1)]
-
-
 async def test_a_first_claim_that_lands_lets_its_writes_through(
     service: ThinkService, cid: str
 ) -> None:
@@ -98,7 +93,7 @@ async def test_a_first_claim_that_lands_lets_its_writes_through(
         assert (await claim(conn, turn.id, "step-0")).attempt == 2
         with pytest.raises(StaleAttempt):
             await append(conn, turn.id, [_PROBE], fence)
-    assert await _written(service, turn.id) == ["start", "data-probe"]
+    assert await chunk_types(service, turn.id) == ["start", "data-probe"]
 
 
 async def test_a_first_claim_that_another_attempt_beat_writes_nothing(
@@ -112,7 +107,7 @@ async def test_a_first_claim_that_another_attempt_beat_writes_nothing(
         with pytest.raises(StaleAttempt):
             await append(conn, turn.id, [_PROBE], fence)
         await append(conn, turn.id, [_PROBE], other)
-    assert await _written(service, turn.id) == ["start", "data-probe"]
+    assert await chunk_types(service, turn.id) == ["start", "data-probe"]
 
 
 async def test_a_first_claim_after_the_turn_ended_writes_nothing(
@@ -128,7 +123,7 @@ async def test_a_first_claim_after_the_turn_ended_writes_nothing(
     fence = Fence.first("step-0", service.store.claim_first(turn.id, "step-0"))
     with pytest.raises(TurnEnded):
         await fence.held()
-    assert await _written(service, turn.id) == ["start"]
+    assert await chunk_types(service, turn.id) == ["start"]
 
 
 async def test_a_write_in_a_transaction_does_not_wait_for_a_claim_on_its_way(
@@ -153,4 +148,4 @@ async def test_a_write_in_a_transaction_does_not_wait_for_a_claim_on_its_way(
     assert not fence.pending
     async with service.store.db.transaction() as conn:
         await append(conn, turn.id, [_PROBE], fence)
-    assert await _written(service, turn.id) == ["start", "data-probe"]
+    assert await chunk_types(service, turn.id) == ["start", "data-probe"]
