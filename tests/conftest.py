@@ -87,8 +87,11 @@ def stack(
     env["MCP_TEST_AUTH"] = "Bearer mcp-test-secret"
     running = Stack(env=env, logs=logs)
     try:
-        running.start_worker()
+        worker = running.start_worker()
         running.start_api()
+        # Polling, and listening for the turns the gateway announces: a test's first turn
+        # is started by it, not by the sweeper a second later.
+        running.wait_polling(worker)
         yield running
     finally:
         running.stop()

@@ -1,5 +1,7 @@
-"""A turn's workflow is started as its admission commits, not after (`think.turns._admission`):
-the workflow of a commit that failed ends by itself, writing nothing, and a first step that
+"""A turn's workflow is started as its admission commits, not after (`think.turns._admission`),
+where the admitting process runs a worker (a gateway's admissions announce their turns
+instead: tests/test_announced_turns.py): the workflow of a commit that failed ends by itself,
+writing nothing, and a first step that
 overtakes the commit waits for it instead of failing the turn. A turn to an idle conversation
 is started by its admission's transaction itself (`starts_at_admission`): its first step then
 only claims its fence, and a cancel that comes before that step aborts it at once."""
@@ -39,6 +41,8 @@ async def _rows(engine: AsyncEngine, turn_id: str) -> int:
 async def test_the_workflow_of_a_failed_commit_ends_by_itself_and_writes_nothing(
     service: ThinkService, engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch, cid: str
 ) -> None:
+    # As a worker's admission (a sub-agent's turn) is: it starts the workflow itself.
+    monkeypatch.setattr("think.turns._dispatch._HOSTED_QUEUES", {service.settings.task_queue})
     record = service.store.admit_turn
     sent: list[TurnRecord] = []
 

@@ -17,6 +17,7 @@ from think import metrics
 from think._current import BindTurns
 from think._settings import Settings
 from think.agent._registry import AgentRegistry
+from think.engine._announced import AnnouncedTurns
 from think.engine.activities import SubmissionActivities, TurnActivities
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._turn_state import end_abandoned
@@ -31,7 +32,7 @@ from think.schedules import (
 from think.storage import Store, open_database, unapplied_answers
 from think.streaming import CANCEL_CHANNEL, ChunkListener
 from think.tools import McpServer, close_mcp_pool, warm_mcp_servers
-from think.turns._dispatch import DispatchFailed, hand_off, start_turn_workflow
+from think.turns._dispatch import DispatchFailed, hand_off, host_queue, start_turn_workflow
 from think.turns._service import ThinkService
 from think.workflows import WORKFLOWS
 from think.workflows._connect import connect
@@ -97,6 +98,7 @@ def build_worker(
         settings=settings,
         registry=activities.res.registry,
     )
+    host_queue(settings.task_queue)
     return Worker(
         client,
         task_queue=settings.task_queue,
@@ -253,11 +255,17 @@ async def run_worker(settings: Settings) -> None:
     )
     worker = build_worker(client, settings, activities, service)
     warm_mcp_servers(_declared_mcp_servers(registry))
+    announced = AnnouncedTurns(settings.libpq_url, store, client, settings.task_queue)
     housekeeping = [
+        asyncio.create_task(announced.run()),
         asyncio.create_task(_prune_forever(store, settings.chunk_retention_seconds)),
         asyncio.create_task(_sweep_forever(client, store, settings)),
         asyncio.create_task(_sample_pool_forever(store)),
     ]
+    # Listening before it says it polls: an announcement made before it listens reaches it
+    # only through its gateway's fallback, seconds later.
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(announced.listening.wait(), timeout=10)
     log.info("worker polling task queue %r", settings.task_queue)
     try:
         await worker.run()

@@ -55,6 +55,7 @@ from think.storage._records import (
 from think.storage._search import MAX_SEARCH_LIMIT, SearchHit, search_messages
 from think.storage._store import Store
 from think.storage._submissions import (
+    ANNOUNCE_CHANNEL,
     ConversationBusy,
     SubmissionConflict,
     TurnNotFound,
@@ -87,6 +88,7 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 
 __all__ = [
     "ACTIVE_STATUSES",
+    "ANNOUNCE_CHANNEL",
     "MAX_SEARCH_LIMIT",
     "NOW",
     "PAUSED_STATUSES",

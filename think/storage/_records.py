@@ -35,6 +35,9 @@ TERMINAL_STATUSES: frozenset[str] = frozenset(
 PAUSED_STATUSES: frozenset[str] = frozenset({"awaiting_approval", "awaiting_client_tool"})
 FIRST_STEP = "step-0"
 """The fence a turn's first model step claims (`turns.fences`)."""
+STARTER = "starter"
+"""The mark (in `turns.fences`) of the worker that starts an announced turn's workflow
+(`Store.claim_start`): of the workers told of the turn, one starts it."""
 AWAITS_WORKFLOW_SQL = (
     f"({{t}}.status = 'pending' OR ({{t}}.status = 'running' AND {{t}}.fences ->> '{FIRST_STEP}'"
     " IS NULL))"
@@ -179,6 +182,9 @@ class Admission(BaseModel):
     runs_now: bool = False
     """The conversation was idle: this turn is its running turn, and its workflow is to be
     started now (otherwise the turn ahead of it starts it when it ends)."""
+    announced: bool = False
+    """Started by its admission and announced to the workers of its queue
+    (`ANNOUNCE_CHANNEL`), one of which starts its workflow: the admission does not."""
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,8 @@ from think.storage._errors import MessageIdConflict, ParentNotFound, TurnNotReco
 from think.storage._path_cache import walk
 from think.storage._records import (
     AWAITS_WORKFLOW_SQL,
+    FIRST_STEP,
+    STARTER,
     Conversation,
     QueueLock,
     StoredMessage,
@@ -87,6 +89,15 @@ _CLAIM = """
     WHERE t.id = %(id)s AND c.uid = t.conversation_uid
     RETURNING {columns}, (t.fences ->> %(key)s)::int AS claimed_attempt {facts}
 """
+_CLAIM_START = f"""
+    UPDATE turns t SET fences = jsonb_set(t.fences, ARRAY['{STARTER}'], '1')
+    FROM conversations c, (SELECT set_config('synchronous_commit', 'off', true)) AS quick
+    WHERE t.id = %(id)s AND c.uid = t.conversation_uid AND t.status = 'running'
+      AND t.fences ->> '{STARTER}' IS NULL AND t.fences ->> '{FIRST_STEP}' IS NULL
+    RETURNING {_submissions.TURN_COLUMNS}
+"""
+"""`Store.claim_start`. It commits without waiting for its WAL flush: a mark lost in a
+crash only lets a second worker send a start Temporal refuses."""
 _CLAIM_STEP = _CLAIM.format(columns=_submissions.TURN_COLUMNS, facts="")
 _CLAIM_QUEUED_TURN = _CLAIM.format(columns=_submissions.TURN_COLUMNS, facts=f", {_QUEUE_FACTS}")
 """`_CLAIM_STEP` with the `_QUEUE_FACTS`: the `UPDATE` takes the row lock `_LOCK_QUEUED_TURN`'s
@@ -490,6 +501,25 @@ class Store:
         if row is None:
             raise UserError(f"turn {turn_id!r} does not exist")
         return _turn_record(row)
+
+    async def claim_start(self, turn_id: str) -> TurnRecord | None:
+        """Mark the worker that starts an announced turn's workflow (`STARTER`) and read the
+        turn, in one statement; None when another worker has, or the turn has begun or
+        ended. One worker of those told sends the start, not all of them."""
+        async with self.db.connection() as conn:
+            row = await fetch_one(conn, _CLAIM_START, {"id": turn_id})
+        return _turn_record(row) if row else None
+
+    async def awaiting_workflow(self, turn_ids: list[str]) -> set[str]:
+        """Which of these turns still await their workflow (`TurnRecord.awaits_workflow`)."""
+        async with self.db.connection() as conn:
+            rows = await fetch_all(
+                conn,
+                "SELECT t.id FROM turns t WHERE t.id = ANY(%(ids)s) AND "
+                + AWAITS_WORKFLOW_SQL.format(t="t"),
+                {"ids": turn_ids},
+            )
+        return {str(r["id"]) for r in rows}
 
     async def claim_first(self, turn_id: str, key: str) -> FirstClaim:
         """`think.streaming.claim_first` on a connection of its own: it runs beside the step

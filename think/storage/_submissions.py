@@ -130,6 +130,12 @@ _HEAD = (
 """
 )
 
+ANNOUNCE_CHANNEL = "think_turn_admitted"
+"""Where an admission that started a turn announces it to the workers of its queue, as
+`<task queue>\n<turn id>`, when the admitting process runs no worker of that queue (a
+gateway): a worker starts the workflow itself and so runs its first workflow task at once
+(Temporal's eager start), instead of waiting for the task to be dispatched."""
+
 _LOCK_CONVERSATION = "SELECT active_leaf_id FROM conversations WHERE uid = %(c)s FOR UPDATE"
 
 SUPERSEDING = frozenset({"latest", "interrupt", "rollback"})
@@ -219,6 +225,7 @@ async def record(
     idempotency_key: str | None,
     submission_id: str | None = None,
     on_inserted: Callable[[Admission], None] | None = None,
+    announce_to: str | None = None,
 ) -> Admission:
     """Record a submission durably, or find the one this key or submission id already made.
 
@@ -230,6 +237,8 @@ async def record(
     `on_inserted` is told of a new turn once its row is inserted, just before the commit
     (which it must not wait for): admission starts the turn's workflow then, so that
     Temporal's start overlaps the commit. If the commit then fails, this raises as usual.
+    `announce_to`: a turn this transaction starts is announced to that task queue's workers
+    (`ANNOUNCE_CHANNEL`, delivered as it commits) instead, and says so (`announced`).
     """
     if not request.messages and not request.continuation and request.regenerates is None:
         raise UserError("a submission needs at least one message")
@@ -271,13 +280,25 @@ async def record(
             idle = inserted.pop("idle")
             turn = _record(inserted)
             runs_now = not queue if acts_on_queue else idle
-            admission = Admission(turn=turn, accepted=True, interrupt=interrupt, runs_now=runs_now)
+            starts = runs_now and starts_at_admission(request)
+            admission = Admission(
+                turn=turn,
+                accepted=True,
+                interrupt=interrupt,
+                runs_now=runs_now,
+                announced=starts and announce_to is not None,
+            )
             if on_inserted is not None:
                 on_inserted(admission)
-            if runs_now and starts_at_admission(request):
+            if starts:
                 # Started here, while Temporal starts its workflow: its first step then only
                 # claims its fence, with no transaction of its own on the turn's way.
                 turn, _ = await begin_turn(store, conn, turn, conversation.active_leaf_id)
+                if announce_to is not None:
+                    await conn.execute(
+                        "SELECT pg_notify(%(channel)s, %(payload)s)",
+                        {"channel": ANNOUNCE_CHANNEL, "payload": f"{announce_to}\n{turn.id}"},
+                    )
                 admission = admission.model_copy(update={"turn": turn})
             return admission
     # Lost a race with a concurrent request for the same key or id: its row is committed now.

@@ -34,7 +34,7 @@ from think.storage._stream_log import (
     read_timed,
     step_is_open,
 )
-from think.streaming._listener import ChunkListener
+from think.streaming._listener import ChunkListener, listen_forever
 from think.streaming._writer import ChunkWriter
 
 __all__ = [
@@ -64,6 +64,7 @@ __all__ = [
     "count_failure",
     "is_static_tool_part",
     "is_tool_part",
+    "listen_forever",
     "read",
     "read_timed",
     "step_is_open",

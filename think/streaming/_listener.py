@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 from collections import defaultdict, deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -158,24 +158,46 @@ class ChunkListener:
                 event.set()
 
     async def _run(self) -> None:
-        backoff = 0.2
-        while True:
-            try:
-                async with await psycopg.AsyncConnection.connect(
-                    self._dsn, autocommit=True
-                ) as conn:
-                    await conn.execute(f"LISTEN {self._channel}")
-                    self._ready.set()
-                    backoff = 0.2
-                    # Anything announced while we were away: let every stream re-read.
-                    self._wake()
-                    async for notify in conn.notifies():
-                        self._wake(notify.payload)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                self._ready.clear()
-                log.warning("LISTEN connection lost; reconnecting", exc_info=True)
-                self._wake()
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 5.0)
+        def connected() -> None:
+            self._ready.set()
+            # Anything announced while we were away: let every stream re-read.
+            self._wake()
+
+        def lost() -> None:
+            self._ready.clear()
+            self._wake()
+
+        await listen_forever(
+            self._dsn, self._channel, self._wake, on_connect=connected, on_lost=lost
+        )
+
+
+async def listen_forever(
+    dsn: str,
+    channel: str,
+    on_payload: Callable[[str], None],
+    *,
+    on_connect: Callable[[], None] | None = None,
+    on_lost: Callable[[], None] | None = None,
+) -> None:
+    """LISTEN on `channel` until cancelled, handing each payload to `on_payload`; a lost
+    connection is reopened (backing off to 5 s), with `on_lost` told at once and `on_connect`
+    once listening again: what was announced meanwhile is gone."""
+    backoff = 0.2
+    while True:
+        try:
+            async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+                await conn.execute(f"LISTEN {channel}")
+                backoff = 0.2
+                if on_connect is not None:
+                    on_connect()
+                async for notify in conn.notifies():
+                    on_payload(notify.payload)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.warning("LISTEN %s: connection lost; reconnecting", channel, exc_info=True)
+            if on_lost is not None:
+                on_lost()
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 5.0)

@@ -17,7 +17,7 @@ from think.turns._admission import (
     follow,
     wait_for_turn,
 )
-from think.turns._dispatch import DispatchFailed, hand_off, start_turn_workflow
+from think.turns._dispatch import DispatchFailed, hand_off, host_queue, start_turn_workflow
 from think.turns._fingerprint import request_hash, turn_fingerprint
 from think.turns._service import ConversationHandle, ThinkService
 from think.turns._views import (
@@ -43,6 +43,7 @@ __all__ = [
     "dispatch",
     "follow",
     "hand_off",
+    "host_queue",
     "request_hash",
     "start_turn_workflow",
     "tool_part_name",

@@ -53,7 +53,7 @@ from think.streaming import (
     read,
     read_timed,
 )
-from think.turns._dispatch import hand_off, start_turn_workflow
+from think.turns._dispatch import hand_off, hosts_queue, start_turn_workflow, watch_announced
 from think.turns._fingerprint import request_hash, turn_fingerprint
 from think.workflows._names import turn_workflow_id
 
@@ -160,7 +160,7 @@ async def admit(
     starting: list[asyncio.Task[None]] = []
 
     def start_while_committing(admission: Admission) -> None:
-        if admission.runs_now:  # the conversation was idle: nothing for it to interrupt
+        if admission.runs_now and not admission.announced:  # idle: nothing to interrupt
             turn = admission.turn
             starting.append(asyncio.create_task(start_turn_workflow(temporal, task_queue, turn)))
 
@@ -174,6 +174,7 @@ async def admit(
             idempotency_key=idempotency_key,
             submission_id=submission_id,
             on_inserted=start_while_committing,
+            announce_to=None if hosts_queue(task_queue) else task_queue,
         )
     except BaseException:
         if starting:
@@ -182,7 +183,9 @@ async def admit(
             with contextlib.suppress(BaseException):
                 await starting[0]
         raise
-    if starting:
+    if admission.announced:
+        watch_announced(store, temporal, task_queue, admission.turn)
+    elif starting:
         await starting[0]
     else:
         await dispatch(store, temporal, task_queue, admission)

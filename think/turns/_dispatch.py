@@ -9,7 +9,10 @@ commit, which starts the running turn's workflow if it has not started. Starting
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
+import weakref
 from datetime import timedelta
 from typing import Any
 
@@ -42,6 +45,22 @@ TASK_TIMEOUT = timedelta(seconds=5)
 """A turn's workflow-task timeout. Model steps run as local activities inside a workflow task,
 so this is how soon a step whose worker died is retried elsewhere (the SDK keeps a live task
 open by completing it every 80% of this)."""
+
+
+_HOSTED_QUEUES: set[str] = set()
+
+
+def host_queue(task_queue: str) -> None:
+    """Say that this process runs a worker of `task_queue` (`build_worker` does): its starts
+    then ask for eager execution (Temporal answers the start with the workflow's first task,
+    which this process's worker runs at once, instead of dispatching it through the task
+    queue), and its admissions start their turns themselves rather than announce them.
+    Without a free slot in a local worker, the SDK sends a plain start."""
+    _HOSTED_QUEUES.add(task_queue)
+
+
+def hosts_queue(task_queue: str) -> bool:
+    return task_queue in _HOSTED_QUEUES
 
 
 class DispatchFailed(ThinkError):
@@ -115,6 +134,7 @@ async def start_turn_workflow(client: Client, task_queue: str, turn: TurnRecord)
                 search_attributes=TypedSearchAttributes(attributes),
                 static_summary=summary,
                 static_details=details,
+                request_eager_start=task_queue in _HOSTED_QUEUES,
             )
         except WorkflowAlreadyStartedError:
             return
@@ -152,3 +172,62 @@ async def hand_off(store: Store, client: Client, task_queue: str, turn_id: str) 
         head = await queue_head(conn, turn_id)
     if head is not None and head.awaits_workflow:
         await start_turn_workflow(client, task_queue, head)
+
+
+ANNOUNCED_GRACE = 2.0
+"""How long an announced turn may await its workflow before its admitting process starts it
+itself: no worker took it (none is running, or the one that did died before its start)."""
+
+
+class _Unclaimed:
+    """The turns one process announced to a queue's workers and has not seen begun: past
+    `ANNOUNCED_GRACE`, it starts those still awaiting their workflow. One read per check
+    for all of them, none while there are none."""
+
+    def __init__(self, store: Store, client: Client, task_queue: str) -> None:
+        self.store, self.client, self.task_queue = store, client, task_queue
+        self.turns: dict[str, tuple[float, TurnRecord]] = {}
+        self.task: asyncio.Task[None] | None = None
+
+    def add(self, turn: TurnRecord) -> None:
+        self.turns[turn.id] = (time.monotonic(), turn)
+        if self.task is None or self.task.done():
+            self.task = asyncio.create_task(self._check(), name="think-announced-turns")
+
+    async def _check(self) -> None:
+        while self.turns:
+            await asyncio.sleep(ANNOUNCED_GRACE / 2)
+            cutoff = time.monotonic() - ANNOUNCED_GRACE
+            due = [turn for at, turn in self.turns.values() if at <= cutoff]
+            if not due:
+                continue
+            try:
+                waiting = await self.store.awaiting_workflow([turn.id for turn in due])
+            except Exception:
+                log.warning("checking announced turns failed", exc_info=True)
+                continue
+            for turn in due:
+                if turn.id in waiting:
+                    try:
+                        await start_turn_workflow(self.client, self.task_queue, turn)
+                    except DispatchFailed:
+                        log.warning("starting announced turn %s failed", turn.id, exc_info=True)
+                        continue  # kept: tried again at the next check
+                    log.info("turn %s: no worker started it; started by its admission", turn.id)
+                del self.turns[turn.id]
+
+
+_UNCLAIMED: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[int, int, str], _Unclaimed]
+] = weakref.WeakKeyDictionary()
+
+
+def watch_announced(store: Store, client: Client, task_queue: str, turn: TurnRecord) -> None:
+    """Start the announced `turn` from this process if no worker has begun it within
+    `ANNOUNCED_GRACE` (the workers' sweeper covers a process that dies before that)."""
+    watches = _UNCLAIMED.setdefault(asyncio.get_running_loop(), {})
+    key = (id(store), id(client), task_queue)
+    watch = watches.get(key)
+    if watch is None:
+        watch = watches[key] = _Unclaimed(store, client, task_queue)
+    watch.add(turn)

@@ -1,0 +1,62 @@
+"""Starting, in this worker, the turns a gateway announced (`ANNOUNCE_CHANNEL`).
+
+A gateway that starts a turn in its admission does not send Temporal's start itself: it
+announces the turn, and a worker sends it, asking for eager execution. Temporal then answers
+the start with the workflow's first task, which this worker runs at once: the turn's first
+step begins without waiting for the task to be dispatched through the task queue (a few
+milliseconds of every turn). Of the workers told, the first to mark the turn
+(`Store.claim_start`) starts it. A turn nobody starts (no worker is running, or the one
+that marked it died first) is started by its gateway after `ANNOUNCED_GRACE`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from temporalio.client import Client
+
+from think.storage import ANNOUNCE_CHANNEL, Store
+from think.streaming import listen_forever
+from think.turns import start_turn_workflow
+
+log = logging.getLogger("think.worker.announced")
+
+
+class AnnouncedTurns:
+    def __init__(self, dsn: str, store: Store, client: Client, task_queue: str) -> None:
+        self._dsn = dsn
+        self._store = store
+        self._client = client
+        self._task_queue = task_queue
+        self._starting: set[asyncio.Task[None]] = set()
+        self.listening = asyncio.Event()
+        """Set once the LISTEN is in place (and again after a reconnect)."""
+
+    async def run(self) -> None:
+        """Until cancelled."""
+        await listen_forever(
+            self._dsn,
+            ANNOUNCE_CHANNEL,
+            self._announced,
+            on_connect=self.listening.set,
+            on_lost=self.listening.clear,
+        )
+
+    def _announced(self, payload: str) -> None:
+        task_queue, _, turn_id = payload.rpartition("\n")
+        if task_queue != self._task_queue:
+            return
+        task = asyncio.create_task(self._start(turn_id))
+        self._starting.add(task)
+        task.add_done_callback(self._starting.discard)
+
+    async def _start(self, turn_id: str) -> None:
+        try:
+            turn = await self._store.claim_start(turn_id)
+            if turn is None:
+                return  # another worker has it, or it has begun or ended
+            await start_turn_workflow(self._client, self._task_queue, turn)
+        except Exception:
+            # Its gateway starts it after ANNOUNCED_GRACE; the sweeper after that.
+            log.warning("starting announced turn %s failed", turn_id, exc_info=True)
