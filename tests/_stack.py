@@ -193,8 +193,11 @@ def own_stack(env: Mapping[str, str], logs: Path) -> Iterator[Stack]:
     that a test may kill them and hurt no one."""
     own = Stack(env=dict(env), logs=logs)
     try:
-        own.start_worker()
+        worker = own.start_worker()
         own.start_api()
+        # Listening for the turns its gateway announces: otherwise the first is started a
+        # second later by whichever worker sweeps first, maybe another stack's.
+        own.wait_polling(worker)
         yield own
     finally:
         own.stop()

@@ -16,6 +16,7 @@ import logging
 
 from temporalio.client import Client
 
+from think.engine.activities._resources import StartedReads
 from think.storage import ANNOUNCE_CHANNEL, Store
 from think.streaming import listen_forever
 from think.turns import start_turn_workflow
@@ -24,9 +25,17 @@ log = logging.getLogger("think.worker.announced")
 
 
 class AnnouncedTurns:
-    def __init__(self, dsn: str, store: Store, client: Client, task_queue: str) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        store: Store,
+        client: Client,
+        task_queue: str,
+        reads: StartedReads | None = None,
+    ) -> None:
         self._dsn = dsn
         self._store = store
+        self._reads = reads
         self._client = client
         self._task_queue = task_queue
         self._starting: set[asyncio.Task[None]] = set()
@@ -56,6 +65,8 @@ class AnnouncedTurns:
             turn = await self._store.claim_start(turn_id)
             if turn is None:
                 return  # another worker has it, or it has begun or ended
+            if self._reads is not None:
+                self._reads.read(self._store, turn_id)  # for its first step, beside the start
             await start_turn_workflow(self._client, self._task_queue, turn)
         except Exception:
             # Its gateway starts it after ANNOUNCED_GRACE; the sweeper after that.

@@ -255,7 +255,9 @@ async def run_worker(settings: Settings) -> None:
     )
     worker = build_worker(client, settings, activities, service)
     warm_mcp_servers(_declared_mcp_servers(registry))
-    announced = AnnouncedTurns(settings.libpq_url, store, client, settings.task_queue)
+    announced = AnnouncedTurns(
+        settings.libpq_url, store, client, settings.task_queue, activities.res.started_reads
+    )
     housekeeping = [
         asyncio.create_task(announced.run()),
         asyncio.create_task(_prune_forever(store, settings.chunk_retention_seconds)),

@@ -172,9 +172,11 @@ class StepAttempt:
     async def _load_first_step(self) -> _Loaded | ModelStepResult:
         inp, store = self.inp, self.res.store
         key = f"step-{inp.step}"
+        # Most turns were started by their admission: one read then, no transaction, and
+        # none at all where this worker started the workflow (it read beside the start).
+        taken = await self.res.started_reads.take(inp.turn_id)  # once: a retry reads again
         async with store.db.connection() as conn:
-            # Most turns were started by their admission: one read then, no transaction.
-            started = await store.read_started_turn(conn, inp.turn_id)
+            started = taken or await store.read_started_turn(conn, inp.turn_id)
             if started is not None:
                 turn, stored = started
                 self.res.paths.extend(turn.conversation_uid, turn.messages_revision, stored)
