@@ -3,7 +3,8 @@ worker sends its workflow's start, eagerly: Temporal answers the start with the 
 task, which that worker runs at once (`think.engine._announced`). The test process runs no
 worker, so its admissions announce, as a gateway's do. One worker of those told starts the
 turn (`Store.claim_start`); a turn no worker takes is started by its admitting process after
-`ANNOUNCED_GRACE`; a turn whose commit failed was never announced."""
+`ANNOUNCED_GRACE`; a turn whose commit failed was never announced. The sweeper starts only
+the turns admitted for its own queue."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from tests._turn_helpers import pending_turn, stored_rows
 from think import ThinkService
-from think.storage import Admission, TurnRecord
+from think._messages import UIMessage
+from think.storage import Admission, TurnRecord, TurnRequest
 from think.testing import FakeOpenAIServer, text
 from think.turns._dispatch import ANNOUNCED_GRACE
 from think.workflows._names import turn_workflow_id
@@ -131,3 +133,34 @@ async def test_a_turn_whose_commit_failed_is_never_announced_or_started(
     assert missing.value.status == RPCStatusCode.NOT_FOUND
     rows = await stored_rows(engine, cid)
     assert rows.turns == rows.messages == 0
+
+
+async def test_the_sweeper_keeps_a_turn_on_the_queue_it_was_admitted_for(
+    service: ThinkService, cid: str
+) -> None:
+    elsewhere = f"elsewhere-{secrets.token_hex(4)}"
+    admission = await service.store.admit_turn(
+        tenant="default",
+        agent="helper",
+        conversation_id=cid,
+        request=TurnRequest(messages=[UIMessage.user_text("hi")]),
+        request_hash=f"swept-{cid}",
+        idempotency_key=None,
+        task_queue=elsewhere,  # recorded, not started: as if its gateway had died
+    )
+    turn = admission.turn
+    assert turn.task_queue == elsewhere and turn.awaits_workflow
+
+    async def swept_by(queue: str | None) -> bool:
+        return turn.id in {t.id for t in await service.store.waiting_heads(0, queue)}
+
+    assert await swept_by(elsewhere)
+    assert not await swept_by(service.settings.task_queue)  # this stack's workers leave it
+    assert await swept_by(None)
+    # The stack's own sweeper (every second) has left it too: it still awaits its workflow.
+    await asyncio.sleep(2.5)
+    stored = await service.store.get_turn(turn.id)
+    assert stored is not None and stored.awaits_workflow
+    with pytest.raises(RPCError) as missing:
+        await _handle(service, stored).describe()
+    assert missing.value.status == RPCStatusCode.NOT_FOUND

@@ -140,12 +140,12 @@ async def _prune_forever(store: Store, retention: float) -> None:
 
 
 async def sweep_once(client: Client, store: Store, settings: Settings, older_than: float) -> int:
-    """Start the running turns still awaiting their workflow a while after they were accepted
-    (`TurnRecord.awaits_workflow`): it may never have started (a gateway or worker died
-    between its commit and the start). Starting one that exists changes nothing. Returns how
-    many were sent."""
+    """Start the running turns of this worker's queue still awaiting their workflow a while
+    after they were accepted (`TurnRecord.awaits_workflow`): it may never have started (a
+    gateway or worker died between its commit and the start). Starting one that exists
+    changes nothing. Returns how many were sent."""
     sent = 0
-    for turn in await store.waiting_heads(older_than):
+    for turn in await store.waiting_heads(older_than, settings.task_queue):
         try:
             await start_turn_workflow(client, settings.task_queue, turn)
             sent += 1

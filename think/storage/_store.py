@@ -570,10 +570,13 @@ class Store:
             {**params, "id": turn_id},
         )
 
-    async def waiting_heads(self, older_than_seconds: float, limit: int = 200) -> list[TurnRecord]:
+    async def waiting_heads(
+        self, older_than_seconds: float, task_queue: str | None = None, limit: int = 200
+    ) -> list[TurnRecord]:
         """Running turns (each conversation's first active turn) that still await their
         workflow a while after they were accepted (`TurnRecord.awaits_workflow`): it may never
-        have been started (a sender died between its commit and Temporal), oldest first."""
+        have been started (a sender died between its commit and Temporal), oldest first.
+        With `task_queue`, only those admitted for it (or for no queue in particular)."""
         async with self.db.connection() as conn:
             rows = await fetch_all(
                 conn,
@@ -581,9 +584,10 @@ class Store:
                 "created_at FROM turns WHERE completed_at IS NULL ORDER BY conversation_uid, seq) "
                 + _TURN_SELECT
                 + f" JOIN heads h ON h.id = t.id WHERE {AWAITS_WORKFLOW_SQL.format(t='h')} "
+                "AND (%(q)s::text IS NULL OR t.task_queue IS NULL OR t.task_queue = %(q)s) "
                 "AND h.created_at < "
                 "now() - make_interval(secs => %(s)s) ORDER BY h.created_at LIMIT %(limit)s",
-                {"s": older_than_seconds, "limit": limit},
+                {"s": older_than_seconds, "q": task_queue, "limit": limit},
             )
         return [_turn_record(r) for r in rows]
 

@@ -98,9 +98,9 @@ _LOCK = _BY_ID + " FOR UPDATE OF t"
 _INSERT = f"""
     WITH inserted AS (
         INSERT INTO turns (id, conversation_uid, agent, idempotency_key, request_hash, request,
-                           status, message_id)
+                           status, message_id, task_queue)
         VALUES (%(id)s, %(c)s, %(agent)s, %(key)s, %(hash)s, %(request)s, 'pending',
-                %(message_id)s)
+                %(message_id)s, %(task_queue)s)
         ON CONFLICT DO NOTHING
         RETURNING *, xmin::text AS version
     )
@@ -226,6 +226,7 @@ async def record(
     submission_id: str | None = None,
     on_inserted: Callable[[Admission], None] | None = None,
     announce_to: str | None = None,
+    task_queue: str | None = None,
 ) -> Admission:
     """Record a submission durably, or find the one this key or submission id already made.
 
@@ -239,6 +240,7 @@ async def record(
     Temporal's start overlaps the commit. If the commit then fails, this raises as usual.
     `announce_to`: a turn this transaction starts is announced to that task queue's workers
     (`ANNOUNCE_CHANNEL`, delivered as it commits) instead, and says so (`announced`).
+    `task_queue` is recorded with the turn, for the sweeper (`Store.waiting_heads`).
     """
     if not request.messages and not request.continuation and request.regenerates is None:
         raise UserError("a submission needs at least one message")
@@ -274,6 +276,7 @@ async def record(
                 "hash": request_hash,
                 "request": Jsonb(request.model_dump(mode="json", exclude_none=True)),
                 "message_id": new_id("msg"),
+                "task_queue": task_queue,
             },
         )
         if inserted is not None:

@@ -129,6 +129,8 @@ class TurnRow(Base):
     seq: Mapped[int] = mapped_column(BigInteger, Identity(always=False))
     """Acceptance order (migration 0007): the conversation's running turn is its active turn
     with the smallest `seq`."""
+    task_queue: Mapped[str | None] = mapped_column(String)
+    """The task queue it was admitted for (migration 0013), which the sweeper keeps it on."""
 
     __table_args__ = (
         UniqueConstraint("conversation_uid", "idempotency_key", name="turns_idempotency_key"),

@@ -175,6 +175,7 @@ async def admit(
             submission_id=submission_id,
             on_inserted=start_while_committing,
             announce_to=None if hosts_queue(task_queue) else task_queue,
+            task_queue=task_queue,
         )
     except BaseException:
         if starting:
