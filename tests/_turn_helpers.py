@@ -13,13 +13,14 @@ import json
 from typing import Any, NamedTuple
 
 import httpx
+import pytest
 from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests._sse import deltas, read_until
 from think import StreamCallback, ThinkService, UIMessage
 from think._messages import new_id
-from think.storage import TurnRecord, TurnRequest
+from think.storage import Admission, TurnRecord, TurnRequest
 from think.streaming import read
 from think.testing import FakeOpenAIServer, Reply, reply, text
 
@@ -183,3 +184,28 @@ async def stored_rows(engine: AsyncEngine, cid: str) -> StoredRows:
             )
         ).one()
     return StoredRows(int(row[0]), int(row[1]), int(row[2]))
+
+
+class CommitFailed(Exception):
+    """Raised inside an admission's transaction, which then rolls back: a failed commit."""
+
+
+def fail_admissions(service: ThinkService, monkeypatch: pytest.MonkeyPatch) -> list[Admission]:
+    """Make the service's admissions fail their commit, after the turn's row is inserted and
+    `on_inserted` (which may send the workflow's start) has run; the admissions that got so far,
+    as `on_inserted` saw them."""
+    record = service.store.admit_turn
+    seen: list[Admission] = []
+
+    async def admit_then_fail(**kwargs: Any) -> Admission:
+        inserted = kwargs.pop("on_inserted")
+
+        def fail(admission: Admission) -> None:
+            inserted(admission)
+            seen.append(admission)
+            raise CommitFailed
+
+        return await record(on_inserted=fail, **kwargs)
+
+    monkeypatch.setattr(service.store, "admit_turn", admit_then_fail)
+    return seen

@@ -15,17 +15,19 @@ import pytest
 from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests._turn_helpers import chunk_types, pending_turn, stored_rows
+from tests._turn_helpers import (
+    CommitFailed,
+    chunk_types,
+    fail_admissions,
+    pending_turn,
+    stored_rows,
+)
 from think import ThinkService
 from think._messages import UIMessage
-from think.storage import Admission, TurnRecord, TurnRequest
+from think.storage import TurnRecord, TurnRequest
 from think.testing import FakeOpenAIServer, text
 from think.turns._dispatch import start_turn_workflow
 from think.workflows._names import turn_workflow_id
-
-
-class CommitFailed(Exception):
-    """Raised inside the admission's transaction, which then rolls back: a failed commit."""
 
 
 def _workflow_id(turn: TurnRecord) -> str:
@@ -43,23 +45,10 @@ async def test_the_workflow_of_a_failed_commit_ends_by_itself_and_writes_nothing
 ) -> None:
     # As a worker's admission (a sub-agent's turn) is: it starts the workflow itself.
     monkeypatch.setattr("think.turns._dispatch._HOSTED_QUEUES", {service.settings.task_queue})
-    record = service.store.admit_turn
-    sent: list[TurnRecord] = []
-
-    async def admit_then_fail(**kwargs: Any) -> Admission:
-        start = kwargs.pop("on_inserted")
-
-        def start_then_fail(admission: Admission) -> None:
-            start(admission)  # the workflow's start is on its way
-            sent.append(admission.turn)
-            raise CommitFailed
-
-        return await record(on_inserted=start_then_fail, **kwargs)
-
-    monkeypatch.setattr(service.store, "admit_turn", admit_then_fail)
+    seen = fail_admissions(service, monkeypatch)  # the workflow's start is on its way
     with pytest.raises(CommitFailed):
         await service.conversation("helper", cid).submit_messages("hello")
-    [turn] = sent
+    [turn] = [admission.turn for admission in seen]
     assert await _rows(engine, turn.id) == 0  # nothing was recorded
     handle = service.temporal.get_workflow_handle(_workflow_id(turn))
     # Its first step finds no turn, looks again for a while (about 15 s), and ends it.

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from tests._turn_helpers import pending_turn, stored_rows
+from tests._turn_helpers import CommitFailed, fail_admissions, pending_turn, stored_rows
 from think import ThinkService
 from think._messages import UIMessage
 from think.storage import Admission, TurnRecord, TurnRequest
@@ -102,27 +102,10 @@ async def test_a_turn_no_worker_takes_is_started_by_its_gateway(
         await handle.terminate(reason="test over")
 
 
-class CommitFailed(Exception):
-    """Raised inside the admission's transaction, which then rolls back."""
-
-
 async def test_a_turn_whose_commit_failed_is_never_announced_or_started(
     service: ThinkService, engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch, cid: str
 ) -> None:
-    record = service.store.admit_turn
-    seen: list[Admission] = []
-
-    async def admit_then_fail(**kwargs: Any) -> Admission:
-        start = kwargs.pop("on_inserted")
-
-        def fail(admission: Admission) -> None:
-            start(admission)
-            seen.append(admission)
-            raise CommitFailed
-
-        return await record(on_inserted=fail, **kwargs)
-
-    monkeypatch.setattr(service.store, "admit_turn", admit_then_fail)
+    seen = fail_admissions(service, monkeypatch)
     with pytest.raises(CommitFailed):
         await service.conversation("helper", cid).submit_messages("hello")
     [admission] = seen
