@@ -127,11 +127,11 @@ class TurnRecord(BaseModel):
     conversation_config: dict[str, Any] = Field(default_factory=dict)
     """The conversation's dynamic configuration (`Think.get_config`), read with the turn."""
     answered_by: str | None = None
+    """For a submission merged into another (`merge`, `debounce`): the turn that appended its
+    messages and answered them. It ends `skipped` itself."""
     task_queue: str | None = None
     """The task queue it was admitted for; None for a regenerate and for turns recorded
     before the column (any worker's sweeper may start those)."""
-    """For a submission merged into another (`merge`, `debounce`): the turn that appended its
-    messages and answered them. It ends `skipped` itself."""
     messages_revision: int = 0
     """The conversation's: bumped when a stored message changes in place."""
     seq: int = 0

@@ -134,7 +134,7 @@ async def start_turn_workflow(client: Client, task_queue: str, turn: TurnRecord)
                 search_attributes=TypedSearchAttributes(attributes),
                 static_summary=summary,
                 static_details=details,
-                request_eager_start=task_queue in _HOSTED_QUEUES,
+                request_eager_start=hosts_queue(task_queue),
             )
         except WorkflowAlreadyStartedError:
             return
