@@ -12,6 +12,7 @@ from __future__ import annotations
 from think._settings import Endpoint, Settings
 from think.exceptions import ConfigurationError, UserError
 from think.models._base import (
+    EncodedMessages,
     Finish,
     FinishReason,
     ModelClient,
@@ -31,6 +32,7 @@ from think.models._openai import OpenAIModel, close_openai_clients
 from think.models._output import Output, output_spec, strict_json_schema, validate_output
 
 __all__ = [
+    "EncodedMessages",
     "Endpoint",
     "Finish",
     "FinishReason",

@@ -24,6 +24,7 @@ from openai.types.chat import (
 
 from think.exceptions import ModelError
 from think.models._base import (
+    EncodedMessages,
     Finish,
     FinishReason,
     ModelEvent,
@@ -130,6 +131,20 @@ def reasoning_text(delta: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
+def request_json(body: dict[str, Any], encoded: EncodedMessages | None) -> bytes:
+    """`body` as JSON, with `encoded`'s run of `body["messages"]` as the bytes it already is
+    (the messages then come last: the order of an object's keys means nothing)."""
+    if encoded is None:
+        return orjson.dumps(body)
+    messages: list[dict[str, Any]] = body["messages"]
+    pieces = [orjson.dumps(m) for m in messages[: encoded.start]]
+    if encoded.json:
+        pieces.append(encoded.json)
+    pieces += [orjson.dumps(m) for m in messages[encoded.end :]]
+    rest = orjson.dumps({k: v for k, v in body.items() if k != "messages"})
+    return rest[:-1] + b',"messages":[' + b",".join(pieces) + b"]}"
+
+
 def _client(base_url: str, api_key: str) -> openai.AsyncOpenAI:
     per_loop = _clients.setdefault(asyncio.get_running_loop(), {})
     client = per_loop.get((base_url, api_key))
@@ -223,11 +238,12 @@ class OpenAIModel:
             # measured here, 150 ms of CPU for a 400-message transcript, growing with every turn.
             # The messages are already plain Chat Completions JSON, so post them as they are;
             # responses, streaming and typed errors go through the SDK exactly as before.
-            # Encoded with orjson, not the SDK's json.dumps: a long transcript is most of the
+            # Encoded with orjson, not the SDK's json.dumps, and the history not at all when
+            # the worker kept it encoded (`request.encoded`): a long transcript is most of the
             # request, and this runs for every step.
             stream = await client.post(
                 "/chat/completions",
-                content=orjson.dumps(body),
+                content=request_json(body, request.encoded),
                 cast_to=ChatCompletion,
                 stream=True,
                 # Chunks as the JSON objects they are: building a pydantic model of each (the

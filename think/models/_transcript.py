@@ -35,7 +35,7 @@ def to_chat_messages(
     if system:
         out.append({"role": "system", "content": system})
     for message in messages:
-        out.extend(dict(m) for m in _converted(message, repair))
+        out.extend(dict(m) for m in converted(message, repair)[0])
     return out
 
 
@@ -67,10 +67,13 @@ _conversions: ByIdentity[list[dict[str, Any]]] = ByIdentity()
 repair is the agent's to decide, each time."""
 
 
-def _converted(message: UIMessage, repair: Repair) -> list[dict[str, Any]]:
+def converted(message: UIMessage, repair: Repair) -> tuple[list[dict[str, Any]], bool]:
+    """`message` as Chat Completions messages, and whether that called `repair` (such a
+    conversion is not kept: the repair is the agent's to decide, each time). The lists are
+    shared by every step that reads the message: never change them."""
     found = _conversions.get(message)
     if found is not None:
-        return found
+        return found, False
     repaired = False
 
     def watching(part: dict[str, Any]) -> dict[str, Any]:
@@ -79,13 +82,13 @@ def _converted(message: UIMessage, repair: Repair) -> list[dict[str, Any]]:
         return repair(part)
 
     if message.role == "assistant":
-        converted = _assistant(message.parts, watching)
+        result = _assistant(message.parts, watching)
     else:
         content = _user_content(message.parts)
-        converted = [{"role": message.role, "content": content}] if content else []
+        result = [{"role": message.role, "content": content}] if content else []
     if not repaired:
-        _conversions.put(message, converted)
-    return converted
+        _conversions.put(message, result)
+    return result, repaired
 
 
 def _user_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:

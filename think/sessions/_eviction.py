@@ -108,7 +108,7 @@ def _path(message_id: str, index: int, media_type: str) -> str:
 _evictions: ByIdentity[tuple[UIMessage, list[Evicted]]] = ByIdentity()
 
 
-def _evict_message(message: UIMessage, min_bytes: int) -> tuple[UIMessage, list[Evicted]]:
+def evict_message(message: UIMessage, min_bytes: int) -> tuple[UIMessage, list[Evicted]]:
     cached = _evictions.get(message)
     if cached is not None:
         return cached
@@ -149,7 +149,7 @@ def evict(
     out: list[UIMessage] = []
     kept: list[Evicted] = []
     for message in messages[:cut]:
-        copy, evicted = _evict_message(message, settings.min_part_bytes)
+        copy, evicted = evict_message(message, settings.min_part_bytes)
         out.append(copy)
         kept += evicted
     return out + messages[cut:], kept

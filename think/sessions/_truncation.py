@@ -57,7 +57,7 @@ def truncate(messages: list[UIMessage], step: int | float | None) -> list[UIMess
     cut = cutoff(len(messages), step)
     if cut == 0:
         return messages
-    return [_cut_message(m) for m in messages[:cut]] + messages[cut:]
+    return [cut_message(m) for m in messages[:cut]] + messages[cut:]
 
 
 _cuts: ByIdentity[UIMessage] = ByIdentity()
@@ -65,7 +65,7 @@ _cuts: ByIdentity[UIMessage] = ByIdentity()
 then converts once."""
 
 
-def _cut_message(message: UIMessage) -> UIMessage:
+def cut_message(message: UIMessage) -> UIMessage:
     found = _cuts.get(message)
     if found is None:
         found = _cut(message)

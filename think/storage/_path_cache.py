@@ -15,6 +15,7 @@ its own; nothing depends on it being warm.
 
 from __future__ import annotations
 
+import bisect
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -64,12 +65,65 @@ class _Message:
     size: int
 
 
-@dataclass
 class _Path:
-    revision: int
-    messages: list[_Message]
-    index: dict[str, int]
-    size: int
+    """A cached path, root first, grown in place as the conversation goes on: what a step
+    asks of it (the path to a leaf on it, within a byte budget) is found by index and
+    bisection, so a step's cost does not grow with the conversation."""
+
+    def __init__(self, revision: int, messages: list[_Message]) -> None:
+        self.revision = revision
+        self.messages: list[_Message] = []
+        self.shown: list[UIMessage] = []
+        """Each message's `UIMessage`, beside `messages`: a window of it is a slice."""
+        self.index: dict[str, int] = {}
+        self.before: list[int] = [0]
+        """`before[i]`: the stored bytes of the messages ahead of message `i`."""
+        self.empty: list[int] = []
+        """Where the messages with no parts are (never shown), in order."""
+        self.grow(messages)
+
+    @property
+    def size(self) -> int:
+        return self.before[-1]
+
+    def grow(self, messages: Sequence[_Message]) -> None:
+        for m in messages:
+            if not m.message.parts:
+                self.empty.append(len(self.messages))
+            self.index[m.id] = len(self.messages)
+            self.messages.append(m)
+            self.shown.append(m.message)
+            self.before.append(self.before[-1] + m.size)
+
+    def window(self, end: int, byte_budget: int | None) -> list[UIMessage]:
+        """The path as `Store.path` gives it, up to (not including) message `end`: with a
+        budget, the newest messages whose sizes add up to it (the last always, a system
+        message at the root too), starting at a user message when older ones were left
+        out."""
+        if end == 0:
+            return []
+        start = 0
+        if byte_budget is not None:
+            # The first message from which the rest fits, or the last alone if nothing does.
+            start = min(
+                bisect.bisect_left(self.before, self.before[end] - byte_budget, 0, end), end - 1
+            )
+        first = self.messages[0]
+        root = first.parent_id is None and first.role == "system"
+        if start <= (1 if root else 0):  # nothing left out
+            return self._shown(0, end)
+        first_user = next(
+            (i for i in range(start, end) if self.messages[i].role == "user"), end - 1
+        )
+        return [*(self._shown(0, 1) if root else []), *self._shown(first_user, end)]
+
+    def _shown(self, start: int, end: int) -> list[UIMessage]:
+        gaps = self.empty[
+            bisect.bisect_left(self.empty, start) : bisect.bisect_left(self.empty, end)
+        ]
+        if not gaps:
+            return self.shown[start:end]
+        return [m for m in self.shown[start:end] if m.parts]
 
 
 def _message(
@@ -124,19 +178,21 @@ class PathCache:
         """What `Store.path` answers for the same arguments."""
         if leaf_id is None:
             return []
-        messages = await self._messages(conn, conversation_uid, leaf_id, revision)
-        return _within(messages, byte_budget)
+        path, end = await self._path_to(conn, conversation_uid, leaf_id, revision)
+        return path.window(end, byte_budget)
 
-    async def _messages(
+    async def _path_to(
         self, conn: Conn, conversation_uid: str, leaf_id: str, revision: int
-    ) -> list[_Message]:
+    ) -> tuple[_Path, int]:
+        """A path holding the one to `leaf_id`, and where that ends on it."""
         cached = self._paths.get(conversation_uid)
         if cached is not None and cached.revision == revision:
             at = cached.index.get(leaf_id)
             if at is not None:  # the leaf is on the cached path (a regenerate, say)
                 self.hits += 1
                 self._paths.move_to_end(conversation_uid)
-                return cached.messages[: at + 1]
+                return cached, at + 1
+            count = len(cached.messages)
             known = cached.messages[-1].id
             walk = {"c": conversation_uid, "leaf": leaf_id, "known": known, "limit": WALK_LIMIT}
             self.reads += 1
@@ -144,19 +200,24 @@ class PathCache:
             newer = _messages(await cursor.fetchall())
             if newer and newer[0].id == known:
                 self.hits += 1
-                messages = cached.messages + newer[1:]
-                self._keep(conversation_uid, revision, messages)
-                return messages
+                if len(cached.messages) == count and self._paths.get(conversation_uid) is cached:
+                    self._grow(conversation_uid, cached, newer[1:])
+                    return cached, len(cached.messages)
+                # Grown or replaced by another step meanwhile: this path is a new one.
+                path = _Path(revision, [*cached.messages[:count], *newer[1:]])
+                self._keep(conversation_uid, path)
+                return path, len(path.messages)
             if newer and newer[0].parent_id is None:
                 self.hits += 1
-                self._keep(conversation_uid, revision, newer)  # the whole (short) path
-                return newer
+                path = _Path(revision, newer)  # the whole (short) path
+                self._keep(conversation_uid, path)
+                return path, len(path.messages)
         self.misses += 1
         self.reads += 1
         cursor = await conn.execute(_WHOLE, {"c": conversation_uid, "leaf": leaf_id})
-        messages = _messages(await cursor.fetchall())
-        self._keep(conversation_uid, revision, messages)
-        return messages
+        path = _Path(revision, _messages(await cursor.fetchall()))
+        self._keep(conversation_uid, path)
+        return path, len(path.messages)
 
     def extend(self, conversation_uid: str, revision: int, stored: Sequence[StoredMessage]) -> None:
         """Messages just stored under the end of the cached path (or at the root): the step
@@ -170,18 +231,6 @@ class PathCache:
         not find them and replaces the path."""
         if not stored:
             return
-        head = stored[0].parent_id
-        base: list[_Message] = []
-        if head is not None:
-            cached = self._paths.get(conversation_uid)
-            if (
-                cached is None
-                or cached.revision != revision
-                or not cached.messages
-                or cached.messages[-1].id != head
-            ):
-                return
-            base = cached.messages
         added = [
             _message(
                 s.message.id,
@@ -193,40 +242,42 @@ class PathCache:
             )
             for s in stored
         ]
-        self._keep(conversation_uid, revision, base + added)
+        head = stored[0].parent_id
+        if head is None:
+            self._keep(conversation_uid, _Path(revision, added))
+            return
+        cached = self._paths.get(conversation_uid)
+        if (
+            cached is not None
+            and cached.revision == revision
+            and cached.messages
+            and cached.messages[-1].id == head
+        ):
+            self._grow(conversation_uid, cached, added)
 
-    def _keep(self, conversation_uid: str, revision: int, messages: list[_Message]) -> None:
+    def _grow(self, conversation_uid: str, path: _Path, added: Sequence[_Message]) -> None:
+        """`path`, the cached one, gains `added` at its end (in place: what steps were given
+        of it are copies)."""
+        before = path.size
+        path.grow(added)
+        self._bytes += path.size - before
+        self._paths.move_to_end(conversation_uid)
+        self._bound(conversation_uid)
+
+    def _keep(self, conversation_uid: str, path: _Path) -> None:
         old = self._paths.pop(conversation_uid, None)
         if old is not None:
             self._bytes -= old.size
-        size = sum(m.size for m in messages)
-        if size > self._max_bytes:
-            return
-        entry = _Path(revision, messages, {m.id: i for i, m in enumerate(messages)}, size)
-        self._paths[conversation_uid] = entry
-        self._bytes += size
+        self._paths[conversation_uid] = path
+        self._bytes += path.size
+        self._bound(conversation_uid)
+
+    def _bound(self, newest: str) -> None:
+        """Least recently used out first; a path bigger than the whole cache is not kept."""
+        path = self._paths[newest]
+        if path.size > self._max_bytes:
+            del self._paths[newest]
+            self._bytes -= path.size
         while self._bytes > self._max_bytes and self._paths:
             _, evicted = self._paths.popitem(last=False)
             self._bytes -= evicted.size
-
-
-def _within(messages: list[_Message], byte_budget: int | None) -> list[UIMessage]:
-    """The path as `Store.path` gives it: with a budget, the newest messages whose sizes add
-    up to it (the leaf always, a system message at the root too), starting at a user
-    message when older ones were left out."""
-    kept = messages
-    if byte_budget is not None and messages:
-        total = 0
-        start = len(messages)
-        for i in range(len(messages) - 1, -1, -1):
-            total += messages[i].size
-            if i < len(messages) - 1 and total > byte_budget:
-                break
-            start = i
-        first = messages[0]
-        root = first if first.parent_id is None and first.role == "system" else None
-        if start > (1 if root is not None else 0):  # something was left out
-            rest = messages[start:]
-            first_user = next((i for i, m in enumerate(rest) if m.role == "user"), len(rest) - 1)
-            kept = [*([root] if root is not None else []), *rest[first_user:]]
-    return [m.message for m in kept if m.message.parts]

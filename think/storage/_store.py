@@ -8,11 +8,9 @@ of one turn without any lock held across a model call.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from psycopg.rows import DictRow
@@ -21,7 +19,7 @@ from psycopg.types.json import Jsonb
 from think._messages import UIMessage, new_id, search_text
 from think.exceptions import UserError
 from think.storage import _stream_log, _submissions, _tree
-from think.storage._db import Conn, Database, fetch_all, fetch_one
+from think.storage._db import Conn, Database, collector_paused, fetch_all, fetch_one
 from think.storage._errors import MessageIdConflict, ParentNotFound, TurnNotRecorded
 from think.storage._path_cache import walk
 from think.storage._records import (
@@ -182,21 +180,6 @@ def _turn_record(row: DictRow) -> TurnRecord:
     return TurnRecord.model_validate(row)
 
 
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Decoding a long path makes hundreds of thousands of objects, none of them garbage, and
-    the garbage collector's passes over them cost as much as the decoding itself (10,000
-    messages: 574 ms with it, 341 ms without; docs/benchmarks.md). Paused for that moment
-    only, and left as it was (an application may have turned it off itself)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _window(rows: list[DictRow]) -> list[DictRow]:
     """The rows of a budgeted path (root first). When the budget left older messages out, the
     window starts at a user message: a model reading an answer to a question it cannot see
@@ -329,7 +312,7 @@ class Store:
                 return await self.path(conversation_uid, leaf_id, own, byte_budget=byte_budget)
         params = {"c": conversation_uid, "leaf": leaf_id, "budget": byte_budget}
         cursor = await conn.execute(_PATH if byte_budget is None else _PATH_WITHIN, params)
-        with _collector_paused():
+        with collector_paused():
             rows = await cursor.fetchall()  # decodes every row's parts
             if byte_budget is not None:
                 rows = _window(rows)

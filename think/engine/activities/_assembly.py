@@ -39,10 +39,10 @@ from think.exceptions import (
     OutputValidationError,
     UserError,
 )
-from think.models import ModelClient, ToolSpec, resolve_model
+from think.models import EncodedMessages, ModelClient, ToolSpec, resolve_model
 from think.models._transcript import to_chat_messages
-from think.sessions._eviction import evict, eviction_settings, preserve
-from think.sessions._truncation import truncate
+from think.sessions._chat_history import ChatHistories
+from think.sessions._eviction import eviction_settings, preserve
 from think.storage import TurnRecord
 from think.tools._tool import Tool
 
@@ -104,6 +104,8 @@ class StepSetup:
     system: str
     messages: list[dict[str, Any]]
     """What the model receives, system prompt first."""
+    encoded: EncodedMessages | None
+    """A run of `messages` already encoded as JSON (the history)."""
     tools: dict[str, Tool]
     """The server tools the model may call in this step."""
     client_specs: list[ToolSpec]
@@ -237,12 +239,15 @@ async def assemble(
     draft: dict[str, Any],
     step: int,
     settings: Settings,
+    histories: ChatHistories,
     prompt: PromptSetup | None = None,
     mcp: dict[str, Any] | None = None,
 ) -> StepSetup:
     """The step's setup. Raises `HookFailed` when `before_turn` or `before_step` raises.
-    `prompt`: the frozen system prompt and its reminders, for an agent with context blocks;
-    `mcp`: the MCP tools the first step found, to be recorded with the turn."""
+    `histories`: the worker's, which converts only what changed since the conversation's
+    last step; `prompt`: the frozen system prompt and its reminders, for an agent with
+    context blocks; `mcp`: the MCP tools the first step found, to be recorded with the
+    turn."""
     # Context blocks (`think.engine.activities._context`): the frozen prompt, and reminders after
     # the transcript; read-time truncation of older messages (`think.sessions._truncation`).
     if prompt is not None:
@@ -251,14 +256,20 @@ async def assemble(
         with agent_code("get_system_prompt"):
             system = agent.get_system_prompt()
     reminders = prompt.reminders if prompt is not None else []
-    # Media eviction first: truncation would cut an evicted tool image's JSON, not drop it.
-    transcript, evicted = evict(
-        transcript, eviction_settings(agent.media_eviction), agent.truncation_step
-    )
-    await preserve(evicted)
-    transcript = truncate(transcript, agent.truncation_step)
+
+    # Media eviction, then truncation (which would cut an evicted tool image's JSON, not drop
+    # it), then conversion: of what changed since the conversation's last step only.
     with agent_code("repair_interrupted_tool_part"):
-        history = to_chat_messages("", transcript, agent.repair_interrupted_tool_part)
+        chat = histories.convert(
+            turn.conversation_uid,
+            transcript,
+            eviction=eviction_settings(agent.media_eviction),
+            truncation_step=agent.truncation_step,
+            repair=agent.repair_interrupted_tool_part,
+        )
+    await preserve(chat.evicted)
+    histories.keep(chat)
+    history = chat.messages
     agent_tools = turn_tools(agent, turn, mcp)
     with agent_code("get_model"):
         model_id: str | ModelClient = agent.get_model()
@@ -298,6 +309,8 @@ async def assemble(
         to_chat_messages("", [UIMessage.model_construct(**draft)]) if draft.get("parts") else []
     )
     messages = [*history, *reminders, *draft_messages]
+    # Unless a hook replaces it, the history goes to the model as the worker encoded it.
+    encoded_history = chat.json if history is chat.messages else None
     if overrides(agent, "before_step"):
         context_step = StepContext(
             **turn_ids(turn, agent.name),
@@ -314,15 +327,23 @@ async def assemble(
             raise HookFailed("before_step", exc) from exc
         if isinstance(step_config, StepConfig):
             system = step_config.system if step_config.system is not None else system
-            messages = step_config.messages if step_config.messages is not None else messages
+            if step_config.messages is not None:
+                messages, encoded_history = step_config.messages, None
             model_id = step_config.model or model_id
             active = step_config.active_tools if step_config.active_tools is not None else active
+    start = 1 if system else 0
+    encoded = (
+        EncodedMessages(start, start + len(history), encoded_history)
+        if encoded_history is not None
+        else None
+    )
     tools = {n: t for n, t in agent_tools.items() if active is None or n in active}
     clients = [s for s in client_specs(turn, agent_tools) if active is None or s.name in active]
     output = output_type(config["output"]) if "output" in config else None
     return StepSetup(
         system=system,
         messages=([{"role": "system", "content": system}] if system else []) + messages,
+        encoded=encoded,
         tools=tools,
         client_specs=clients,
         model=step_model(model_id, settings),

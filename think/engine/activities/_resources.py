@@ -18,6 +18,7 @@ from think.agent._registry import AgentRegistry
 from think.agent._think import Think
 from think.engine.activities._turn_state import ended_alone
 from think.exceptions import NON_RETRYABLE_USER_ERROR, UserError
+from think.sessions._chat_history import ChatHistories
 from think.storage import PathCache, Store, StoredMessage, TurnRecord
 from think.streaming import ChunkListener
 from think.turns._dispatch import DispatchFailed, hand_off
@@ -69,6 +70,8 @@ class ActivityResources:
     settings: Settings
     paths: PathCache = field(default_factory=PathCache)
     """The paths this worker's model steps read, kept for their next steps."""
+    histories: ChatHistories = field(default_factory=ChatHistories)
+    """What those paths became for the model, kept likewise."""
     temporal: Client | None = None
     """Starts the conversation's next turn when one ends (the worker sets it)."""
     cancels: ChunkListener | None = None
