@@ -39,12 +39,14 @@ def _ping() -> ServerSentEvent:
     return ServerSentEvent(comment="ping", sep="\n")
 
 
-async def follow(res: Resources, turn_id: str, after: int) -> AsyncIterator[ServerSentEvent]:
+async def follow(
+    res: Resources, turn_id: str, after: int, live_since: float | None
+) -> AsyncIterator[ServerSentEvent]:
     """The turn's chunks after `after`, then live ones (`think.turns.server.follow`, which the
     Python turn API streams from too), and always `[DONE]` at the end."""
     # Closed here, not by the garbage collector, when the client goes away mid-stream.
     async with contextlib.aclosing(
-        server.follow(res.store, res.listener, turn_id, after)
+        server.follow(res.store, res.listener, turn_id, after, live_since)
     ) as chunks:
         async for seq, chunk in chunks:
             yield encode(seq, chunk)
@@ -70,13 +72,18 @@ class _CountedStream(EventSourceResponse):
 
 
 def stream_response(
-    res: Resources, turn_id: str, after: int, release: Callable[[], None]
+    res: Resources,
+    turn_id: str,
+    after: int,
+    release: Callable[[], None],
+    live_since: float | None = None,
 ) -> EventSourceResponse:
-    """`release` gives back the stream slot taken from the tenant's limit (`TenantLimits`)."""
+    """`release` gives back the stream slot taken from the tenant's limit (`TenantLimits`);
+    `live_since` is `think.turns.server.follow`'s."""
     # sse-starlette sends the keep-alive comments and notices disconnects; resume is ours.
     return _CountedStream(
         release,
-        content=follow(res, turn_id, after),
+        content=follow(res, turn_id, after, live_since),
         # The turn's id, so a client of a `mode: "stream"` submission can resume or cancel it.
         headers={**HEADERS, "x-think-turn-id": turn_id},
         ping=PING_EVERY,

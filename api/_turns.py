@@ -194,7 +194,9 @@ async def _admitted(
     turn = admission.turn
     if mode == "stream":
         assert release is not None, "a stream's slot is taken before its turn is admitted"
-        return stream_response(res, turn.id, -1, release)
+        # A new turn's chunks are all live, however soon its worker wrote them.
+        since = turn.created_at.timestamp() if admission.accepted else None
+        return stream_response(res, turn.id, -1, release, since)
     status = 202 if admission.accepted else 200
     queued_behind = None
     if mode == "wait":

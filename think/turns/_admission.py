@@ -251,12 +251,19 @@ async def wait_for_turn(
 
 
 async def follow(
-    store: Store, listener: ChunkListener, turn_id: str, after: int = -1
+    store: Store,
+    listener: ChunkListener,
+    turn_id: str,
+    after: int = -1,
+    live_since: float | None = None,
 ) -> AsyncGenerator[tuple[int, dict[str, Any]], None]:
     """The turn's chunks after sequence number `after`, then its live ones, until the last
-    (`finish`, `error` or `abort`), or until the turn has ended and its chunks were pruned."""
+    (`finish`, `error` or `abort`), or until the turn has ended and its chunks were pruned.
+    `live_since`: chunks written from then on are live (their lag is observed), by default
+    from now on; a submission's stream counts all of its new turn's, which a worker started
+    eagerly may have written before the stream began reading."""
     db = store.db
-    since = time.time()
+    since = time.time() if live_since is None else live_since
     with listener.inbox(turn_id) as inbox:
         while True:
             inbox.event.clear()
