@@ -240,10 +240,14 @@ class EventCounter:
             if key in self.closed:
                 counts[key] = self.closed[key]
                 continue
-            if wf.typed_search_attributes is not None and not any(
-                pair.key.name == "ThinkConversationId" and pair.value == self.cid
-                for pair in wf.typed_search_attributes
-            ):
+            tagged = [
+                pair.value
+                for pair in wf.typed_search_attributes or []
+                if pair.key.name == "ThinkConversationId"
+            ]
+            if tagged and tagged[0] != self.cid:
+                continue  # another conversation's (the fresh ones latency is paired with)
+            if not tagged:
                 self.untagged.add(wf.id)
             closed = wf.status not in (None, WorkflowExecutionStatus.RUNNING)
             if closed and wf.history_length > 0:
