@@ -142,7 +142,10 @@ def request_json(body: dict[str, Any], encoded: EncodedMessages | None) -> bytes
         pieces.append(encoded.json)
     pieces += [orjson.dumps(m) for m in messages[encoded.end :]]
     rest = orjson.dumps({k: v for k, v in body.items() if k != "messages"})
-    return rest[:-1] + b',"messages":[' + b",".join(pieces) + b"]}"
+    joined = [rest[:-1], b',"messages":[']
+    for i, piece in enumerate(pieces):
+        joined += (b",", piece) if i else (piece,)
+    return b"".join([*joined, b"]}"])  # one copy of the long run
 
 
 def _client(base_url: str, api_key: str) -> openai.AsyncOpenAI:

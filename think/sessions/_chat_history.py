@@ -55,14 +55,12 @@ class _History:
     """Truncation's cut-off."""
     repaired: tuple[int, ...]
     """The messages whose conversion called the agent's repair: converted again each step."""
-    encoded: list[bytes]
-    """`chats` as JSON: each chat message's object followed by a comma."""
     flat: list[dict[str, Any]]
     """`chats`, joined: what the step sent."""
     starts: list[int]
     """Where each message's chat messages start in `flat` (and, last, its length)."""
     json: bytes
-    """`encoded`, joined."""
+    """`chats` as JSON: each chat message's object followed by a comma."""
     offsets: list[int]
     """Where each message's JSON starts in `json` (and, last, its length)."""
 
@@ -113,12 +111,13 @@ class ChatHistories:
         last = self._histories.get(conversation_uid)
         same = _common(last.source, transcript) if last and last.settings == settings else 0
         chats: list[list[dict[str, Any]]]
-        encoded: list[bytes]
+        encoded: list[bytes | None]
+        """Each message's JSON, where it was converted (None: as the last step had it)."""
         again: list[int]
         if last is None or same == 0:
-            chats, encoded, again = [], [], list(range(count))
+            chats, again = [], list(range(count))
         else:
-            chats, encoded = last.chats[:same], last.encoded[:same]
+            chats = last.chats[:same]
             # Those that crossed a cut-off (either way: a shorter path moves it back), those
             # the agent repaired, and the new ones.
             crossed = {
@@ -128,7 +127,7 @@ class ChatHistories:
             }
             again = [*sorted(crossed), *range(same, count)]
         chats.extend([] for _ in range(count - len(chats)))
-        encoded.extend(b"" for _ in range(count - len(encoded)))
+        encoded = [None] * count
         payloads: list[Evicted] = []
         repaired: list[int] = []
         for i in again:
@@ -153,9 +152,13 @@ class ChatHistories:
             flat, starts = last.flat[: last.starts[first]], last.starts[:first]
             head, offsets = last.json[: last.offsets[first]], last.offsets[:first]
         joined, at = [head], len(head)
-        for chat, text in zip(chats[first:], encoded[first:], strict=True):
+        for i in range(first, count):
+            text = encoded[i]
+            if text is None:  # kept, between two converted again
+                assert last is not None
+                text = last.json[last.offsets[i] : last.offsets[i + 1]]
             starts.append(len(flat))
-            flat += chat
+            flat += chats[i]
             offsets.append(at)
             joined.append(text)
             at += len(text)
@@ -169,7 +172,6 @@ class ChatHistories:
             evicted,
             cut,
             tuple(repaired),
-            encoded,
             flat,
             starts,
             json,

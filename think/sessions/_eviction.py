@@ -140,7 +140,8 @@ def evict(
     messages: list[UIMessage], settings: MediaEviction | None, step: int | float | None
 ) -> tuple[list[UIMessage], list[Evicted]]:
     """The transcript with the media of its older messages replaced by markers (copies;
-    `messages` is not changed), and the payloads to keep."""
+    `messages` is not changed), and the payloads to keep. A worker's steps evict only what
+    changed (`think.sessions._chat_history`), and must agree with this."""
     if settings is None:
         return messages, []
     cut = eviction_cutoff(len(messages), settings, step)

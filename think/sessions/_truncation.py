@@ -53,7 +53,8 @@ def cutoff(count: int, step: int | float | None) -> int:
 def truncate(messages: list[UIMessage], step: int | float | None) -> list[UIMessage]:
     """The transcript as the model reads it: the messages before `cutoff` with their long tool
     outputs and texts cut, the rest as they are. Cut messages are copies; `messages` is not
-    changed."""
+    changed. A worker's steps cut only what changed (`think.sessions._chat_history`), and must
+    agree with this."""
     cut = cutoff(len(messages), step)
     if cut == 0:
         return messages
