@@ -83,8 +83,10 @@ class _LoopThread:
             raise RuntimeError("Cannot send a request, as the client has been closed.")
         done: concurrent.futures.Future[T] = concurrent.futures.Future()
         started: list[asyncio.Future[T]] = []
+        ran: list[bool] = []
 
         def start() -> None:
+            ran.append(True)
             try:
                 task = asyncio.ensure_future(work)
             except BaseException as error:
@@ -93,12 +95,19 @@ class _LoopThread:
             started.append(task)
             task.add_done_callback(functools.partial(_settle, done))
 
-        def cancel() -> None:  # queued after `start`: the task exists by the time this runs
+        def cancel() -> None:
+            """Queued after `start`, if that was queued at all: a Ctrl-C can land inside
+            `call_soon_threadsafe(start)`, before or after the callback is in the queue."""
+            if not ran:  # `start` never queued, so it never runs: settle `done` here
+                if asyncio.iscoroutine(work):
+                    work.close()
+                done.cancel()
+                done.set_running_or_notify_cancel()
             for task in started:
                 task.cancel()
 
-        self._loop.call_soon_threadsafe(start)
         try:
+            self._loop.call_soon_threadsafe(start)
             return done.result()
         except BaseException:
             if not done.done():  # the caller was interrupted, not the work: stop it too

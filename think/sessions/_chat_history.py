@@ -111,8 +111,7 @@ class ChatHistories:
         last = self._histories.get(conversation_uid)
         same = _common(last.source, transcript) if last and last.settings == settings else 0
         chats: list[list[dict[str, Any]]]
-        encoded: list[bytes | None]
-        """Each message's JSON, where it was converted (None: as the last step had it)."""
+        encoded: list[bytes | None]  # each message's JSON where converted; None: as last step's
         again: list[int]
         if last is None or same == 0:
             chats, again = [], list(range(count))
