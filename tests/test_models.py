@@ -27,6 +27,7 @@ from think.models import (
     close_openai_clients,
     resolve_model,
 )
+from think.models._offline import estimate_tokens
 from think.models._openai import _client, _StreamState
 from think.testing import (
     FakeOpenAIServer,
@@ -432,3 +433,60 @@ async def test_scripted_model_faults_match_the_http_ones() -> None:
     with pytest.raises(ModelError) as dropped:
         await collect(scripted, request())
     assert dropped.value.retryable
+
+
+async def test_a_server_that_keeps_no_requests_hears_a_growing_transcript_as_one_that_keeps_them(
+    pooled_clients: None,
+) -> None:
+    """The benchmarks' scripted model (`keep=0`) parses a transcript that grew from where it
+    grew: what it reports (input tokens) and echoes (the last user message) must be what the
+    whole transcript gives, as it grows, when a user message arrives, and when an earlier
+    message changes (a compaction, an edited system prompt)."""
+    messages: list[dict[str, object]] = [{"role": "system", "content": "Be brief."}]
+    steps: list[list[dict[str, object]]] = [
+        [{"role": "user", "content": "first question here"}],
+        [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "add", "arguments": '{"a": 1}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": "three words here"},
+        ],
+        [{"role": "assistant", "content": "It is 3."}, {"role": "user", "content": "and again?"}],
+    ]
+    with FakeOpenAIServer(keep=0) as light, FakeOpenAIServer() as whole:
+        models = [
+            OpenAIModel("fake-model", base_url=s.base_url, api_key="k") for s in (light, whole)
+        ]
+
+        async def heard(messages: list[dict[str, object]]) -> list[tuple[str, Usage | None]]:
+            req = ModelRequest.model_validate(
+                {"model": "fake-model", "messages": messages, "metadata": {"conversation-id": "g"}}
+            )
+            out = []
+            for model in models:
+                events = await collect(model, req)
+                assert isinstance(events[-1], Finish)
+                out.append((text_of(events), events[-1].usage))
+            return out
+
+        for more in steps:
+            messages = [*messages, *more]
+            got, want = await heard(messages)
+            assert got == want
+            assert want[1] is not None and want[1].input_tokens == estimate_tokens(messages)
+        assert got[0] == "echo: and again?"
+        assert "g" in light._transcripts._last  # it did hear from where the transcript grew
+        messages = [{"role": "system", "content": "Be very brief now."}, *messages[1:]]
+        got, want = await heard(messages)  # an earlier message changed: heard whole again
+        assert got == want and want[1] is not None
+        assert want[1].input_tokens == estimate_tokens(messages)
+        got, want = await heard([*messages, {"role": "user", "content": "last one"}])
+        assert got == want == ("echo: last one", want[1])

@@ -132,11 +132,16 @@ def reasoning_text(delta: Mapping[str, Any]) -> str:
 
 
 def request_json(body: dict[str, Any], encoded: EncodedMessages | None) -> bytes:
-    """`body` as JSON, with `encoded`'s run of `body["messages"]` as the bytes it already is
-    (the messages then come last: the order of an object's keys means nothing)."""
-    if encoded is None:
-        return orjson.dumps(body)
+    """`body` as JSON, with `encoded`'s run of `body["messages"]` as the bytes it already is.
+
+    The messages come last (the order of an object's keys means nothing), encoded or not: a
+    transcript that grew by a step is then the last request's bytes and a tail, which a model
+    server (the scripted one, `think.testing`) can take from where it grew."""
     messages: list[dict[str, Any]] = body["messages"]
+    if encoded is None:
+        return orjson.dumps(
+            {**{k: v for k, v in body.items() if k != "messages"}, "messages": messages}
+        )
     pieces = [orjson.dumps(m) for m in messages[: encoded.start]]
     if encoded.json:
         pieces.append(encoded.json)

@@ -9,6 +9,7 @@ loop, and a Temporal worker in the same process alike.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import logging
@@ -29,7 +30,7 @@ from starlette.types import Receive, Scope, Send
 
 from think.models._openai import METADATA_HEADER_PREFIX
 from think.storage._db import collector_paused
-from think.testing._replies import ReplyQueue, plan_of
+from think.testing._replies import Heard, ReplyQueue, plan_of
 from think.testing._script import (
     Chunk,
     DisconnectStep,
@@ -100,6 +101,8 @@ class FakeOpenAIServer:
         self._lock = threading.Lock()
         self._queues: dict[str | None, ReplyQueue] = {}
         self._requests: deque[tuple[str | None, RecordedRequest]] = deque(maxlen=keep)
+        self._keeps_none = keep == 0
+        self._transcripts = _Transcripts()
         self._ids = itertools.count(1)
         self._port: int | None = None
         self._server: _Server | None = None
@@ -233,31 +236,99 @@ class FakeOpenAIServer:
         )
 
     async def _chat_completions(self, request: Request) -> Response:
-        try:
-            # orjson: a long conversation's request is hundreds of KiB, and every benchmark
-            # turn counts its parse (279 KiB: 5.1 ms, against the standard library's 9.1),
-            # without the garbage collector's passes over the host process (11 ms at 315 KiB
-            # in a benchmark's process, against 3.5 ms paused).
-            raw = await request.body()
-            with collector_paused():
-                body = orjson.loads(raw)
-        except ValueError:
-            body = None
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            return _error_response(ErrorStep(status=400, message="'messages' is required"))
         headers = {k.lower(): v for k, v in request.headers.items()}
         conversation_id = headers.get(CONVERSATION_HEADER)
-        with self._lock:
-            self._requests.append(
-                (conversation_id, {"path": request.url.path, "headers": headers, "body": body})
-            )
+        raw = await request.body()
+        try:
+            with collector_paused():
+                if self._keeps_none:
+                    heard = self._transcripts.hear(conversation_id, raw)
+                else:
+                    heard = _heard_in_full(raw)
+        except ValueError:
+            heard = None
+        if heard is None:
+            return _error_response(ErrorStep(status=400, message="'messages' is required"))
+        body, transcript = heard
+        if not self._keeps_none:
+            with self._lock:
+                self._requests.append(
+                    (conversation_id, {"path": request.url.path, "headers": headers, "body": body})
+                )
         return _Played(
-            plan_of(self._next_reply(conversation_id), body["messages"]),
+            plan_of(self._next_reply(conversation_id), transcript),
             model=str(body.get("model") or self.model),
             stream=bool(body.get("stream")),
             include_usage=bool((body.get("stream_options") or {}).get("include_usage")),
             completion_id=f"chatcmpl-fake{next(self._ids)}",
         )
+
+
+def _heard_in_full(raw: bytes) -> tuple[dict[str, Any], Heard] | None:
+    """The request's body, parsed, and what was heard of its transcript; None if it has none.
+
+    orjson: a long conversation's request is hundreds of KiB (279 KiB: 5.1 ms, against the
+    standard library's 9.1), parsed with the garbage collector paused (11 ms at 315 KiB in a
+    benchmark's process, against 3.5 ms)."""
+    body = orjson.loads(raw)
+    if not isinstance(body, dict) or not isinstance(messages := body.get("messages"), list):
+        return None
+    return body, Heard.of(messages)
+
+
+class _Transcripts:
+    """What a server that keeps no requests heard of each conversation's last transcript, so
+    that one which only grew since is parsed from where it grew.
+
+    Without it, the scripted model's own work grows with the conversation, and sits on every
+    model step's path: at turn 1,000 (4,000 messages, 280 KiB) parsing and counting the whole
+    transcript took it 3-6 ms a request, most of what a benchmark measured as the turn's
+    growth. A real model's server does that work in native code, or from a prompt cache.
+
+    The worker sends `messages` last and compactly (`think.models.request_json`), so a
+    transcript that grew is the last request's bytes up to its last message, a comma, the new
+    messages, and `]}`; the same bytes up to there are the same messages. Any other request is
+    parsed whole (and, if it ends so, kept as the next one's start)."""
+
+    LIMIT = 1024
+    """Conversations remembered, the most recent; a forgotten one is parsed whole once."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[bytes, dict[str, Any], Heard]] = {}
+
+    def hear(self, conversation_id: str | None, raw: bytes) -> tuple[dict[str, Any], Heard] | None:
+        """The body's fields but its messages, and what was heard of its transcript."""
+        last = self._last.pop(conversation_id, None) if conversation_id else None
+        if last is not None:
+            start, fields, heard = last
+            if (
+                raw.startswith(start)
+                and raw[len(start) : len(start) + 1] == b","
+                and (raw.endswith(b"]}"))
+            ):
+                with contextlib.suppress(ValueError):  # e.g. a field after `messages`
+                    more = orjson.loads(b"[" + raw[len(start) + 1 : -1])
+                    if all(isinstance(m, dict) for m in more):
+                        heard = heard.extended(more)
+                        self._remember(conversation_id, raw, fields, heard)
+                        return fields, heard
+        parsed = _heard_in_full(raw)
+        if parsed is None:
+            return None
+        body, heard = parsed
+        fields = {k: v for k, v in body.items() if k != "messages"}
+        if conversation_id and body["messages"] and next(reversed(body)) == "messages":
+            self._remember(conversation_id, raw, fields, heard)
+        return fields, heard
+
+    def _remember(
+        self, conversation_id: str | None, raw: bytes, fields: dict[str, Any], heard: Heard
+    ) -> None:
+        if conversation_id is None or not raw.endswith(b"]}"):
+            return
+        self._last[conversation_id] = (raw[:-2], fields, heard)
+        while len(self._last) > self.LIMIT:
+            del self._last[next(iter(self._last))]
 
 
 def _error_body(step: ErrorStep) -> dict[str, Any]:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
+from think.models._offline import estimate_tokens, last_user_text, message_text
 from think.testing._script import Plan, Reply, compile_reply, echo
 
 
@@ -38,7 +40,32 @@ class ReplyQueue:
         return reply
 
 
-def plan_of(reply: Reply | None, messages: list[dict[str, Any]]) -> Plan:
-    """What to play for a call with `messages`: its scripted reply, or, with none scripted, the
-    echo of its last user message."""
-    return compile_reply(reply if reply is not None else echo(messages), messages)
+@dataclass(frozen=True)
+class Heard:
+    """What a player takes from a call's transcript: the input tokens it reports (a stand-in
+    for a tokenizer's count) and the last user message's text, which it echoes when nothing is
+    scripted. Both add up message by message, so a transcript that only grew since the last
+    call is heard from where it grew (`extended`)."""
+
+    input_tokens: int
+    last_user_text: str
+
+    @classmethod
+    def of(cls, messages: list[dict[str, Any]]) -> Heard:
+        return cls(estimate_tokens(messages), last_user_text(messages))
+
+    def extended(self, more: list[dict[str, Any]]) -> Heard:
+        """What `of(messages + more)` would be, for `self = of(messages)`."""
+        user = next((m for m in reversed(more) if m.get("role") == "user"), None)
+        return Heard(
+            self.input_tokens + estimate_tokens(more),
+            self.last_user_text if user is None else message_text(user),
+        )
+
+
+def plan_of(reply: Reply | None, heard: Heard) -> Plan:
+    """What to play for a call whose transcript is `heard`: its scripted reply, or, with none
+    scripted, the echo of its last user message."""
+    return compile_reply(
+        reply if reply is not None else echo(heard.last_user_text), heard.input_tokens
+    )

@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from think.models._base import Usage
-from think.models._offline import estimate_tokens, last_user_text, word_chunks
+from think.models._offline import word_chunks
 
 OpenAIFinishReason = Literal["stop", "length", "tool_calls", "content_filter", "function_call"]
 
@@ -190,9 +190,9 @@ def reply(
     )
 
 
-def echo(messages: list[dict[str, Any]]) -> Reply:
+def echo(last_user_text: str) -> Reply:
     """What the fakes answer when nothing is scripted: deterministic, and shows what they got."""
-    return text(f"echo: {last_user_text(messages)}")
+    return text(f"echo: {last_user_text}")
 
 
 def _chunks(chunks: tuple[str, ...]) -> list[str]:
@@ -242,7 +242,7 @@ class Plan:
     burst: bool = False
 
 
-def compile_reply(script: Reply, messages: list[dict[str, Any]]) -> Plan:
+def compile_reply(script: Reply, input_tokens: int) -> Plan:
     actions: list[Action] = []
     calls: list[tuple[str, str, str]] = []
     outputs = 0
@@ -274,8 +274,7 @@ def compile_reply(script: Reply, messages: list[dict[str, Any]]) -> Plan:
     return Plan(
         actions=actions,
         finish_reason=script.finish_reason or ("tool_calls" if calls else "stop"),
-        usage=script.usage
-        or Usage(input_tokens=estimate_tokens(messages), output_tokens=max(outputs, 1)),
+        usage=script.usage or Usage(input_tokens=input_tokens, output_tokens=max(outputs, 1)),
         text="".join(c.text for c in chunks if c.kind == "text"),
         reasoning="".join(c.text for c in chunks if c.kind == "reasoning"),
         tool_calls=calls,

@@ -21,7 +21,7 @@ from think.models._base import (
     ToolCallStart,
 )
 from think.models._openai import finish_reason_from_openai, status_error
-from think.testing._replies import ReplyQueue, plan_of
+from think.testing._replies import Heard, ReplyQueue, plan_of
 from think.testing._script import (
     Chunk,
     DisconnectStep,
@@ -73,7 +73,7 @@ class ScriptedModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         self.requests.append(request)
-        plan = plan_of(self._replies.take(), request.messages)
+        plan = plan_of(self._replies.take(), Heard.of(request.messages))
         for action in plan.actions:
             if isinstance(action, Sleep):
                 await asyncio.sleep(action.seconds)
