@@ -3,23 +3,31 @@
     python -m bench.targets                 # a few minutes
     python -m bench.targets --long 1000     # the long conversation at 1,000 turns
 
-1. Runs `../shared/bench/turn_shapes.py` (`--shapes-script`): what each turn *shape* costs on
-   a bare Temporal dev server, with trivial activities and no HTTP, Postgres or model. Its
-   last output line is JSON: `direct` (one workflow per tool turn, three activities), `plain`
-   (one workflow, one activity), `local`, `alllocal`, `entity`.
-2. Starts a local deployment (`bench._stack.local_stack`: embedded Postgres, the tuned Temporal
-   dev server, one worker, one API, the scripted instant model) and, through HTTP only:
-   - tool turns (model -> tool `add` -> model), sequential, wait mode: submit -> completion;
-   - plain turns, sequential, stream mode: submit -> first `text-delta` SSE event;
-   - tool turns at `--concurrency` 20 (one conversation each) for `--seconds`: turns/s, and
-     the CPU seconds per turn of the worker, the API, the Temporal server and Postgres (every
-     process of each tree, from /proc/<pid>/stat: utime+stime of the live processes plus
-     cutime+cstime, which holds their reaped children, such as Postgres backends that exited);
-   - one conversation of `--long` tool turns and one of `--long` plain turns: the Temporal
-     history events of turn 1 and of turn N, and the latency p50 of the last `--window` turns
-     against that of turns ~1, in fresh conversations, each run right after one of them (and,
-     for reference, that of the conversation's own first `--window` turns).
-3. Prints a table (measure, ours, the raw shape's figure, the ratio, the target, PASS/FAIL)
+1. Starts a local deployment (`bench._stack.local_stack`: embedded Postgres, the tuned Temporal
+   dev server, one worker, one API, the scripted instant model) and warms it up.
+2. In each of `--rounds` rounds (3), one after the other:
+   - runs `../shared/bench/turn_shapes.py` (`--shapes-script`): what each turn *shape* costs
+     on a bare Temporal dev server of its own, with trivial activities and no HTTP, Postgres
+     or model. Its last output line is JSON: `direct` (one workflow per tool turn, three
+     activities), `plain` (one workflow, one activity), and in the first round also `local`,
+     `alllocal`, `entity`;
+   - then, through HTTP only, against our deployment (idle while the shapes run):
+     (a) tool turns (model -> tool `add` -> model), sequential, wait mode: submit -> completion;
+     (b) plain turns, sequential, stream mode: submit -> first `text-delta` SSE event;
+     (c) tool turns at `--concurrency` 20 (one conversation each) for `--seconds`: turns/s,
+     and the CPU seconds per turn of the worker, the API, the Temporal server and Postgres
+     (every process of each tree, from /proc/<pid>/stat: utime+stime of the live processes
+     plus cutime+cstime, which holds their reaped children, such as Postgres backends that
+     exited).
+   A ratio of (a)-(c) is the median of the rounds' ratios, each round's figure against the raw
+   shape's run just before it: on a shared machine, load comes and goes over minutes, and one
+   pairing in one stretch of it let a burst on either side decide the whole run. The figures
+   shown beside it are the medians of each side's rounds.
+3. One conversation of `--long` tool turns and one of `--long` plain turns: the Temporal
+   history events of turn 1 and of turn N, and the latency p50 of the last `--window` turns
+   against that of turns ~1, in fresh conversations, each run right after one of them (and,
+   for reference, that of the conversation's own first `--window` turns).
+4. Prints a table (measure, ours, the raw shape's figure, the ratio, the target, PASS/FAIL)
    and one JSON line with everything.
 
 History events are counted without knowing the engine's workflows: every workflow whose
@@ -119,14 +127,24 @@ async def plain_turn_stream(api: httpx.AsyncClient, model: FakeOpenAIServer, cid
     return first
 
 
+async def busy_client(
+    api: httpx.AsyncClient, model: FakeOpenAIServer, cid: str, deadline: float, done: list[float]
+) -> None:
+    """Tool turns in `cid`, one after the other, until `deadline`; each one's latency."""
+    while time.perf_counter() < deadline:
+        done.append(await tool_turn(api, model, cid))
+
+
 # --------------------------------------------------------------------------- raw shapes
 
 
-def run_shapes(script: Path, n: int, timeout: float) -> dict[str, dict[str, float]]:
+def run_shapes(
+    script: Path, n: int, timeout: float, shapes: tuple[str, ...] = SHAPES
+) -> dict[str, dict[str, float]]:
     """Run turn_shapes.py with this venv's `temporal` first on PATH; its last JSON line."""
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    command = [sys.executable, str(script), "--n", str(n), "--shapes", ",".join(SHAPES)]
+    command = [sys.executable, str(script), "--n", str(n), "--shapes", ",".join(shapes)]
     # Its own session, so that on a timeout or Ctrl-C its dev server goes with it.
     proc = subprocess.Popen(
         command,
@@ -149,7 +167,7 @@ def run_shapes(script: Path, n: int, timeout: float) -> dict[str, dict[str, floa
     for line in reversed(out.splitlines()):
         if line.startswith("{"):
             result: dict[str, dict[str, float]] = json.loads(line)
-            missing = [s for s in SHAPES if s not in result]
+            missing = [s for s in shapes if s not in result]
             if missing:
                 raise RuntimeError(f"{script} gave no figures for {missing}")
             return result
@@ -328,8 +346,14 @@ async def long_conversation(
 # --------------------------------------------------------------------------- the run
 
 
-async def measure(args: argparse.Namespace) -> dict[str, Any]:
+PAIRED = ("direct", "plain")
+"""The raw shapes the paired phases are compared with, run again in every round."""
+
+
+async def measure(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Our figures and the raw shapes', the paired phases in `--rounds` rounds (see the top)."""
     ours: dict[str, Any] = {}
+    raw: dict[str, Any] = {}
     run_id = uuid.uuid4().hex[:6]
     with local_stack() as (stack, model):
         assert model is not None and stack.services is not None
@@ -337,52 +361,85 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         limits = httpx.Limits(max_connections=args.concurrency * 2)
         async with httpx.AsyncClient(base_url=stack.api_url, timeout=60, limits=limits) as api:
             seq = [f"t-{run_id}-seq-{i}" for i in range(5)]
+            clients = [f"t-{run_id}-tp-{i}" for i in range(args.concurrency)]
             print("warm-up", flush=True)
             for cid in seq:
                 await tool_turn(api, model, cid)
                 await plain_turn_stream(api, model, cid + "-p")
             for i in range(10):
                 await tool_turn(api, model, seq[i % 5])
+            await asyncio.gather(*(tool_turn(api, model, cid) for cid in clients))
 
-            print(f"(a) {args.turns} sequential tool turns", flush=True)
-            tool = [await tool_turn(api, model, seq[i % 5]) for i in range(args.turns)]
-            ours["tool_p50_ms"] = round(p50(tool) * 1000, 1)
-            ours["tool_p95_ms"] = round(p95(tool) * 1000, 1)
-
-            print(f"(b) {args.turns} sequential plain turns, stream mode", flush=True)
-            first_text = [
-                await plain_turn_stream(api, model, seq[i % 5] + "-p") for i in range(args.turns)
-            ]
-            ours["plain_first_text_p50_ms"] = round(p50(first_text) * 1000, 1)
-            ours["plain_first_text_p95_ms"] = round(p95(first_text) * 1000, 1)
-
-            print(f"(c) {args.seconds:.0f} s of tool turns at concurrency {args.concurrency}")
-            clients = [f"t-{run_id}-tp-{i}" for i in range(args.concurrency)]
-            await asyncio.gather(*(tool_turn(api, model, cid) for cid in clients))  # warm
-            done: list[float] = []
-
-            async def client(cid: str, deadline: float) -> None:
-                while time.perf_counter() < deadline:
-                    done.append(await tool_turn(api, model, cid))
-
+            rounds: list[dict[str, Any]] = []
+            raw_rounds: list[dict[str, dict[str, float]]] = []
             roots = {role: stack.pids.get(role, []) for role in CPU_ROLES}
-            cpu0, own0 = tree_cpu(roots), own_cpu()
-            start = time.perf_counter()
-            await asyncio.gather(*(client(cid, start + args.seconds) for cid in clients))
-            elapsed = time.perf_counter() - start
-            cpu1, own1 = tree_cpu(roots), own_cpu()
-            ours["throughput_turns_per_s"] = round(len(done) / elapsed, 1)
-            ours["throughput_turns"] = len(done)
-            ours["throughput_latency_p50_ms"] = round(p50(done) * 1000, 1)
+            cpu = dict.fromkeys(CPU_ROLES, 0.0)
+            own = 0.0
+            throughput_turns = 0
+            throughput_seconds = 0.0
+            idle_cpu = idle_seconds = 0.0  # our deployment's, idle while the shapes ran
+            for r in range(args.rounds):
+                shapes = SHAPES if r == 0 else PAIRED
+                print(f"round {r + 1} of {args.rounds}: raw shapes {','.join(shapes)}", flush=True)
+                idle0, idle_t0 = sum(tree_cpu(roots).values()), time.perf_counter()
+                raw_rounds.append(
+                    await asyncio.to_thread(
+                        run_shapes, args.shapes_script, args.shapes_n, args.shapes_timeout, shapes
+                    )
+                )
+                idle_cpu += sum(tree_cpu(roots).values()) - idle0
+                idle_seconds += time.perf_counter() - idle_t0
+                print(f"  (a) {args.turns} sequential tool turns", flush=True)
+                tool = [await tool_turn(api, model, seq[i % 5]) for i in range(args.turns)]
+                print(f"  (b) {args.turns} sequential plain turns, stream mode", flush=True)
+                first_text = [
+                    await plain_turn_stream(api, model, seq[i % 5] + "-p")
+                    for i in range(args.turns)
+                ]
+                print(f"  (c) {args.seconds:.0f} s of tool turns at concurrency {args.concurrency}")
+                done: list[float] = []
+                cpu0, own0 = tree_cpu(roots), own_cpu()
+                start = time.perf_counter()
+                await asyncio.gather(
+                    *(busy_client(api, model, cid, start + args.seconds, done) for cid in clients)
+                )
+                elapsed = time.perf_counter() - start
+                cpu1, own1 = tree_cpu(roots), own_cpu()
+                for role in CPU_ROLES:
+                    cpu[role] += cpu1[role] - cpu0[role]
+                own += own1 - own0
+                throughput_turns += len(done)
+                throughput_seconds += elapsed
+                rounds.append(
+                    {
+                        "tool_p50_ms": round(p50(tool) * 1000, 1),
+                        "tool_p95_ms": round(p95(tool) * 1000, 1),
+                        "plain_first_text_p50_ms": round(p50(first_text) * 1000, 1),
+                        "plain_first_text_p95_ms": round(p95(first_text) * 1000, 1),
+                        "throughput_turns_per_s": round(len(done) / elapsed, 1),
+                        "throughput_latency_p50_ms": round(p50(done) * 1000, 1),
+                    }
+                )
+                print(f"  ours {rounds[-1]}", flush=True)
+            for key in rounds[0]:
+                ours[key] = round(statistics.median(x[key] for x in rounds), 1)
+            ours["rounds"] = rounds
+            ours["throughput_turns"] = throughput_turns
             ours["cpu_ms_per_turn"] = {
-                role: round((cpu1[role] - cpu0[role]) / len(done) * 1000, 1) for role in CPU_ROLES
+                role: round(cpu[role] / throughput_turns * 1000, 1) for role in CPU_ROLES
             }
             ours["cpu_ms_per_turn"]["bench client + model"] = round(
-                (own1 - own0) / len(done) * 1000, 1
+                own / throughput_turns * 1000, 1
             )
-            ours["cpu_cores_busy"] = round(
-                (sum(cpu1.values()) - sum(cpu0.values()) + own1 - own0) / elapsed, 2
-            )
+            ours["cpu_cores_busy"] = round((sum(cpu.values()) + own) / throughput_seconds, 2)
+            ours["idle_cores_busy_during_shapes"] = round(idle_cpu / idle_seconds, 3)
+            raw.update(raw_rounds[0])
+            for shape in PAIRED:
+                raw[shape] = {
+                    key: round(statistics.median(x[shape][key] for x in raw_rounds), 1)
+                    for key in raw_rounds[0][shape]
+                }
+            raw["rounds"] = raw_rounds
 
             print(f"(d) one conversation of {args.long} tool turns", flush=True)
             ours["long_tool"] = await long_conversation(
@@ -400,7 +457,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 args.long,
                 args.window,
             )
-    return ours
+    return ours, raw
 
 
 @dataclass
@@ -412,34 +469,63 @@ class Row:
     target: str
     passed: bool
     unit: str = ""
+    paired: float | None = None
+    """The median of the rounds' ratios, for a measure taken in rounds (see the top)."""
 
     @property
     def ratio(self) -> float | None:
+        if self.paired is not None:
+            return self.paired
         return None if not self.raw else self.ours / self.raw
 
 
-def judge(ours: dict[str, Any], raw: dict[str, dict[str, float]]) -> list[Row]:
+def paired_row(
+    ours: dict[str, Any], raw: dict[str, Any], key: str, shape: str, figure: str, **row: Any
+) -> Row:
+    """A row of a paired phase: the medians of both sides' figures, and of the rounds' ratios
+    (each round's ours against the raw shape's run just before it)."""
+    ratios = [
+        ours_r[key] / raw_r[shape][figure]
+        for ours_r, raw_r in zip(ours["rounds"], raw["rounds"], strict=True)
+    ]
+    return Row(
+        ours=ours[key],
+        raw=raw[shape][figure],
+        raw_name=f"{shape} {figure.removesuffix('_ms').replace('_per_s', '/s').replace('_', ' ')}",
+        passed=False,
+        paired=statistics.median(ratios),
+        **row,
+    )
+
+
+def judge(ours: dict[str, Any], raw: dict[str, Any]) -> list[Row]:
     direct, plain = raw["direct"], raw["plain"]
     tool_l, plain_l = ours["long_tool"], ours["long_plain"]
     n = tool_l["turns"]
     rows = [
-        Row("tool turn p50", ours["tool_p50_ms"], direct["p50_ms"], "direct p50", "<= 1.0x", False),
-        Row("tool turn p95", ours["tool_p95_ms"], direct["p95_ms"], "direct p95", "<= 1.0x", False),
-        Row(
-            "plain: first text-delta p50",
-            ours["plain_first_text_p50_ms"],
-            plain["p50_ms"],
-            "plain p50",
-            "<= 1.0x",
-            False,
+        paired_row(
+            ours, raw, "tool_p50_ms", "direct", "p50_ms", measure="tool turn p50", target="<= 1.0x"
         ),
-        Row(
-            "tool turns/s @concurrency",
-            ours["throughput_turns_per_s"],
-            direct["turns_per_s"],
-            "direct turns/s",
-            ">= 0.8x",
-            False,
+        paired_row(
+            ours, raw, "tool_p95_ms", "direct", "p95_ms", measure="tool turn p95", target="<= 1.0x"
+        ),
+        paired_row(
+            ours,
+            raw,
+            "plain_first_text_p50_ms",
+            "plain",
+            "p50_ms",
+            measure="plain: first text-delta p50",
+            target="<= 1.0x",
+        ),
+        paired_row(
+            ours,
+            raw,
+            "throughput_turns_per_s",
+            "direct",
+            "turns_per_s",
+            measure="tool turns/s @concurrency",
+            target=">= 0.8x",
         ),
     ]
     for row in rows:
@@ -517,6 +603,16 @@ def print_table(rows: list[Row], ours: dict[str, Any], long: int) -> None:
         f"({ours['cpu_cores_busy']} cores busy): "
         + ", ".join(f"{role} {ms:g} ms" for role, ms in cpu.items())
     )
+    print(
+        f"(a)-(c) in {len(ours['rounds'])} rounds, each after a run of the raw shapes, during "
+        f"which our idle deployment kept {ours['idle_cores_busy_during_shapes']:g} cores busy; "
+        "per round, ours: "
+        + "; ".join(
+            f"{r['tool_p50_ms']:g} / {r['plain_first_text_p50_ms']:g} ms, "
+            f"{r['throughput_turns_per_s']:g} turns/s"
+            for r in ours["rounds"]
+        )
+    )
     for kind in ("long_tool", "long_plain"):
         if ours[kind]["untagged_workflows"]:
             print(
@@ -539,16 +635,21 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=20)
     parser.add_argument("--long", type=int, default=300, help="turns of each long conversation")
     parser.add_argument("--window", type=int, default=20, help="turns of each latency window")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="rounds of the paired phases (a)-(c), >= 1"
+    )
     args = parser.parse_args()
     if args.long < 2 * args.window:
         parser.error("--long must be at least twice --window")
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     # SIGTERM unwinds like Ctrl-C, so the stack's processes are stopped on the way out.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     started = time.perf_counter()
     print(f"raw shapes: {args.shapes_script}", flush=True)
+    args.shapes_script = args.shapes_script.resolve()
     try:
-        raw = run_shapes(args.shapes_script.resolve(), args.shapes_n, args.shapes_timeout)
-        ours = asyncio.run(measure(args))
+        ours, raw = asyncio.run(measure(args))
     except KeyboardInterrupt:  # everything started has been stopped on the way here
         sys.exit("bench.targets: interrupted")
     rows = judge(ours, raw)
