@@ -94,8 +94,10 @@ class FakeOpenAIServer:
         self, *, model: str = "fake-model", host: str = "127.0.0.1", keep: int | None = None
     ) -> None:
         """`keep`: how many requests to keep for `requests()` (None: all). A benchmark that
-        sends thousands of ever longer transcripts bounds it, or the parsed requests it holds
-        (and the garbage collector's passes over them) would slow the process measuring."""
+        sends thousands of ever longer transcripts sets 0: the parsed requests it would hold
+        (and the garbage collector's passes over them) would slow the process measuring, and
+        a server that keeps none parses a transcript that grew only from where it grew
+        (`_Transcripts`), so its own work stays the same as the conversation grows."""
         self.model = model
         self.host = host
         self._lock = threading.Lock()
