@@ -106,6 +106,17 @@ class Settings(BaseModel):
     worker CPU. The replay tests always use the sandbox, so a nondeterministic call in workflow
     code still fails CI."""
 
+    workflow_tasks_inline: bool = True
+    """Run each workflow activation on the worker's event-loop thread (Temporal's
+    `debug_mode`), not in a thread pool whose answer the loop then waits for. That hand-off is
+    a round trip of the GIL between two threads, five times a tool turn; in a paired A/B on
+    two cores (docs/benchmarks.md, the eleventh session) a tool turn took 69 ms inline against
+    93, the first `text-delta` 42 against 48, and one worker ran 21.4 tool turns/s against
+    19.3. What it gives up is the SDK's deadlock detector (a workflow task that blocks for 2 s
+    fails): the workflows are the framework's own, with no user code in them, and a stuck one
+    would stall the worker's loop, which the turns' timeouts then expose.
+    `THINK_WORKFLOW_TASKS_INLINE=0` brings the thread pool back."""
+
     event_loop: EventLoop = "auto"
     """`THINK_EVENT_LOOP`: the event loop of `think api` and `think worker`. `auto` takes
     uvloop where it is installed (a dependency, except on Windows): a quarter fewer system
@@ -161,6 +172,8 @@ class Settings(BaseModel):
             settings.max_body_bytes = int(env["THINK_MAX_BODY_BYTES"])
         if env.get("THINK_WORKFLOW_SANDBOX", "").lower() in ("1", "true", "yes"):
             settings.workflow_sandbox = True
+        if env.get("THINK_WORKFLOW_TASKS_INLINE", "").strip().lower() in ("0", "false", "no"):
+            settings.workflow_tasks_inline = False
         if env.get("THINK_EVENT_LOOP"):
             loop = _EVENT_LOOPS.get(env["THINK_EVENT_LOOP"].strip().lower())
             if loop is None:

@@ -114,6 +114,8 @@ def build_worker(
         workflow_runner=workflow_runner()
         if settings.workflow_sandbox
         else UnsandboxedWorkflowRunner(),
+        # Activations on this thread, not a pool's: see `Settings.workflow_tasks_inline`.
+        debug_mode=settings.workflow_tasks_inline,
         # Cancellation reaches an activity through its heartbeat; keep that path short.
         max_heartbeat_throttle_interval=timedelta(seconds=0.5),
         default_heartbeat_throttle_interval=timedelta(seconds=0.5),
