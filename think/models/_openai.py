@@ -138,15 +138,14 @@ def request_json(body: dict[str, Any], encoded: EncodedMessages | None) -> bytes
     transcript that grew by a step is then the last request's bytes and a tail, which a model
     server (the scripted one, `think.testing`) can take from where it grew."""
     messages: list[dict[str, Any]] = body["messages"]
+    fields = {k: v for k, v in body.items() if k != "messages"}
     if encoded is None:
-        return orjson.dumps(
-            {**{k: v for k, v in body.items() if k != "messages"}, "messages": messages}
-        )
+        return orjson.dumps({**fields, "messages": messages})
     pieces = [orjson.dumps(m) for m in messages[: encoded.start]]
     if encoded.json:
         pieces.append(encoded.json)
     pieces += [orjson.dumps(m) for m in messages[encoded.end :]]
-    rest = orjson.dumps({k: v for k, v in body.items() if k != "messages"})
+    rest = orjson.dumps(fields)
     joined = [rest[:-1], b',"messages":[']
     for i, piece in enumerate(pieces):
         joined += (b",", piece) if i else (piece,)

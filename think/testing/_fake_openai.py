@@ -300,14 +300,10 @@ class _Transcripts:
 
     def hear(self, conversation_id: str | None, raw: bytes) -> tuple[dict[str, Any], Heard] | None:
         """The body's fields but its messages, and what was heard of its transcript."""
-        last = self._last.pop(conversation_id, None) if conversation_id else None
-        if last is not None:
+        if conversation_id and (last := self._last.pop(conversation_id, None)) is not None:
             start, fields, heard = last
-            if (
-                raw.startswith(start)
-                and raw[len(start) : len(start) + 1] == b","
-                and (raw.endswith(b"]}"))
-            ):
+            grew = raw[len(start) : len(start) + 1] == b"," and raw.endswith(b"]}")
+            if grew and raw.startswith(start):
                 with contextlib.suppress(ValueError):  # e.g. a field after `messages`
                     more = orjson.loads(b"[" + raw[len(start) + 1 : -1])
                     if all(isinstance(m, dict) for m in more):
@@ -319,15 +315,15 @@ class _Transcripts:
             return None
         body, heard = parsed
         fields = {k: v for k, v in body.items() if k != "messages"}
-        if conversation_id and body["messages"] and next(reversed(body)) == "messages":
+        ends_with_messages = next(reversed(body)) == "messages" and raw.endswith(b"]}")
+        if conversation_id and body["messages"] and ends_with_messages:
             self._remember(conversation_id, raw, fields, heard)
         return fields, heard
 
     def _remember(
-        self, conversation_id: str | None, raw: bytes, fields: dict[str, Any], heard: Heard
+        self, conversation_id: str, raw: bytes, fields: dict[str, Any], heard: Heard
     ) -> None:
-        if conversation_id is None or not raw.endswith(b"]}"):
-            return
+        """`raw` (which ends with its messages' `]}`) as the start of the next request."""
         self._last[conversation_id] = (raw[:-2], fields, heard)
         while len(self._last) > self.LIMIT:
             del self._last[next(iter(self._last))]
