@@ -333,6 +333,34 @@ class Hooks(Helper):
         return None
 
 
+class Introspective(Helper):
+    """`before_turn` finds its conversation through the turn API and says where it ran: the
+    worker that starts a gateway's turn runs it beside the workflow's start, outside any
+    activity (`think.engine.activities.EarlySteps`). With `{"needs_activity": true}` in the
+    body it asks for its activity's info, which only the step's own activity has."""
+
+    name = "introspective"
+
+    async def before_turn(self, ctx: TurnContext) -> TurnConfig | None:
+        from think import current_conversation
+
+        conversation = await current_conversation()
+        in_activity = activity.in_activity()
+        _hook_log(
+            "before_turn",
+            {
+                "conversation_id": ctx.conversation_id,
+                "found": conversation.conversation_id,
+                "in_activity": in_activity,
+            },
+        )
+        if (ctx.body or {}).get("needs_activity"):
+            attempt = activity.info().attempt  # raises outside an activity
+            ids = {"conversation_id": ctx.conversation_id}
+            _hook_log("before_turn_attempt", {**ids, "attempt": attempt})
+        return None
+
+
 class Verdict(BaseModel):
     """A structured answer for `TurnConfig(output=Verdict)`."""
 

@@ -86,6 +86,10 @@ async def test_a_turn_moves_the_counters(
     assert moved(*w, "think_model_step_duration_seconds_count", agent="helper") >= 2
     assert moved(*w, "think_model_time_to_first_token_seconds_count", agent="helper") >= 2
     assert value(after_worker, "think_db_pool_connections", state="max") == 20
+    # The gateway's turn was started by the worker, which began its first step beside the
+    # start; the step went on from it, and nothing begun was given up.
+    assert moved(*w, "think_early_first_steps_total", outcome="taken") >= 1
+    assert moved(*w, "think_early_first_steps_total", outcome="dropped") == 0
 
     g = (before_gateway, after_gateway)
     route = {"method": "POST", "route": TURNS_ROUTE}

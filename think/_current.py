@@ -10,6 +10,8 @@ the conversation whose turn is bound and still running.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -81,8 +83,17 @@ class _BindTurn(ActivityInboundInterceptor):
         turn_id = getattr(input.args[0], "turn_id", None) if input.args else None
         if not isinstance(turn_id, str):
             return await super().execute_activity(input)
-        token = BOUND.set(_Binding(self._service, turn_id))
-        try:
+        with bound_turn(self._service, turn_id):
             return await super().execute_activity(input)
-        finally:
-            BOUND.reset(token)
+
+
+@contextmanager
+def bound_turn(service: ThinkService, turn_id: str) -> Iterator[None]:
+    """Bind `turn_id` for what runs inside: an activity of the turn (`BindTurns`), or its
+    first step's work done beside its workflow's start (`think.engine.activities.EarlySteps`),
+    whose hooks must reach their conversation as they would in the activity."""
+    token = BOUND.set(_Binding(service, turn_id))
+    try:
+        yield
+    finally:
+        BOUND.reset(token)

@@ -117,6 +117,15 @@ class Settings(BaseModel):
     would stall the worker's loop, which the turns' timeouts then expose.
     `THINK_WORKFLOW_TASKS_INLINE=0` brings the thread pool back."""
 
+    early_first_step: bool = True
+    """The worker that starts a turn's workflow begins the turn's first step beside the start,
+    up to and including its model request (`think.engine.activities.EarlySteps`): the step,
+    which the eager start runs in the same process, takes it on. The model's first words are
+    then no longer behind Temporal's start and the workflow's first activation. In the rare
+    case that the start fails or is not eager (no free workflow-task slot in the worker), the
+    request is cut off and made again by the step wherever it runs: a model request paid for
+    nothing. `THINK_EARLY_FIRST_STEP=0` turns it off."""
+
     event_loop: EventLoop = "auto"
     """`THINK_EVENT_LOOP`: the event loop of `think api` and `think worker`. `auto` takes
     uvloop where it is installed (a dependency, except on Windows): a quarter fewer system
@@ -174,6 +183,8 @@ class Settings(BaseModel):
             settings.workflow_sandbox = True
         if env.get("THINK_WORKFLOW_TASKS_INLINE", "").strip().lower() in ("0", "false", "no"):
             settings.workflow_tasks_inline = False
+        if env.get("THINK_EARLY_FIRST_STEP", "").strip().lower() in ("0", "false", "no"):
+            settings.early_first_step = False
         if env.get("THINK_EVENT_LOOP"):
             loop = _EVENT_LOOPS.get(env["THINK_EVENT_LOOP"].strip().lower())
             if loop is None:

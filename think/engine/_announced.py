@@ -4,7 +4,8 @@ A gateway that starts a turn in its admission does not send Temporal's start its
 announces the turn, and a worker sends it, asking for eager execution. Temporal then answers
 the start with the workflow's first task, which this worker runs at once: the turn's first
 step begins without waiting for the task to be dispatched through the task queue (a few
-milliseconds of every turn). Of the workers told, the first to mark the turn
+milliseconds of every turn). Its first step's work up to the model request is begun beside
+the start (`EarlySteps`). Of the workers told, the first to mark the turn
 (`Store.claim_start`) starts it. A turn nobody starts (no worker is running, or the one
 that marked it died first) is started by its gateway after `ANNOUNCED_GRACE`.
 """
@@ -16,10 +17,10 @@ import logging
 
 from temporalio.client import Client
 
-from think.engine.activities._resources import StartedReads
+from think.engine.activities import EarlySteps
 from think.storage import ANNOUNCE_CHANNEL, Store
 from think.streaming import listen_forever
-from think.turns import start_turn_workflow
+from think.turns import ThinkService, start_turn_workflow
 
 log = logging.getLogger("think.worker.announced")
 
@@ -31,11 +32,13 @@ class AnnouncedTurns:
         store: Store,
         client: Client,
         task_queue: str,
-        reads: StartedReads | None = None,
+        early: EarlySteps | None = None,
+        service: ThinkService | None = None,
     ) -> None:
         self._dsn = dsn
         self._store = store
-        self._reads = reads
+        self._early = early
+        self._service = service
         self._client = client
         self._task_queue = task_queue
         self._starting: set[asyncio.Task[None]] = set()
@@ -65,9 +68,18 @@ class AnnouncedTurns:
             turn = await self._store.claim_start(turn_id)
             if turn is None:
                 return  # another worker has it, or it has begun or ended
-            if self._reads is not None:
-                self._reads.read(self._store, turn_id)  # for its first step, beside the start
-            await start_turn_workflow(self._client, self._task_queue, turn)
+            if self._early is None:
+                await start_turn_workflow(self._client, self._task_queue, turn)
+                return
+            # Its first step, up to the model request, beside the start: the start is eager,
+            # so the step runs in this process and takes it on.
+            self._early.begin(turn_id, self._service)
+            try:
+                eager = await start_turn_workflow(self._client, self._task_queue, turn)
+            except BaseException:
+                self._early.drop(turn_id)
+                raise
+            self._early.started(turn_id, eager=eager)
         except Exception:
             # Its gateway starts it after ANNOUNCED_GRACE; the sweeper after that.
             log.warning("starting announced turn %s failed", turn_id, exc_info=True)

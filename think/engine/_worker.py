@@ -257,8 +257,9 @@ async def run_worker(settings: Settings) -> None:
     )
     worker = build_worker(client, settings, activities, service)
     warm_mcp_servers(_declared_mcp_servers(registry))
+    early = activities.early_steps if settings.early_first_step else None
     announced = AnnouncedTurns(
-        settings.libpq_url, store, client, settings.task_queue, activities.res.started_reads
+        settings.libpq_url, store, client, settings.task_queue, early, service
     )
     housekeeping = [
         asyncio.create_task(announced.run()),

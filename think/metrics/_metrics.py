@@ -75,6 +75,13 @@ TOOL_CALLS = Counter(
 TOOL_DURATION = Histogram(
     "think_tool_call_duration_seconds", "One tool call's run", ["agent", "tool"], buckets=_LATENCY
 )
+EARLY_FIRST_STEPS = Counter(
+    "think_early_first_steps",
+    "First steps begun beside their workflow's start: taken (the step went on from it), failed "
+    "(before its model request; the step did it all), dropped (not taken: its request was cut "
+    "off, a model request made for nothing)",
+    ["outcome"],
+)
 ACTIVITY_RETRIES = Counter(
     "think_activity_retries",
     "Activity attempts after the first (Temporal retried a model step, tool call or commit)",

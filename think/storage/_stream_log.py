@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Literal
 
 from psycopg.pq import TransactionStatus
@@ -47,14 +47,15 @@ class Fence(BaseModel):
     _claiming: asyncio.Task[FirstClaim] | None = PrivateAttr(default=None)
 
     @classmethod
-    def first(cls, key: str, claim: Coroutine[Any, Any, FirstClaim]) -> Fence:
+    def first(cls, key: str, claim: Awaitable[FirstClaim]) -> Fence:
         """Attempt 1, with its claim (`claim_first`) on its way rather than landed: a model
         step claims beside its model request instead of before it, which takes the claim's
         statement and commit off the way to the first words. Nothing is written with the
         fence before the claim has landed (`held`, which `append` awaits), so the fence still
-        guarantees what `claim` does: one writer per attempt number."""
+        guarantees what `claim` does: one writer per attempt number. `claim` may be a task
+        sent earlier, by the worker that started the workflow (`EarlySteps.started`)."""
         fence = cls(key=key, attempt=1)
-        task = asyncio.get_running_loop().create_task(claim)
+        task = asyncio.ensure_future(claim)
         # A claim nobody waits for (the step ended before writing) must not log its error.
         task.add_done_callback(lambda done: done.cancelled() or done.exception())
         fence._claiming = task

@@ -157,7 +157,7 @@ async def admit(
     record commits (see the module's docstring), else `dispatch`. Raises `DispatchFailed`
     when Temporal cannot be reached: the turn is recorded, and a retry with the same key sends
     it again."""
-    starting: list[asyncio.Task[None]] = []
+    starting: list[asyncio.Task[bool]] = []
 
     def start_while_committing(admission: Admission) -> None:
         if admission.runs_now and not admission.announced:  # idle: nothing to interrupt

@@ -94,9 +94,10 @@ def turn_input(turn: TurnRecord) -> TurnInput:
     )
 
 
-async def start_turn_workflow(client: Client, task_queue: str, turn: TurnRecord) -> None:
+async def start_turn_workflow(client: Client, task_queue: str, turn: TurnRecord) -> bool:
     """Start the turn's workflow; a turn whose workflow exists (running or closed) is left as
-    it is. Raises `DispatchFailed` when Temporal cannot be reached.
+    it is. Raises `DispatchFailed` when Temporal cannot be reached. True when Temporal handed
+    the workflow's first task to this process's worker with its answer (an eager start).
 
     A sub-agent's turn names the turn that delegated it: in its `ThinkParentTurn` search
     attribute, its summary and its details (the parent's workflow id)."""
@@ -123,7 +124,7 @@ async def start_turn_workflow(client: Client, task_queue: str, turn: TurnRecord)
         )
     while True:
         try:
-            await client.start_workflow(
+            handle = await client.start_workflow(
                 TURN_WORKFLOW,
                 turn_input(turn),
                 id=turn_workflow_id(turn.agent, turn.conversation_id, turn.id, tenant=turn.tenant),
@@ -137,7 +138,7 @@ async def start_turn_workflow(client: Client, task_queue: str, turn: TurnRecord)
                 request_eager_start=hosts_queue(task_queue),
             )
         except WorkflowAlreadyStartedError:
-            return
+            return False
         except RPCError as exc:
             if _unregistered_parent_attribute(exc, attributes):
                 # A namespace set up before sub-agents (`think migrate` not run since): the
@@ -152,7 +153,9 @@ async def start_turn_workflow(client: Client, task_queue: str, turn: TurnRecord)
             raise DispatchFailed(
                 f"turn {turn.id!r} could not be handed to Temporal: {exc}", turn.id
             ) from exc
-        return
+        # The SDK's own mark on the handle (no public API says it); without it, "not eager",
+        # which costs only the work begun beside the start (`think.engine.activities.EarlySteps`).
+        return getattr(handle, "__temporal_eagerly_started", False) is True
 
 
 def _unregistered_parent_attribute(

@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +62,7 @@ from think.engine.activities._turn_state import end_turn, start_turn
 from think.exceptions import STALE_ATTEMPT, ModelError, OutputValidationError
 from think.models import (
     Finish,
+    ModelEvent,
     ModelRequest,
     OutputSpec,
     ReasoningDelta,
@@ -76,6 +78,7 @@ from think.storage import Conn, TurnNotRecorded, TurnRecord
 from think.streaming import (
     ChunkWriter,
     Fence,
+    FirstClaim,
     StaleAttempt,
     TurnEnded,
     append,
@@ -109,6 +112,79 @@ class _Loaded:
 
 
 @dataclass
+class _Prepared:
+    """A step's request, assembled by the agent's hooks, and the model's answer to it, on its
+    way."""
+
+    builder: MessageBuilder
+    setup: StepSetup
+    request: ModelRequest
+    answer_tool: str | None
+    events: AsyncIterator[ModelEvent]
+    sent: float
+    """When the request went out (`time.monotonic`), for the time to its first token."""
+
+
+@dataclass
+class EarlyStep:
+    """A turn's first step as far as it goes before the turn's workflow runs: made by the
+    worker that starts the workflow, beside the start (`EarlySteps`), and taken on by the
+    step's first attempt. What the turn's start stored, its transcript, and the request, sent.
+    Nothing is written: the step's fence is claimed by the attempt that takes it."""
+
+    turn: TurnRecord
+    agent: Think
+    transcript: list[UIMessage]
+    prepared: _Prepared
+    claim: Awaitable[FirstClaim] | None = None
+    """The step's claim of its fence, sent as the eager start returned (`EarlySteps.started`):
+    the attempt that takes this on is attempt 1, the one that workflow task runs."""
+
+    async def close(self) -> None:
+        """Give it up: the model's answer on its way is cut off."""
+        await _close(self.prepared.events)
+
+
+class _SentRequest:
+    """A model stream whose request is sent now, not at the first `anext`: a task waits for
+    its first event meanwhile. Iterated like the stream itself, by one consumer."""
+
+    def __init__(self, events: AsyncIterator[ModelEvent]) -> None:
+        self._events = events
+        self._first: asyncio.Task[ModelEvent] | None = asyncio.create_task(_first_of(events))
+
+    def __aiter__(self) -> _SentRequest:
+        return self
+
+    async def __anext__(self) -> ModelEvent:
+        first = self._first
+        if first is None:
+            return await anext(self._events)
+        try:
+            return await first  # a stream that ended at once raises StopAsyncIteration here
+        finally:
+            if first.done():
+                self._first = None
+
+    async def aclose(self) -> None:
+        first, self._first = self._first, None
+        if first is not None:
+            first.cancel()
+            await asyncio.wait([first])  # the stream must not be running when it is closed
+        await _close(self._events)
+
+
+async def _first_of(events: AsyncIterator[ModelEvent]) -> ModelEvent:
+    return await anext(events)
+
+
+async def _close(events: AsyncIterator[Any]) -> None:
+    close = getattr(events, "aclose", None)
+    if close is not None:
+        await close()
+
+
+@dataclass
 class _Streamed:
     """What `stream` got from the model."""
 
@@ -128,14 +204,19 @@ class StepAttempt:
         compactions: Compactions,
         outcomes: StepOutcomes,
         inp: ModelStepInput,
+        early: EarlyStep | None = None,
     ) -> None:
         self.res = res
         self.compactions = compactions
         self.outcomes = outcomes
         self.inp = inp
+        self.early = early
+        """The first step's work done beside its workflow's start, if this worker did it."""
 
     async def run(self) -> ModelStepResult:
         try:
+            if self.early is not None:
+                return await self._take_on(self.early)
             loaded = await self.load()
             if isinstance(loaded, ModelStepResult):
                 return loaded
@@ -172,11 +253,9 @@ class StepAttempt:
     async def _load_first_step(self) -> _Loaded | ModelStepResult:
         inp, store = self.inp, self.res.store
         key = f"step-{inp.step}"
-        # Most turns were started by their admission: one read then, no transaction, and
-        # none at all where this worker started the workflow (it read beside the start).
-        taken = await self.res.started_reads.take(inp.turn_id)  # once: a retry reads again
+        # Most turns were started by their admission: one read then, and no transaction.
         async with store.db.connection() as conn:
-            started = taken or await store.read_started_turn(conn, inp.turn_id)
+            started = await store.read_started_turn(conn, inp.turn_id)
             if started is not None:
                 turn, stored = started
                 self.res.paths.extend(turn.conversation_uid, turn.messages_revision, stored)
@@ -210,6 +289,35 @@ class StepAttempt:
             return answered
         return await self._loaded(conn, turn, agent, Fence(key=key, attempt=attempt))
 
+    async def early_step(self) -> EarlyStep | None:
+        """The first step of a turn its admission started, up to its model request, which is
+        sent: what the worker that starts the workflow does beside the start, for the step to
+        take on (`_take_on`). None when there is nothing to take on (the turn is not one its
+        admission started, has ended, or a step has begun): the step then does it all. Raises
+        `HookFailed` as `assemble` does; the step then does it all too, in its activity, where
+        the hook may have wanted to be (`activity.info()`), and reports what it raises there."""
+        store = self.res.store
+        async with store.db.connection() as conn:
+            started = await store.read_started_turn(conn, self.inp.turn_id)
+            if started is None:
+                return None
+            turn, stored = started
+            self.res.paths.extend(turn.conversation_uid, turn.messages_revision, stored)
+            agent = self.res.bound_agent(turn)
+            if self._answered(turn, agent) is not None or f"step-{self.inp.step}" in turn.fences:
+                return None
+            transcript = await self._transcript(conn, turn, agent)
+        prepared = await self._prepare(turn, agent, transcript, send=True)
+        return EarlyStep(turn, agent, transcript, prepared)
+
+    async def _take_on(self, early: EarlyStep) -> ModelStepResult:
+        """Go on from `early`: claim the step's fence (beside the model's answer, as a first
+        attempt does, `Fence.first`), then stream the answer already on its way."""
+        turn, agent, key = early.turn, early.agent, f"step-{self.inp.step}"
+        fence = Fence.first(key, early.claim or self.res.store.claim_first(turn.id, key))
+        loaded = _Loaded(turn, agent, fence, False, early.transcript)
+        return await self._call_model(loaded, early.prepared)
+
     def _answered(self, turn: TurnRecord, agent: Think) -> ModelStepResult | None:
         """What a step whose turn has ended, or whose step is recorded, answers with no model
         call: a previous attempt finished the step but its completion never reached Temporal,
@@ -224,14 +332,17 @@ class StepAttempt:
         """The step's transcript, and whether this attempt must first reset what an abandoned
         one streamed of the step (a retry after a crash or a stall)."""
         interrupted = fence.attempt > 1 and await step_is_open(conn, turn.id)
-        transcript = await self.res.paths.path(
+        transcript = await self._transcript(conn, turn, agent)
+        return _Loaded(turn, agent, fence, interrupted, transcript)
+
+    async def _transcript(self, conn: Conn, turn: TurnRecord, agent: Think) -> list[UIMessage]:
+        return await self.res.paths.path(
             conn,
             turn.conversation_uid,
             turn.parent_id,
             revision=turn.messages_revision,
             byte_budget=agent.hydration_byte_budget,
         )
-        return _Loaded(turn, agent, fence, interrupted, transcript)
 
     async def _load_later_step(self) -> _Loaded | ModelStepResult:
         """`load` for a step after the first: the turn has started, so claiming the step's
@@ -271,13 +382,13 @@ class StepAttempt:
     # -- assemble --------------------------------------------------------------------------
 
     async def assemble(
-        self, loaded: _Loaded, builder: MessageBuilder
+        self, turn: TurnRecord, agent: Think, transcript: list[UIMessage], builder: MessageBuilder
     ) -> tuple[StepSetup, ModelRequest, str | None]:
         """The step's setup, its request, and the tool that stands for a structured answer
         when the model has no native structured output. Raises `HookFailed`."""
-        agent, turn, step = loaded.agent, loaded.turn, self.inp.step
+        step = self.inp.step
         # Summaries in place of what they cover; compacts first if the window is near.
-        transcript = await self.compactions.model_context(agent, turn, loaded.transcript, step)
+        transcript = await self.compactions.model_context(agent, turn, transcript, step)
         prompt = await step_prompt(agent, turn, step, self.res.store)  # context blocks
         mcp = None
         if step == 0 and "mcp" not in (turn.config or {}):
@@ -326,13 +437,28 @@ class StepAttempt:
 
     # -- stream, and what goes wrong on the way ----------------------------------------------
 
-    async def _call_model(self, loaded: _Loaded) -> ModelStepResult:
-        agent, turn, fence = loaded.agent, loaded.turn, loaded.fence
+    async def _prepare(
+        self, turn: TurnRecord, agent: Think, transcript: list[UIMessage], *, send: bool = False
+    ) -> _Prepared:
+        """Assemble the step's request; `send` it now, else at the stream's first `anext`.
+        Raises `HookFailed`."""
         builder = MessageBuilder(turn.message)
-        try:
-            setup, request, answer_tool = await self.assemble(loaded, builder)
-        except HookFailed as exc:
-            return await self.outcomes.fail(agent, turn, exc.stage, exc.cause, fence)
+        setup, request, answer_tool = await self.assemble(turn, agent, transcript, builder)
+        events = setup.model.stream(request)
+        if send:
+            events = _SentRequest(events)
+        return _Prepared(builder, setup, request, answer_tool, events, time.monotonic())
+
+    async def _call_model(
+        self, loaded: _Loaded, prepared: _Prepared | None = None
+    ) -> ModelStepResult:
+        agent, turn, fence = loaded.agent, loaded.turn, loaded.fence
+        if prepared is None:
+            try:
+                prepared = await self._prepare(turn, agent, loaded.transcript)
+            except HookFailed as exc:
+                return await self.outcomes.fail(agent, turn, exc.stage, exc.cause, fence)
+        builder, setup, answer_tool = prepared.builder, prepared.setup, prepared.answer_tool
         # A sub-agent's turn shows its progress in the parent's stream as it goes.
         progress = ParentProgress(turn, builder) if turn.request.delegated_by else None
         writer = ChunkWriter(
@@ -352,18 +478,18 @@ class StepAttempt:
             on_chunk=agent.on_chunk if overrides(agent, "on_chunk") else None,
             answer_tool=answer_tool,
         )
-        streamed = await self.stream(loaded, setup, request, step)
+        streamed = await self.stream(loaded, prepared, step)
         if isinstance(streamed, ModelStepResult):
             return streamed
         return await self.record(loaded, setup, step, streamed)
 
     async def stream(
-        self, loaded: _Loaded, setup: StepSetup, request: ModelRequest, step: StepStream
+        self, loaded: _Loaded, prepared: _Prepared, step: StepStream
     ) -> _Streamed | ModelStepResult:
         agent, turn, fence = loaded.agent, loaded.turn, loaded.fence
-        builder, writer = step.builder, step.writer
+        setup, builder, writer = prepared.setup, step.builder, step.writer
         finish = Finish()
-        started = time.monotonic()
+        started = prepared.sent
         first_token: float | None = None
         try:
             if loaded.interrupted:
@@ -384,7 +510,7 @@ class StepAttempt:
                 # The time budget also cuts a step short, not only the next one.
                 asyncio.timeout(time_left(turn, setup.time_budget)) as budget,
                 contextlib.aclosing(
-                    within_stall_timeout(setup.model.stream(request), setup.stall_timeout)
+                    within_stall_timeout(prepared.events, setup.stall_timeout)
                 ) as events,
             ):
                 async for event in events:

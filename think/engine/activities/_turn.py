@@ -21,6 +21,7 @@ from think.engine.activities import _observe as observe
 from think.engine.activities._agent_tool import AgentToolCalls
 from think.engine.activities._assembly import maybe_await, overrides
 from think.engine.activities._compaction import Compactions
+from think.engine.activities._early_steps import EarlySteps
 from think.engine.activities._errors import chat_error_text
 from think.engine.activities._heartbeat import heartbeating
 from think.engine.activities._ids import turn_ids
@@ -54,6 +55,8 @@ class TurnActivities:
         self.agent_tools = AgentToolCalls(res, self.tool_calls)
         self.compactions = Compactions(res)
         self.outcomes = StepOutcomes(res)
+        self.early_steps = EarlySteps(res, self.compactions, self.outcomes)
+        """First steps begun beside their workflows' starts (`think.engine._announced`)."""
 
     def activities(self) -> list[Any]:
         return [
@@ -70,7 +73,9 @@ class TurnActivities:
         """One model call, streamed. The first step also starts the turn; a step that answers
         without tools also ends it, in the transaction that records the step."""
         _count_retry(MODEL_STEP_ACTIVITY)
-        result = await StepAttempt(self.res, self.compactions, self.outcomes, inp).run()
+        # Taken once: a retry does it all itself.
+        early = await self.early_steps.take(inp.turn_id) if inp.step == 0 else None
+        result = await StepAttempt(self.res, self.compactions, self.outcomes, inp, early).run()
         if result.ended:
             # The conversation's next turn, if one waits, runs now (its workflow starts).
             await self.res.hand_off(inp.turn_id)
