@@ -13,6 +13,7 @@ from think.agent._registry import AgentRegistry
 from think.engine._worker import build_worker
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._turn import TurnActivities
+from think.models import close_openai_clients
 from think.storage import PathCache, Store, open_database
 from think.testing import FakeOpenAIServer, text
 from think.workflows._connect import connect
@@ -211,4 +212,5 @@ async def test_a_workers_next_turn_reads_no_path(
         assert res.paths.reads == 0
     finally:
         await service.close()  # its stream listener: LISTEN connections are counted elsewhere
+        await close_openai_clients()  # the model clients' pooled connections, as a worker's
         await db.close()
