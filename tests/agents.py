@@ -361,6 +361,18 @@ class Introspective(Helper):
         return None
 
 
+class SelfCancelling(Helper):
+    """Cancels its own turn from `before_step` of step 1: after the step has read its turn
+    and before it streams, the narrowest moment a cancel can land in."""
+
+    name = "self-cancelling"
+
+    async def before_step(self, ctx: StepContext) -> StepConfig | None:
+        if ctx.step == 1:
+            await self.cancel_chat(ctx.turn_id, "changed my mind")
+        return None
+
+
 class Verdict(BaseModel):
     """A structured answer for `TurnConfig(output=Verdict)`."""
 

@@ -62,7 +62,7 @@ def stack(
             "tests.agents:Helper,tests.agents:Staller,tests.agents:Persister,"
             "tests.agents:GiveUp,tests.agents:Budgeted,tests.agents:Hurried,"
             "tests.agents:Gatekeeper,tests.agents:Guarded,tests.agents:Hooked,tests.agents:Hooks,"
-            "tests.agents:Introspective,"
+            "tests.agents:Introspective,tests.agents:SelfCancelling,"
             "tests.agents:QuietReasoner,"
             "tests.agents:Compactor,tests.agents:Recoverer,tests.agents:Forethought,"
             "tests.agents:Lookout,"

@@ -12,7 +12,7 @@ from temporalio.client import Client
 from tests._ai_sdk import NODE_DIR, reconstruct
 from tests._sse import chunks, deltas, read_stream, read_until, until_terminal
 from tests._turn_helpers import helper_path
-from think.testing import FakeOpenAIServer, reply, text
+from think.testing import FakeOpenAIServer, reply, stall, text, tool_call
 from think.workflows._names import turn_workflow_id
 
 WORDS = [f"w{i} " for i in range(60)]
@@ -77,6 +77,23 @@ async def test_a_cancel_lands_within_a_second_under_load(
     assert 0 < len(partial) < len("".join(WORDS))
     for other in busy:
         assert (await until_terminal(api, other["status_url"]))["status"] == "completed"
+
+
+async def test_a_cancel_between_a_steps_read_and_its_stream_is_not_missed(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """The cancel lands after step 1 has read its turn (which shows none) and before its
+    stream watches for one (`before_step` asks for it): the step still stops at once, where
+    it used to stream on until Temporal's workflow cancel reached it, seconds later."""
+    fake_model.script(cid, tool_call("add", {"a": 1, "b": 2}), text("Three.") + stall(8))
+    url = f"/v1/agents/self-cancelling/conversations/{cid}/turns"
+    asked = time.monotonic()
+    turn = (await api.post(url, json={"input": "1+2?"})).json()
+    final = await until_terminal(api, turn["status_url"])
+    took = time.monotonic() - asked
+    assert final["status"] == "aborted", final
+    assert final["error"] == "changed my mind"
+    assert took < 2.0, f"the turn stopped {took:.2f} s after its submission"
 
 
 async def test_cancel_pending_never_starts(

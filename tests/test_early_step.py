@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections.abc import AsyncIterator
+from types import SimpleNamespace
 from typing import Any, cast
 
 import httpx
@@ -17,7 +18,12 @@ from tests._logs import hook_calls
 from tests._stack import Stack
 from tests._turn_helpers import wait_turn
 from think.engine.activities._early_steps import _given_up
-from think.engine.activities._model_step import EarlyStep, _Prepared, _SentRequest
+from think.engine.activities._model_step import (
+    EarlyStep,
+    _CancelSubscription,
+    _Prepared,
+    _SentRequest,
+)
 from think.models import Finish, ModelEvent, TextDelta
 from think.testing import FakeOpenAIServer, text
 
@@ -150,7 +156,8 @@ def _early(events: AsyncIterator[ModelEvent]) -> EarlyStep:
     """An early step holding `events`; what else it holds plays no part in giving it up."""
     unused = cast(Any, None)
     prepared = _Prepared(unused, unused, unused, None, events, 0.0)
-    return EarlyStep(unused, unused, [], prepared)
+    no_listener = cast(Any, SimpleNamespace(cancels=None))
+    return EarlyStep(unused, unused, [], prepared, _CancelSubscription(no_listener, "t"))
 
 
 async def test_an_early_step_given_up_cuts_its_request_off() -> None:

@@ -39,10 +39,18 @@ async def cancel_noted(store: Store, turn_id: str) -> bool:
 
 @contextlib.asynccontextmanager
 async def cancellable(
-    store: Store, cancels: ChunkListener | None, turn_id: str, *, noted: bool = False
+    store: Store,
+    cancels: ChunkListener | None,
+    turn_id: str,
+    *,
+    noted: bool = False,
+    subscribed: asyncio.Event | None = None,
 ) -> AsyncIterator[CancelRequest]:
     """Cancel the current task when the turn's cancel is announced (or was `noted` already,
-    before the step began). The caller tells its own cancel from others by `requested`."""
+    before the step began). The caller tells its own cancel from others by `requested`.
+    `subscribed`: the turn's subscription to `cancels`, opened before the step read the turn
+    (`cancels.subscribe`), so that a cancel announced between that read and this stream is
+    not missed; without it, one is opened here."""
     request = CancelRequest()
     task = asyncio.current_task()
     if cancels is None or task is None:
@@ -62,7 +70,10 @@ async def cancellable(
                 cancel()
                 return
 
-    with cancels.subscribe(turn_id) as event:
+    with contextlib.ExitStack() as stack:
+        if subscribed is None:
+            subscribed = stack.enter_context(cancels.subscribe(turn_id))
+        event = subscribed
         if noted:
             event.set()
         watcher = asyncio.create_task(watch(event))

@@ -136,13 +136,32 @@ class EarlyStep:
     agent: Think
     transcript: list[UIMessage]
     prepared: _Prepared
+    cancels: _CancelSubscription
+    """The turn's subscription to cancels, opened before its read: one announced since is
+    seen by the step's stream."""
     claim: Awaitable[FirstClaim] | None = None
     """The step's claim of its fence, sent as the eager start returned (`EarlySteps.started`):
     the attempt that takes this on is attempt 1, the one that workflow task runs."""
 
     async def close(self) -> None:
         """Give it up: the model's answer on its way is cut off."""
+        self.cancels.close()
         await _close(self.prepared.events)
+
+
+class _CancelSubscription:
+    """The turn's subscription to cancels (`ActivityResources.cancels`), opened before a step
+    reads the turn and kept until the step ends: a cancel announced between the read, which
+    sees one noted before it, and the stream, which watches for one, is not missed."""
+
+    def __init__(self, res: ActivityResources, turn_id: str) -> None:
+        self._stack = contextlib.ExitStack()
+        self.event: asyncio.Event | None = None
+        if res.cancels is not None:
+            self.event = self._stack.enter_context(res.cancels.subscribe(turn_id))
+
+    def close(self) -> None:
+        self._stack.close()
 
 
 class _SentRequest:
@@ -214,6 +233,10 @@ class StepAttempt:
         """The first step's work done beside its workflow's start, if this worker did it."""
 
     async def run(self) -> ModelStepResult:
+        if self.early is not None:
+            self.cancels = self.early.cancels  # opened before the early read
+        else:
+            self.cancels = _CancelSubscription(self.res, self.inp.turn_id)
         try:
             if self.early is not None:
                 return await self._take_on(self.early)
@@ -230,6 +253,8 @@ class StepAttempt:
             # wrote nothing, and the turn is as the cancel left it.
             ended = await self.res.store.get_turn(self.inp.turn_id)
             return ModelStepResult(ended=True, status=ended.status if ended else "aborted")
+        finally:
+            self.cancels.close()
 
     # -- load ------------------------------------------------------------------------------
 
@@ -296,6 +321,17 @@ class StepAttempt:
         admission started, has ended, or a step has begun): the step then does it all. Raises
         `HookFailed` as `assemble` does; the step then does it all too, in its activity, where
         the hook may have wanted to be (`activity.info()`), and reports what it raises there."""
+        cancels = _CancelSubscription(self.res, self.inp.turn_id)
+        try:
+            early = await self._early_step(cancels)
+        except BaseException:
+            cancels.close()
+            raise
+        if early is None:
+            cancels.close()
+        return early
+
+    async def _early_step(self, cancels: _CancelSubscription) -> EarlyStep | None:
         store = self.res.store
         async with store.db.connection() as conn:
             started = await store.read_started_turn(conn, self.inp.turn_id)
@@ -308,7 +344,7 @@ class StepAttempt:
                 return None
             transcript = await self._transcript(conn, turn, agent)
         prepared = await self._prepare(turn, agent, transcript, send=True)
-        return EarlyStep(turn, agent, transcript, prepared)
+        return EarlyStep(turn, agent, transcript, prepared, cancels)
 
     async def _take_on(self, early: EarlyStep) -> ModelStepResult:
         """Go on from `early`: claim the step's fence (beside the model's answer, as a first
@@ -505,7 +541,11 @@ class StepAttempt:
             async with (
                 heartbeating(),
                 cancellable(
-                    self.res.store, self.res.cancels, turn.id, noted=turn.error is not None
+                    self.res.store,
+                    self.res.cancels,
+                    turn.id,
+                    noted=turn.error is not None,
+                    subscribed=self.cancels.event,
                 ) as cancel,
                 # The time budget also cuts a step short, not only the next one.
                 asyncio.timeout(time_left(turn, setup.time_budget)) as budget,
