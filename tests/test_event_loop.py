@@ -1,5 +1,6 @@
 """`think api` and `think worker` run on uvloop (THINK_EVENT_LOOP), and say so clearly when
-asked for a loop they cannot have."""
+asked for a loop they cannot have; the worker's other runtime switches refuse a value they
+cannot read, as clearly."""
 
 from __future__ import annotations
 
@@ -50,3 +51,19 @@ def test_the_running_worker_and_api_have_uvloop_loaded(stack: Stack) -> None:
         (pid,) = stack.pids[role][:1]
         maps = Path(f"/proc/{pid}/maps").read_text()
         assert "uvloop" in maps, f"{role} (pid {pid}) has no uvloop module mapped"
+
+
+@pytest.mark.parametrize(
+    ("name", "field"),
+    [
+        ("THINK_WORKFLOW_TASKS_INLINE", "workflow_tasks_inline"),
+        ("THINK_EARLY_FIRST_STEP", "early_first_step"),
+    ],
+)
+def test_the_workers_switches_read_0_and_1_and_refuse_anything_else(name: str, field: str) -> None:
+    assert getattr(Settings.from_env({}, find_dev_stack=False), field) is True
+    for off in ("0", "false", " No "):
+        assert getattr(Settings.from_env({name: off}, find_dev_stack=False), field) is False
+    assert getattr(Settings.from_env({name: "1"}, find_dev_stack=False), field) is True
+    with pytest.raises(ConfigurationError, match=f"{name}='maybe'"):
+        Settings.from_env({name: "maybe"}, find_dev_stack=False)

@@ -181,10 +181,8 @@ class Settings(BaseModel):
             settings.max_body_bytes = int(env["THINK_MAX_BODY_BYTES"])
         if env.get("THINK_WORKFLOW_SANDBOX", "").lower() in ("1", "true", "yes"):
             settings.workflow_sandbox = True
-        if env.get("THINK_WORKFLOW_TASKS_INLINE", "").strip().lower() in ("0", "false", "no"):
-            settings.workflow_tasks_inline = False
-        if env.get("THINK_EARLY_FIRST_STEP", "").strip().lower() in ("0", "false", "no"):
-            settings.early_first_step = False
+        settings.workflow_tasks_inline = _flag(env, "THINK_WORKFLOW_TASKS_INLINE", default=True)
+        settings.early_first_step = _flag(env, "THINK_EARLY_FIRST_STEP", default=True)
         if env.get("THINK_EVENT_LOOP"):
             loop = _EVENT_LOOPS.get(env["THINK_EVENT_LOOP"].strip().lower())
             if loop is None:
