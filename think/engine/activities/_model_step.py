@@ -280,11 +280,9 @@ class StepAttempt:
         key = f"step-{inp.step}"
         # Most turns were started by their admission: one read then, and no transaction.
         async with store.db.connection() as conn:
-            started = await store.read_started_turn(conn, inp.turn_id)
+            started = await self._read_started(conn)
             if started is not None:
-                turn, stored = started
-                self.res.paths.extend(turn.conversation_uid, turn.messages_revision, stored)
-                agent = self.res.bound_agent(turn)
+                turn, agent = started
                 return self._answered(turn, agent) or await self._claimed(conn, turn, agent, key)
         async with store.db.transaction() as conn:
             turn, queue, attempt = await store.claim_queued_turn(conn, inp.turn_id, key)
@@ -297,6 +295,16 @@ class StepAttempt:
             # The path's new tail is what was just stored: the read below then finds it here.
             self.res.paths.extend(turn.conversation_uid, turn.messages_revision, stored)
             return await self._loaded(conn, turn, agent, Fence(key=key, attempt=attempt))
+
+    async def _read_started(self, conn: Conn) -> tuple[TurnRecord, Think] | None:
+        """The turn as its admission started it, and its agent; the messages the start stored
+        are the cached path's new tail. None: its admission did not start it."""
+        started = await self.res.store.read_started_turn(conn, self.inp.turn_id)
+        if started is None:
+            return None
+        turn, stored = started
+        self.res.paths.extend(turn.conversation_uid, turn.messages_revision, stored)
+        return turn, self.res.bound_agent(turn)
 
     async def _claimed(
         self, conn: Conn, turn: TurnRecord, agent: Think, key: str
@@ -332,14 +340,11 @@ class StepAttempt:
         return early
 
     async def _early_step(self, cancels: _CancelSubscription) -> EarlyStep | None:
-        store = self.res.store
-        async with store.db.connection() as conn:
-            started = await store.read_started_turn(conn, self.inp.turn_id)
+        async with self.res.store.db.connection() as conn:
+            started = await self._read_started(conn)
             if started is None:
                 return None
-            turn, stored = started
-            self.res.paths.extend(turn.conversation_uid, turn.messages_revision, stored)
-            agent = self.res.bound_agent(turn)
+            turn, agent = started
             if self._answered(turn, agent) is not None or f"step-{self.inp.step}" in turn.fences:
                 return None
             transcript = await self._transcript(conn, turn, agent)
