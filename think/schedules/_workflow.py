@@ -24,6 +24,8 @@ with workflow.unsafe.imports_passed_through():
         SCHEDULED_START_KEY,
     )
 
+TRANSIENT_ATTEMPTS = 130
+"""About an hour of attempts 30 s apart: how long an occurrence outlasts an outage."""
 ACTION_TIMEOUT = timedelta(minutes=10)
 """A handler's budget per attempt; a prompt task's admission takes milliseconds."""
 
@@ -44,18 +46,21 @@ class ScheduledOccurrence:
                 OccurrenceRequest(occurrence=input, scheduled_for=scheduled_for),
                 result_type=OccurrenceResult,
                 start_to_close_timeout=ACTION_TIMEOUT,
+                # The task's `retry` bounds the action's own failures (the activity counts
+                # them, `bounded_failures`); Postgres or Temporal outages are retried for up
+                # to an hour, at most 30 s apart.
                 retry_policy=RetryPolicy(
                     initial_interval=timedelta(seconds=1),
-                    maximum_attempts=max(1, input.attempts),
+                    maximum_interval=timedelta(seconds=30),
+                    maximum_attempts=max(input.attempts, TRANSIENT_ATTEMPTS),
                 ),
             )
         except ActivityError as error:
             cause = error.cause or error
             workflow.logger.error(
-                "scheduled task %r of %s failed after %d attempt(s): %s",
+                "scheduled task %r of %s failed: %s",
                 input.task,
                 input.agent,
-                max(1, input.attempts),
                 cause,
             )
             raise ApplicationError(

@@ -36,6 +36,13 @@ from think.storage._errors import (
     ParentNotFound,
     TurnNotRecorded,
 )
+from think.storage._failures import (
+    NON_TRANSIENT_ATTEMPTS,
+    bounded_failures,
+    gives_up,
+    is_transient,
+    non_transient_failure,
+)
 from think.storage._path_cache import PathCache
 from think.storage._records import (
     ACTIVE_STATUSES,
@@ -90,6 +97,7 @@ __all__ = [
     "ACTIVE_STATUSES",
     "ANNOUNCE_CHANNEL",
     "MAX_SEARCH_LIMIT",
+    "NON_TRANSIENT_ATTEMPTS",
     "NOW",
     "PAUSED_STATUSES",
     "TERMINAL_STATUSES",
@@ -128,6 +136,7 @@ __all__ = [
     "WorkspacePathError",
     "answer_parent",
     "begin_turn",
+    "bounded_failures",
     "chain_leaf",
     "clear_system_prompt",
     "conversation_config",
@@ -138,9 +147,12 @@ __all__ = [
     "delete_turns",
     "first_answer",
     "freeze_prompt",
+    "gives_up",
     "guess_media_type",
+    "is_transient",
     "migrate",
     "migrate_now",
+    "non_transient_failure",
     "open_database",
     "prepare_start",
     "prompt_state",

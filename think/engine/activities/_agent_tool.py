@@ -41,7 +41,14 @@ from think.engine.activities._ids import tool_call_ids
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._tool_call import ToolCalls, is_settled, tool_call_of
 from think.exceptions import ThinkError, ToolError
-from think.storage import Conn, Delegation, SubmissionConflict, TurnRecord
+from think.storage import (
+    Conn,
+    Delegation,
+    SubmissionConflict,
+    TurnRecord,
+    bounded_failures,
+    gives_up,
+)
 from think.streaming import StaleAttempt, TurnEnded, append
 from think.streaming._builder import MessageBuilder
 from think.tools._tool import tool_output_json
@@ -144,6 +151,10 @@ class AgentToolCalls:
     @activity.defn(name=AGENT_TOOL_START_ACTIVITY)
     async def start(self, inp: AgentToolInput) -> AgentToolStarted:
         """Admit the child's turn for the call (or find the one admitted before)."""
+        with bounded_failures(f"agent tool {inp.tool_name}", inp.turn_id):
+            return await self._start(inp)
+
+    async def _start(self, inp: AgentToolInput) -> AgentToolStarted:
         turn, part = await self._call(inp)
         if is_settled(part) or turn.terminal:
             return AgentToolStarted()
@@ -231,6 +242,10 @@ class AgentToolCalls:
         """Record the ended child turn's answer as the call's result; `settled=False` while
         it runs (and, once the tool's timeout has passed, it is cancelled: its end is then
         recorded as the tool error it is)."""
+        with bounded_failures(f"agent tool {inp.tool_name}", inp.turn_id):
+            return await self._finish(inp)
+
+    async def _finish(self, inp: AgentToolInput) -> AgentToolFinished:
         turn, part = await self._call(inp)
         if is_settled(part) or turn.terminal:
             return AgentToolFinished(settled=True)
@@ -268,6 +283,21 @@ class AgentToolCalls:
     @activity.defn(name=CANCEL_CHILDREN_ACTIVITY)
     async def cancel_children(self, inp: CancelChildrenInput) -> None:
         """The parent turn is ending without their answers: cancel its children's turns."""
+        try:
+            await self._cancel_children(inp)
+        except Exception as exc:
+            if not gives_up(exc):
+                raise
+            # Not worth failing the parent's end for: its turn is recorded next, and each
+            # child's turn runs to its own end.
+            log.error(
+                "turn %s: could not cancel its sub-agents' turns %s",
+                inp.turn_id,
+                inp.child_turn_ids,
+                exc_info=True,
+            )
+
+    async def _cancel_children(self, inp: CancelChildrenInput) -> None:
         for child_id in inp.child_turn_ids:
             child = await self.res.store.get_turn(child_id)
             if child is not None:

@@ -27,13 +27,19 @@ from think.engine.activities._resources import ActivityResources
 from think.engine.activities._step_stream import StepStream
 from think.exceptions import MODEL_RETRY, ModelError
 from think.sessions._session import session_for
-from think.storage import TurnRecord
+from think.storage import TurnRecord, bounded_failures
 from think.storage._compactions import Compaction, turn_compactions
 from think.streaming import Fence, append
 from think.workflows._inputs import TurnInput
 from think.workflows._names import COMPACT_ACTIVITY
 
 log = logging.getLogger("think.compaction")
+
+
+COMPACT_MODEL_ATTEMPTS = 5
+"""Attempts at compacting after a turn while the summarising model fails in a way that may
+pass (a rate limit, a 5xx): then it is given up on, and the next turn tries again. Postgres
+outages are retried longer, at the workflow's `COMPACT_RETRY`."""
 
 
 class Compactions:
@@ -48,6 +54,10 @@ class Compactions:
         session's `compact_after`. A summarising model's failure that may pass is retried (a
         few times, by the workflow); any other failure is logged, and the next turn tries
         again."""
+        with bounded_failures("compaction", inp.turn_id):
+            await self._compact_context(inp)
+
+    async def _compact_context(self, inp: TurnInput) -> None:
         turn = await self.res.store.get_turn(inp.turn_id)
         if turn is None:
             return
@@ -71,7 +81,7 @@ class Compactions:
                     model=(turn.config or {}).get("model"),
                 )
         except ModelError as exc:
-            if exc.retryable:
+            if exc.retryable and activity.info().attempt < COMPACT_MODEL_ATTEMPTS:
                 raise
             log.warning("compaction after turn %s failed: %s", turn.id, exc)
         except Exception:  # the agent's compaction function: its bug must not loop

@@ -74,7 +74,7 @@ from think.models import (
     supports_native_output,
     validate_output,
 )
-from think.storage import Conn, TurnNotRecorded, TurnRecord
+from think.storage import Conn, TurnNotRecorded, TurnRecord, gives_up
 from think.streaming import (
     ChunkWriter,
     Fence,
@@ -233,6 +233,8 @@ class StepAttempt:
         """The first step's work done beside its workflow's start, if this worker did it."""
 
     async def run(self) -> ModelStepResult:
+        self.fence: Fence | None = None
+        """The step's fence, once `load` (or `_take_on`) has it: what `give_up` writes under."""
         if self.early is not None:
             self.cancels = self.early.cancels  # opened before the early read
         else:
@@ -253,6 +255,12 @@ class StepAttempt:
             # wrote nothing, and the turn is as the cancel left it.
             ended = await self.res.store.get_turn(self.inp.turn_id)
             return ModelStepResult(ended=True, status=ended.status if ended else "aborted")
+        except Exception as exc:
+            # Not transient, and tried `NON_TRANSIENT_ATTEMPTS` times: what `stream` could not
+            # settle with the partial answer kept (a failure before it, or in storing it).
+            if not gives_up(exc):
+                raise
+            return await self.outcomes.give_up(self.inp.turn_id, self.inp.step, exc, self.fence)
         finally:
             self.cancels.close()
 
@@ -357,6 +365,7 @@ class StepAttempt:
         turn, agent, key = early.turn, early.agent, f"step-{self.inp.step}"
         fence = Fence.first(key, early.claim or self.res.store.claim_first(turn.id, key))
         loaded = _Loaded(turn, agent, fence, False, early.transcript)
+        self.fence = fence
         return await self._call_model(loaded, early.prepared)
 
     def _answered(self, turn: TurnRecord, agent: Think) -> ModelStepResult | None:
@@ -372,6 +381,7 @@ class StepAttempt:
     async def _loaded(self, conn: Conn, turn: TurnRecord, agent: Think, fence: Fence) -> _Loaded:
         """The step's transcript, and whether this attempt must first reset what an abandoned
         one streamed of the step (a retry after a crash or a stall)."""
+        self.fence = fence
         interrupted = fence.attempt > 1 and await step_is_open(conn, turn.id)
         transcript = await self._transcript(conn, turn, agent)
         return _Loaded(turn, agent, fence, interrupted, transcript)
@@ -522,7 +532,14 @@ class StepAttempt:
         streamed = await self.stream(loaded, prepared, step)
         if isinstance(streamed, ModelStepResult):
             return streamed
-        return await self.record(loaded, setup, step, streamed)
+        try:
+            return await self.record(loaded, setup, step, streamed)
+        except Exception as exc:
+            # Storing the step failed for good (say Postgres refuses its content): end the
+            # turn with the partial answer, if that can be stored (else `give_up`, in `run`).
+            if not gives_up(exc):
+                raise
+            return await self.outcomes.fail(agent, turn, "model", exc, fence, step, streamed.rest)
 
     async def stream(
         self, loaded: _Loaded, prepared: _Prepared, step: StepStream
@@ -624,6 +641,13 @@ class StepAttempt:
             if not exc.retryable:
                 return await self.outcomes.fail(agent, turn, "model", exc, fence, step)
             return await self.outcomes.recover(agent, turn, step, fence, exc)
+        except Exception as exc:
+            # Neither the model's failure nor a cancel: an adapter that cannot read what the
+            # server streamed (a pydantic `ValidationError`), a write Postgres refuses. Retried
+            # while it may pass; then the turn ends `error`, keeping what the model said.
+            if not gives_up(exc):
+                raise
+            return await self.outcomes.fail(agent, turn, "model", exc, fence, step)
         return _Streamed(finish, calls, approvals, rest)
 
     # -- record ----------------------------------------------------------------------------

@@ -27,8 +27,16 @@ from think.engine.activities._step_stream import StepStream
 from think.engine.activities._turn_state import end_turn
 from think.exceptions import MODEL_RETRY, ModelError
 from think.models._overflow import ChatErrorClass
-from think.storage import TurnRecord
-from think.streaming import ChunkWriter, Fence, StaleAttempt, append, count_failure
+from think.storage import TurnRecord, non_transient_failure
+from think.streaming import (
+    ChunkWriter,
+    Fence,
+    StaleAttempt,
+    TurnEnded,
+    append,
+    count_failure,
+    step_is_open,
+)
 from think.streaming._builder import MessageBuilder
 from think.workflows._inputs import ModelStepResult
 
@@ -118,6 +126,55 @@ class StepOutcomes:
         text = await chat_error_text(
             agent, turn, stage, exc, bool(message["parts"]), classification=classification
         )
+        earlier = await self.end_once(
+            turn,
+            status="error",
+            message=message,
+            chunks=[*chunks, {"type": "error", "errorText": text}],
+            fence=fence,
+            error=text,
+        )
+        if earlier is not None:
+            return ModelStepResult(ended=True, status=earlier)
+        await observe.finished(turn, "error")
+        respond = bool(message["parts"]) and overrides(agent, "on_chat_response")
+        return ModelStepResult(ended=True, status="error", respond=respond)
+
+    async def give_up(
+        self, turn_id: str, step: int, exc: BaseException, fence: Fence | None
+    ) -> ModelStepResult:
+        """End the turn `error` after a failure that is not transient and outlived its attempts
+        where `fail` could not keep the partial answer (the failure came before the stream, or
+        Postgres refused to store what the model said): the turn keeps its draft as stored,
+        and a step this attempt left open in the stream is reset, so clients drop its partial
+        output as the stored message does. Raises the non-retryable failure that ends the
+        workflow's turn instead when even this cannot be written."""
+        try:
+            return await self._give_up(turn_id, step, exc, fence)
+        except (StaleAttempt, TurnEnded):
+            raise
+        except Exception:
+            log.error("turn %s: could not end it after a failure", turn_id, exc_info=True)
+            raise non_transient_failure(f"model step {step + 1}", exc) from None
+
+    async def _give_up(
+        self, turn_id: str, step: int, exc: BaseException, fence: Fence | None
+    ) -> ModelStepResult:
+        turn = await self.res.store.get_turn(turn_id)
+        if turn is None:
+            raise non_transient_failure(f"model step {step + 1}", exc)
+        if turn.terminal:
+            return ModelStepResult(ended=True, status=turn.status)
+        agent = self.res.bound_agent(turn)
+        draft = turn.message or {"id": turn.message_id, "role": "assistant", "parts": []}
+        builder = MessageBuilder(draft)
+        chunks: list[dict[str, Any]] = []
+        async with self.res.store.db.connection() as conn:
+            if await step_is_open(conn, turn_id):
+                chunks.append({"type": "reset-step"})
+                builder.apply({"type": "start-step"})  # clients keep the step's `step-start`
+        message = builder.message
+        text = await chat_error_text(agent, turn, "model", exc, bool(message["parts"]))
         earlier = await self.end_once(
             turn,
             status="error",

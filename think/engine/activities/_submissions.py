@@ -10,7 +10,7 @@ from typing import Any
 
 from temporalio import activity
 
-from think.storage import Store, quiet_left
+from think.storage import Store, bounded_failures, quiet_left
 from think.workflows._inputs import QuietInput, QuietResult
 from think.workflows._names import QUIET_ACTIVITY
 
@@ -25,6 +25,10 @@ class SubmissionActivities:
     @activity.defn(name=QUIET_ACTIVITY)
     async def quiet_left(self, inp: QuietInput) -> QuietResult:
         """Seconds until the turn's conversation has been quiet for `inp.seconds`."""
+        with bounded_failures("debounce", inp.turn_id):
+            return await self._quiet_left(inp)
+
+    async def _quiet_left(self, inp: QuietInput) -> QuietResult:
         turn = await self.store.get_turn(inp.turn_id)
         if turn is None or turn.status != "pending":
             return QuietResult(seconds=0.0)

@@ -27,7 +27,7 @@ from think.engine.activities._ids import tool_call_ids
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._tool_plan import client_tool_names, paused_status
 from think.exceptions import ToolError
-from think.storage import Store, TurnRecord, first_answer
+from think.storage import Store, TurnRecord, bounded_failures, first_answer
 from think.streaming import TurnChanged, TurnEnded, append
 from think.streaming._builder import MessageBuilder
 from think.tools._tool import Tool, ToolContext, tool_output_json
@@ -52,6 +52,12 @@ class ToolCalls:
     async def tool_call(self, inp: ToolCallInput) -> ToolCallResult:
         if activity.info().attempt > 1:
             metrics.ACTIVITY_RETRIES.labels(TOOL_CALL_ACTIVITY).inc()
+        # A tool's own failures are the model's to read (`_run`); what fails the activity is
+        # storing the outcome, or a bug of ours: retried while transient, else a few times.
+        with bounded_failures(f"tool call {inp.tool_name}", inp.turn_id):
+            return await self._tool_call(inp)
+
+    async def _tool_call(self, inp: ToolCallInput) -> ToolCallResult:
         turn, part = await tool_call_of(self.res.store, inp.turn_id, inp.tool_call_id)
         if is_settled(part) or turn.terminal:
             return ToolCallResult(ok=part.get("state") == "output-available")

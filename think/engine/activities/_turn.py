@@ -30,6 +30,7 @@ from think.engine.activities._resources import ActivityResources
 from think.engine.activities._step_outcomes import StepOutcomes
 from think.engine.activities._tool_call import ToolCalls
 from think.engine.activities._turn_state import end_turn
+from think.storage import bounded_failures, gives_up
 from think.workflows._inputs import (
     CommitInput,
     CommitResult,
@@ -75,7 +76,9 @@ class TurnActivities:
         _count_retry(MODEL_STEP_ACTIVITY)
         # Taken once: a retry does it all itself.
         early = await self.early_steps.take(inp.turn_id) if inp.step == 0 else None
-        result = await StepAttempt(self.res, self.compactions, self.outcomes, inp, early).run()
+        with bounded_failures(f"model step {inp.step + 1}", inp.turn_id):
+            step = StepAttempt(self.res, self.compactions, self.outcomes, inp, early)
+            result = await step.run()
         if result.ended:
             # The conversation's next turn, if one waits, runs now (its workflow starts).
             await self.res.hand_off(inp.turn_id)
@@ -85,9 +88,47 @@ class TurnActivities:
     async def commit_turn(self, inp: CommitInput) -> CommitResult:
         """End a turn that no model step ended: a failure, or the step budget spent."""
         _count_retry(COMMIT_ACTIVITY)
-        result = await self._commit_turn(inp)
+        with bounded_failures("storing the end of the turn", inp.turn_id):
+            try:
+                result = await self._commit_turn(inp)
+            except Exception as exc:
+                if not gives_up(exc):
+                    raise
+                # The hooks' words or a chunk Postgres refuses: end it plainly instead.
+                result = await self._end_plainly(inp, exc)
         await self.res.hand_off(inp.turn_id)
         return result
+
+    async def _end_plainly(self, inp: CommitInput, exc: BaseException) -> CommitResult:
+        """The last resort of `commit_turn` once it has failed for good: end the turn `error`
+        with its draft as stored and a fixed message, no hook run, so that the conversation
+        goes on. What raises here ends the workflow; the sweeper then ends the turn
+        (`end_abandoned`)."""
+        log.error("turn %s: its end could not be stored", inp.turn_id, exc_info=exc)
+        turn = await self.res.store.get_turn(inp.turn_id)
+        if turn is None or turn.terminal:
+            return CommitResult(status=turn.status if turn else "error")
+        text = (
+            "the turn failed because of an internal error "
+            f"(the worker's log has the details under turn {turn.id})"
+        )
+        async with self.res.store.db.transaction() as conn:
+            turn, queue = await self.res.store.lock_queue_turn(conn, inp.turn_id)
+            if turn.terminal:
+                return CommitResult(status=turn.status)
+            message = turn.message or {"id": turn.message_id, "role": "assistant", "parts": []}
+            await end_turn(
+                self.res.store,
+                conn,
+                turn,
+                queue,
+                status="error",
+                message=message,
+                chunks=[{"type": "error", "errorText": text}],
+                error=text,
+            )
+        await observe.finished(turn, "error", reason=text)
+        return CommitResult(status="error")
 
     async def _commit_turn(self, inp: CommitInput) -> CommitResult:
         turn = await self.res.store.get_turn(inp.turn_id)
@@ -137,6 +178,10 @@ class TurnActivities:
     @activity.defn(name=CHAT_RESPONSE_ACTIVITY)
     async def chat_response(self, inp: TurnInput) -> None:
         """`on_chat_response`, once the turn is over: outside any turn, so it may run others."""
+        with bounded_failures("on_chat_response", inp.turn_id):
+            await self._chat_response(inp)
+
+    async def _chat_response(self, inp: TurnInput) -> None:
         turn = await self.res.store.get_turn(inp.turn_id)
         if turn is None:
             return

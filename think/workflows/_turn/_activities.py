@@ -11,16 +11,27 @@ from temporalio.common import RetryPolicy
 
 ResultT = TypeVar("ResultT")
 
+TRANSIENT_BUDGET = timedelta(hours=1)
+"""How long an activity keeps retrying transient failures (Postgres or Temporal down, a lost
+connection: `think.storage.is_transient`) before the turn gives up on it: an outage shorter
+than this loses nothing. Every other failure is tried `think.storage.NON_TRANSIENT_ATTEMPTS`
+times (the activity decides, `bounded_failures`), then ends the turn `error`."""
+
 DB_RETRY = RetryPolicy(
-    initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=5)
+    initial_interval=timedelta(milliseconds=200),
+    maximum_interval=timedelta(seconds=5),
+    # At the 5 s ceiling: 720 attempts are the budget, plus the first few, shorter ones.
+    maximum_attempts=int(TRANSIENT_BUDGET / timedelta(seconds=5)) + 10,
 )
 # The step itself bounds model failures (the agent's `chat_recovery`, ending the turn as
-# `interrupted`); what reaches this policy beyond that are infrastructure failures (Postgres or
-# a worker down), which are retried until they recover.
+# `interrupted`) and other failures that are not transient (`bounded_failures`); what reaches
+# this policy beyond that are infrastructure failures (Postgres or a worker down), retried
+# until they recover, for up to `TRANSIENT_BUDGET`.
 MODEL_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=500),
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=10),
+    maximum_attempts=int(TRANSIENT_BUDGET / timedelta(seconds=10)) + 10,
 )
 STEP_TIMEOUT = timedelta(minutes=10)
 LOCAL_TIMEOUT = timedelta(seconds=30)
@@ -31,7 +42,9 @@ send one), and to apply the agent tool's timeout."""
 COMPACT_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     maximum_interval=timedelta(seconds=30),
-    maximum_attempts=5,
+    # Postgres outages for up to `TRANSIENT_BUDGET`; the summarising model's retryable
+    # failures are given up on sooner by the activity (`COMPACT_MODEL_ATTEMPTS`).
+    maximum_attempts=int(TRANSIENT_BUDGET / timedelta(seconds=30)) + 10,
 )
 
 
@@ -40,7 +53,7 @@ async def database_step(
 ) -> ResultT:
     """Run a short database transaction of the turn as a local activity: a marker in this
     workflow task's history rather than a round trip through the server, retried while
-    Postgres is down."""
+    Postgres is down (for up to `TRANSIENT_BUDGET`)."""
     result: ResultT = await workflow.execute_local_activity(
         activity,
         arg,
