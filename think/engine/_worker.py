@@ -178,16 +178,32 @@ ABANDONED_QUERY = (
 )
 
 
+ABANDONED_LOOKBACK = timedelta(hours=24)
+"""How far back the sweeper looks for workflows that closed without ending their turn. A turn
+whose workflow gave up during a Postgres outage (its activities retry transient failures for
+`TRANSIENT_BUDGET`, then its end for as long again) is ended once Postgres is back, if that is
+within a day of the workflow's close."""
+_SETTLED_ABANDONED: dict[str, None] = {}
+"""Closed workflows (`id/run`) this process has settled already, so a sweep does not read
+their history again each time (insertion order: the oldest are forgotten first)."""
+_SETTLED_KEPT = 10_000
+
+
 async def _close_abandoned(
     client: Client, store: Store, settings: Settings, older_than: float
 ) -> int:
     """End the turns whose workflow closed without ending them (terminated from the Temporal
-    UI, or failed): their last `ThinkTurnStatus` still says they run. The turn behind each
-    then starts. One visibility query per sweep, over the workflows closed lately."""
-    since = datetime.now(UTC) - timedelta(seconds=max(600.0, 20 * older_than))
+    UI, or failed, say after an outage longer than its retries): their last `ThinkTurnStatus`
+    still says they run. The turn behind each then starts. One visibility query per sweep,
+    over the workflows closed in the last `ABANDONED_LOOKBACK`."""
+    lookback = max(ABANDONED_LOOKBACK, timedelta(seconds=20 * older_than))
+    since = datetime.now(UTC) - lookback
     query = ABANDONED_QUERY.format(since=since.strftime("%Y-%m-%dT%H:%M:%SZ"))
     closed = 0
     async for found in client.list_workflows(query, limit=200):
+        key = f"{found.id}/{found.run_id}"
+        if key in _SETTLED_ABANDONED:
+            continue
         handle = client.get_workflow_handle(found.id, run_id=found.run_id)
         try:
             history = await handle.fetch_history()
@@ -200,6 +216,9 @@ async def _close_abandoned(
             log.warning("turn %s: its workflow %s closed without ending it", turn_id, found.id)
             await hand_off(store, client, settings.task_queue, turn_id)
             closed += 1
+        _SETTLED_ABANDONED[key] = None
+        while len(_SETTLED_ABANDONED) > _SETTLED_KEPT:
+            del _SETTLED_ABANDONED[next(iter(_SETTLED_ABANDONED))]
     return closed
 
 

@@ -58,9 +58,10 @@ class ScheduledOccurrence:
         except ActivityError as error:
             cause = error.cause or error
             workflow.logger.error(
-                "scheduled task %r of %s failed: %s",
+                "scheduled task %r of %s failed after %d attempt(s): %s",
                 input.task,
                 input.agent,
+                max(1, input.attempts),  # an outage's own attempts are not the task's
                 cause,
             )
             raise ApplicationError(
