@@ -79,9 +79,9 @@ class TurnActivities:
         with bounded_failures(f"model step {inp.step + 1}", inp.turn_id):
             step = StepAttempt(self.res, self.compactions, self.outcomes, inp, early)
             result = await step.run()
-        if result.ended:
-            # The conversation's next turn, if one waits, runs now (its workflow starts).
-            await self.res.hand_off(inp.turn_id)
+            if result.ended:
+                # The conversation's next turn, if one waits, runs now (its workflow starts).
+                await self.res.hand_off(inp.turn_id)
         return result
 
     @activity.defn(name=COMMIT_ACTIVITY)
@@ -96,7 +96,7 @@ class TurnActivities:
                     raise
                 # The hooks' words or a chunk Postgres refuses: end it plainly instead.
                 result = await self._end_plainly(inp, exc)
-        await self.res.hand_off(inp.turn_id)
+            await self.res.hand_off(inp.turn_id)
         return result
 
     async def _end_plainly(self, inp: CommitInput, exc: BaseException) -> CommitResult:
