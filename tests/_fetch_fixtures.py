@@ -81,6 +81,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, "text/markdown; charset=utf-8", b"# Limits\n\nAt most 10 requests.")
         elif route.endswith("/data"):
             self._send(200, "application/json", b'{"items": [1, 2, 3]}')
+        elif route.endswith("/nul"):
+            # A page with a NUL byte, and an emoji (tests/test_hostile_content.py).
+            self._send(200, "text/plain; charset=utf-8", "a\x00b \U0001f600".encode())
+        elif route.endswith("/nul.json"):
+            # JSON whose escapes decode to a NUL and a lone surrogate, beside a valid pair.
+            self._send(200, "application/json", b'{"a\\u0000": "x\\u0000y \\ud800 \\ud83d\\ude00"}')
         elif route.endswith("/badjson"):
             self._send(200, "application/json", b"{not json")
         elif route.endswith("/long"):

@@ -868,3 +868,28 @@ class Fetcher(Helper):
             connector=Sealed({PUBLIC_IP: port, "127.0.0.1": port}),
             max_model_chars=1000,
         ).tools()
+
+
+# -- hostile content (tests/test_hostile_content.py) -------------------------------------------
+
+
+@tool
+def characters(codes: list[int]) -> str:
+    """The text of these code points: a tool whose output Postgres may not store as it is."""
+    return "".join(map(chr, codes))
+
+
+@tool
+def characters_object(codes: list[int]) -> dict[str, object]:
+    """The same text as an object's key and as a value in it."""
+    text = "".join(map(chr, codes))
+    return {text: [text], "fine": "\U0001f600"}
+
+
+class Hostile(Helper):
+    """Tools whose outputs hold NUL and lone surrogates, beside the `helper`'s."""
+
+    name = "hostile"
+
+    def get_tools(self) -> list[Tool]:
+        return [*super().get_tools(), characters, characters_object]

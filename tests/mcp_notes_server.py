@@ -1,7 +1,7 @@
 """A small MCP server over stdio, written with the SDK's server framework (FastMCP, named
 `MCPServer` since mcp 2): notes kept in memory, its process id, a tool that needs approval,
-one that adds a tool (and says the list changed), one that adds one quietly, and its
-environment.
+one that adds a tool (and says the list changed), one that adds one quietly, its
+environment, and any text by code points.
 
     python tests/mcp_notes_server.py
 """
@@ -67,6 +67,12 @@ def grow_quietly() -> str:
 
     server.add_tool(whisper, name="whisper")
     return "grown"
+
+
+@server.tool()
+def chars(codes: list[int]) -> str:
+    """The text of these code points: what a server may answer (a NUL, say)."""
+    return "".join(map(chr, codes))
 
 
 @server.tool()

@@ -131,6 +131,45 @@ def reasoning_text(delta: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
+def content_events(content: object) -> list[TextDelta | ReasoningDelta]:
+    """What a delta's `content` says: a string is text; a list is parts, as Mistral's
+    reasoning models stream them (`[{"type": "text", "text": ...}]`, and
+    `{"type": "thinking", "thinking": [{"type": "text", "text": ...}]}` for reasoning).
+    Text parts are text, thinking parts reasoning, in the order sent; a part of another type
+    (a reference, an image) or of an unexpected shape says nothing the turn can show, and is
+    skipped rather than failing the step: a step that raised on it would raise again on every
+    retry."""
+    if isinstance(content, str):
+        return [TextDelta(delta=content)] if content else []
+    if not isinstance(content, list):
+        return []
+    events: list[TextDelta | ReasoningDelta] = []
+    for part in content:
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind == "text" and isinstance(part.get("text"), str) and part["text"]:
+            events.append(TextDelta(delta=part["text"]))
+        elif kind == "thinking":
+            thought = _thinking_text(part.get("thinking"))
+            if thought:
+                events.append(ReasoningDelta(delta=thought))
+    return events
+
+
+def _thinking_text(thinking: object) -> str:
+    """A thinking part's text: a string, or a list of text parts (Mistral's shape)."""
+    if isinstance(thinking, str):
+        return thinking
+    if not isinstance(thinking, list):
+        return ""
+    return "".join(
+        p["text"]
+        for p in thinking
+        if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+    )
+
+
 def request_json(body: dict[str, Any], encoded: EncodedMessages | None) -> bytes:
     """`body` as JSON, with `encoded`'s run of `body["messages"]` as the bytes it already is.
 
@@ -344,7 +383,7 @@ class _StreamState:
             delta = choice.get("delta")
             if isinstance(delta, dict):
                 events.extend(self._delta(delta))
-            if choice.get("finish_reason") is not None:
+            if isinstance(choice.get("finish_reason"), str):
                 self.finish_reason = choice["finish_reason"]
         return events
 
@@ -353,10 +392,10 @@ class _StreamState:
         reasoning = reasoning_text(delta)
         if reasoning:
             events.append(ReasoningDelta(delta=reasoning))
-        if delta.get("content"):
-            events.append(TextDelta(delta=delta["content"]))
-        if delta.get("refusal"):
-            events.append(TextDelta(delta=delta["refusal"]))
+        events.extend(content_events(delta.get("content")))
+        refusal = delta.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            events.append(TextDelta(delta=refusal))
         for tool_call in delta.get("tool_calls") or ():
             if isinstance(tool_call, dict):
                 events.extend(self._tool_call(tool_call))
@@ -368,15 +407,19 @@ class _StreamState:
             index = len(self.calls)
         call = self.calls.get(index)
         if call is None:
+            call_id = delta.get("id")
             call = self.calls[index] = _ToolCall(
-                id=delta.get("id") or f"call_{uuid.uuid4().hex[:24]}"
+                id=call_id
+                if isinstance(call_id, str) and call_id
+                else f"call_{uuid.uuid4().hex[:24]}"
             )
         function = delta.get("function")
         if isinstance(function, dict):
-            if function.get("name") and call.name is None:
-                call.name = function["name"]
-            if function.get("arguments"):
-                call.pending.append(function["arguments"])
+            name, arguments = function.get("name"), function.get("arguments")
+            if isinstance(name, str) and name and call.name is None:
+                call.name = name
+            if isinstance(arguments, str) and arguments:
+                call.pending.append(arguments)
         # Some servers send the name after the id; hold fragments until the call can be started.
         return self._drain(call) if call.name is not None else []
 

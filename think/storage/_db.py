@@ -10,14 +10,22 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
+import logging
+import math
+import re
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import orjson
 from psycopg import AsyncConnection
 from psycopg.rows import DictRow, dict_row
-from psycopg.types.json import set_json_loads
+from psycopg.types.json import set_json_dumps, set_json_loads
 from psycopg_pool import AsyncConnectionPool
+
+from think._messages import storable
+
+log = logging.getLogger("think.storage")
 
 Conn = AsyncConnection[DictRow]
 
@@ -26,6 +34,58 @@ async def _configure(conn: Conn) -> None:
     # JSONB columns (message parts, turn drafts) decode with orjson: a model step reads the
     # whole transcript, and the standard library's decoder was most of that read's time.
     set_json_loads(orjson.loads, conn)
+    # And every `Jsonb` parameter encodes through the backstop below.
+    set_json_dumps(storable_json, conn)
+
+
+_LONE_SURROGATE = re.compile(
+    r"\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f])|(?<!\\ud[89ab][0-9a-f]{2})\\ud[c-f]"
+)
+"""A lone surrogate as `json.dumps` escapes it (lower-case hex); a pair (an emoji) is not one.
+A string holding a backslash and `ud800` as text matches too, which only costs a look."""
+
+
+def storable_json(value: Any) -> str:
+    """`value` as the JSON text of a `jsonb` value Postgres will take: the backstop for content
+    that reached storage without passing the door that makes it storable
+    (`think._messages.storable`).
+
+    Postgres refuses `\\u0000`, a lone surrogate's escape and `NaN`, and a write it refuses
+    would be retried like an outage, the conversation wedged. Such a value is stored with each
+    NUL and lone surrogate replaced (U+FFFD) and each non-finite number as null, and a warning
+    says a door let it through. The common case costs two substring checks on the
+    text `json.dumps` made anyway (ASCII: everything else is escaped).
+    """
+    try:
+        encoded: str | None = json.dumps(value, allow_nan=False)
+    except ValueError:
+        encoded = None
+    if encoded is not None:
+        if "\\u0000" not in encoded and (
+            "\\ud" not in encoded or _LONE_SURROGATE.search(encoded) is None
+        ):
+            return encoded
+        cleaned = storable(value)
+        if cleaned is value:  # a backslash and `u0000` as text, not the character
+            return encoded
+    else:
+        cleaned = _finite(storable(value))
+    log.warning(
+        "a jsonb value held what Postgres cannot store (NUL, a lone surrogate or NaN) and was "
+        "stored with it replaced: make it storable where it enters (think._messages.storable)"
+    )
+    return json.dumps(cleaned)
+
+
+def _finite(value: Any) -> Any:
+    """`value` with NaN and the infinities as null (pydantic's `inf_nan_mode="null"`)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 class Database:

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
-from think._messages import UIMessage
+from think._messages import UIMessage, storable
 
 TurnStatus = Literal[
     "pending",
@@ -101,6 +101,13 @@ class TurnRequest(BaseModel):
     written whole with its end, one write fewer (`ChunkWriter`'s `first_content_at_once`).
     Anyone following the stream still gets every chunk. Not part of the idempotency
     fingerprint: a retry may stream where the first call waited."""
+
+    @field_validator("body", "client_tools")
+    @classmethod
+    def _storable(cls, value: Any) -> Any:
+        # What a hook reads from the body is what is stored (`think._messages.storable`);
+        # HTTP refuses such a body, Python's doors (a schedule, agent code) replace.
+        return storable(value)
 
 
 class TurnRecord(BaseModel):

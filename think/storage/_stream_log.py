@@ -9,7 +9,6 @@ the attempt that replaced it.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -17,7 +16,7 @@ from psycopg.pq import TransactionStatus
 from pydantic import BaseModel, PrivateAttr
 
 from think.exceptions import ThinkError
-from think.storage._db import Conn, fetch_all, fetch_one
+from think.storage._db import Conn, fetch_all, fetch_one, storable_json
 from think.storage._turn_columns import assignments
 
 CHANNEL = "think_chunks"
@@ -205,7 +204,9 @@ async def append(
         _APPEND.format(columns="".join(f", {f}" for f in fragments)) if columns else _APPEND_PLAIN
     )
     attempt = fence.attempt if fence else 0
-    encoded = json.dumps(list(chunks))
+    encoded = storable_json(
+        list(chunks)
+    )  # what Postgres takes, NUL and all (think._messages.storable)
     row = await fetch_one(
         conn,
         query,
@@ -216,7 +217,7 @@ async def append(
             "key": fence.key if fence else None,
             "attempt": attempt,
             "chunks": encoded,
-            "announce": len(encoded) <= ANNOUNCED_BYTES,  # ASCII: json.dumps escapes the rest
+            "announce": len(encoded) <= ANNOUNCED_BYTES,  # ASCII: the rest is escaped
             "channel": CHANNEL,
             "open": while_open,
             "version": version,

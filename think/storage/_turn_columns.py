@@ -9,6 +9,8 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
+from think._messages import storable_text
+
 TURN_COLUMNS = frozenset(
     {
         "status",
@@ -43,5 +45,11 @@ def assignments(values: Mapping[str, Any]) -> tuple[list[str], dict[str, Any]]:
             fragments.append(f"{column} = now()")
             continue
         fragments.append(f"{column} = %(set_{column})s")
-        params[f"set_{column}"] = Jsonb(value) if column in _JSON_COLUMNS else value
+        if column in _JSON_COLUMNS:
+            value = Jsonb(value)
+        elif column == "error" and isinstance(value, str):
+            # A `text` column: no `jsonb` backstop here, and an error may quote anything (a
+            # provider's message, a tool's input): a NUL in it would fail the turn's last write.
+            value = storable_text(value)
+        params[f"set_{column}"] = value
     return fragments, params

@@ -28,6 +28,7 @@ from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 from pydantic import BaseModel
 
+from think._messages import storable_text
 from think.exceptions import UserError
 from think.storage._db import Conn, Database, fetch_all, fetch_one
 
@@ -54,8 +55,9 @@ class WorkspaceFile(WorkspaceEntry):
     data: bytes
 
     def text(self) -> str:
-        """The content as text (undecodable bytes replaced)."""
-        return self.data.decode("utf-8", errors="replace")
+        """The content as text (undecodable bytes replaced, and NUL bytes, which Postgres
+        cannot store in the message that shows them: `think._messages.storable`)."""
+        return storable_text(self.data.decode("utf-8", errors="replace"))
 
 
 _BAD = re.compile(r"[\x00-\x1f\x7f\\]")

@@ -1,7 +1,7 @@
 """Test agents the way Think tests itself: against scripted models that can also misbehave.
 
 Two players share one script language (`text`, `reasoning`, `tool_call`, `error`, `stall`,
-`disconnect`, joined with `+`):
+`disconnect`, `raw_delta`, `content_parts`, joined with `+`):
 
 - `FakeOpenAIServer`, a real OpenAI-compatible HTTP server, for end-to-end tests through the
   OpenAI SDK, the worker and the gateway. Point `OPENAI_BASE_URL` at its `base_url` and script
@@ -15,15 +15,18 @@ from think.testing._fake_openai import CONVERSATION_HEADER, FakeOpenAIServer, Re
 from think.testing._script import (
     DisconnectStep,
     ErrorStep,
+    RawStep,
     ReasoningStep,
     Reply,
     StallStep,
     Step,
     TextStep,
     ToolCallStep,
+    content_parts,
     disconnect,
     echo,
     error,
+    raw_delta,
     reasoning,
     reply,
     stall,
@@ -37,6 +40,7 @@ __all__ = [
     "DisconnectStep",
     "ErrorStep",
     "FakeOpenAIServer",
+    "RawStep",
     "ReasoningStep",
     "RecordedRequest",
     "Reply",
@@ -45,9 +49,11 @@ __all__ = [
     "Step",
     "TextStep",
     "ToolCallStep",
+    "content_parts",
     "disconnect",
     "echo",
     "error",
+    "raw_delta",
     "reasoning",
     "reply",
     "stall",

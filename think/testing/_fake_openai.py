@@ -36,6 +36,7 @@ from think.testing._script import (
     DisconnectStep,
     ErrorStep,
     Plan,
+    RawDelta,
     Reply,
     Sleep,
     ToolArgs,
@@ -365,6 +366,9 @@ class _Played(Response):
             elif isinstance(action, DisconnectStep):
                 await self._start(send, content_length=None if self.stream else 1024)
                 raise _ScriptedDisconnect
+            elif isinstance(action, RawDelta) and isinstance(action.delta, str):
+                if self.stream:
+                    await self._send_raw_chunk(send, action.delta)
             elif self.stream:
                 await self._send_chunk(send, _delta(action))
         if not self.stream:
@@ -412,6 +416,16 @@ class _Played(Response):
             opening = {"role": "assistant", "content": "", "refusal": None}
             await self._send_data(send, self._envelope([_choice(opening, None)]))
         await self._send_data(send, self._envelope([_choice(delta, finish_reason)]))
+
+    async def _send_raw_chunk(self, send: Send, delta: str) -> None:
+        """A chunk whose delta is `delta`, verbatim JSON text (`RawStep`)."""
+        if not self.started:
+            opening = {"role": "assistant", "content": "", "refusal": None}
+            await self._send_data(send, self._envelope([_choice(opening, None)]))
+        envelope = json.dumps(self._envelope([_choice({}, None)]), separators=(",", ":")).encode()
+        assert envelope.count(b'"delta":{}') == 1
+        data = envelope.replace(b'"delta":{}', b'"delta":' + delta.encode(), 1)
+        await self._send(send, b"data: " + data + b"\n\n")
 
     def _envelope(self, choices: list[dict[str, Any]], usage: Any = None) -> dict[str, Any]:
         payload: dict[str, Any] = {
@@ -469,7 +483,10 @@ def _choice(delta: dict[str, Any], finish_reason: str | None) -> dict[str, Any]:
     return {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
 
 
-def _delta(action: Chunk | ToolStart | ToolArgs) -> dict[str, Any]:
+def _delta(action: Chunk | ToolStart | ToolArgs | RawDelta) -> dict[str, Any]:
+    if isinstance(action, RawDelta):
+        assert isinstance(action.delta, dict)
+        return action.delta
     if isinstance(action, Chunk):
         return (
             {"content": action.text}

@@ -9,6 +9,8 @@ A `Reply` is a list of steps played in order. Build one from the helpers and joi
     text("half an answer") + disconnect()
     error(429, "slow down")
     reply(text("cut short"), finish_reason="length", delay=0.01)
+    content_parts({"type": "text", "text": "Hi"})     # Mistral's list-typed `content`
+    raw_delta({"content": "a\\x00b"})                 # any delta, as given
 
 The same script plays over real HTTP (`FakeOpenAIServer`, exercising the OpenAI SDK and
 `OpenAIModel`) and in process (`ScriptedModel`), so a unit test and an end-to-end test can share
@@ -70,6 +72,16 @@ class ErrorStep(BaseModel):
     code: str | None = None
 
 
+class RawStep(BaseModel):
+    """A streamed chunk whose `delta` is exactly this, for what the helpers cannot say: a
+    server's own shapes (Mistral's list-typed `content`), or hostile content. A dict is sent
+    as JSON (so `"\\x00"` and `"\\ud800"` go out as the escapes `\\u0000` and `\\ud800`, as
+    a real server's would); a string is sent verbatim as the delta's JSON text."""
+
+    kind: Literal["raw"] = "raw"
+    delta: dict[str, Any] | str
+
+
 class StallStep(BaseModel):
     kind: Literal["stall"] = "stall"
     seconds: float
@@ -82,7 +94,7 @@ class DisconnectStep(BaseModel):
 
 
 Step = Annotated[
-    TextStep | ReasoningStep | ToolCallStep | ErrorStep | StallStep | DisconnectStep,
+    TextStep | ReasoningStep | ToolCallStep | RawStep | ErrorStep | StallStep | DisconnectStep,
     Field(discriminator="kind"),
 ]
 
@@ -162,6 +174,18 @@ def error(
     )
 
 
+def raw_delta(delta: dict[str, Any] | str) -> Reply:
+    """One streamed chunk with this `delta`, as given (`RawStep`)."""
+    return Reply(steps=[RawStep(delta=delta)])
+
+
+def content_parts(*parts: dict[str, Any]) -> Reply:
+    """`content` as a list of parts, the way Mistral's reasoning models stream it:
+    `{"type": "text", "text": ...}` for text, `{"type": "thinking", "thinking": [{"type":
+    "text", "text": ...}]}` for reasoning."""
+    return raw_delta({"content": list(parts)})
+
+
 def stall(seconds: float) -> Reply:
     """Pause. Response headers are always sent first, so this stalls the body, not the connect."""
     return Reply(steps=[StallStep(seconds=seconds)])
@@ -223,11 +247,16 @@ class ToolArgs:
 
 
 @dataclass(frozen=True)
+class RawDelta:
+    delta: dict[str, Any] | str
+
+
+@dataclass(frozen=True)
 class Sleep:
     seconds: float
 
 
-Action = Chunk | ToolStart | ToolArgs | Sleep | ErrorStep | DisconnectStep
+Action = Chunk | ToolStart | ToolArgs | RawDelta | Sleep | ErrorStep | DisconnectStep
 
 
 @dataclass(frozen=True)
@@ -247,7 +276,7 @@ def compile_reply(script: Reply, input_tokens: int) -> Plan:
     calls: list[tuple[str, str, str]] = []
     outputs = 0
 
-    def emit(action: Chunk | ToolStart | ToolArgs) -> None:
+    def emit(action: Chunk | ToolStart | ToolArgs | RawDelta) -> None:
         nonlocal outputs
         if script.delay > 0 and not isinstance(action, ToolStart):
             actions.append(Sleep(script.delay))
@@ -266,6 +295,8 @@ def compile_reply(script: Reply, input_tokens: int) -> Plan:
             emit(ToolStart(index, call_id, step.name))
             for fragment in _split(args, step.fragments):
                 emit(ToolArgs(index, call_id, fragment))
+        elif isinstance(step, RawStep):
+            emit(RawDelta(step.delta))
         elif isinstance(step, StallStep):
             actions.append(Sleep(step.seconds))
         else:

@@ -8,6 +8,7 @@ tested without a network.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 
 from think.exceptions import ModelError
@@ -20,12 +21,13 @@ from think.models._base import (
     ToolCallDelta,
     ToolCallStart,
 )
-from think.models._openai import finish_reason_from_openai, status_error
+from think.models._openai import _StreamState, finish_reason_from_openai, status_error
 from think.testing._replies import Heard, ReplyQueue, plan_of
 from think.testing._script import (
     Chunk,
     DisconnectStep,
     ErrorStep,
+    RawDelta,
     Reply,
     Sleep,
     ToolArgs,
@@ -74,6 +76,7 @@ class ScriptedModel:
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         self.requests.append(request)
         plan = plan_of(self._replies.take(), Heard.of(request.messages))
+        raw = _StreamState()  # a raw delta is read as the OpenAI adapter reads one
         for action in plan.actions:
             if isinstance(action, Sleep):
                 await asyncio.sleep(action.seconds)
@@ -91,4 +94,10 @@ class ScriptedModel:
                 yield ToolCallStart(tool_call_id=action.id, tool_name=action.name)
             elif isinstance(action, ToolArgs):
                 yield ToolCallDelta(tool_call_id=action.id, delta=action.fragment)
+            elif isinstance(action, RawDelta):
+                delta = json.loads(action.delta) if isinstance(action.delta, str) else action.delta
+                for event in raw.feed({"choices": [{"index": 0, "delta": delta}]}):
+                    yield event
+        for event in raw.flush():
+            yield event
         yield Finish(finish_reason=finish_reason_from_openai(plan.finish_reason), usage=plan.usage)

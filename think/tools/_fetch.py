@@ -37,6 +37,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from think import events
+from think._messages import storable, storable_text
 from think.exceptions import UserError
 from think.tools._fetch_guard import (
     AddressRefused,
@@ -562,9 +563,13 @@ class FetchTools:
             text = data.decode(answer.charset_encoding or "utf-8", errors="replace")
         except LookupError:  # a charset Python does not know
             text = data.decode("utf-8", errors="replace")
+        # A page may hold NUL bytes, or escape them (and lone surrogates) in its JSON: the
+        # model reads, and the turn stores, the same text with each replaced
+        # (`think._messages.storable`).
+        text = storable_text(text)
         if response == "json" or (response == "auto" and kind == "json"):
             try:
-                parsed = json.loads(text)
+                parsed = storable(json.loads(text))
             except ValueError as exc:
                 raise _Failure(
                     "invalid_json", f"the body is not JSON: {exc}", status=status, final_url=url.url

@@ -28,6 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError
 from mcp_types import CONNECTION_CLOSED, CallToolResult, TextContent
 
+from think._messages import storable, storable_text
 from think.exceptions import ToolError
 from think.tools._mcp import McpToolInfo, McpUnavailable
 
@@ -324,15 +325,19 @@ async def _list_tools(client: Client, server: str) -> list[McpToolInfo]:
 
 def tool_output(server: str, tool: str, result: CallToolResult) -> Any:
     """A call's result as the model reads it: the structured content when there is some,
-    else the text, else the content blocks; an error result becomes a `ToolError`."""
-    texts = [c.text for c in result.content if isinstance(c, TextContent)]
+    else the text, else the content blocks; an error result becomes a `ToolError`. A server
+    may answer anything JSON can say, NUL and lone surrogates included: they are replaced
+    here (`think._messages.storable`), so what the model reads is what is stored."""
+    texts = [storable_text(c.text) for c in result.content if isinstance(c, TextContent)]
     if result.is_error:
         raise ToolError("\n".join(texts) or f"tool {tool!r} of MCP server {server!r} failed")
     if result.structured_content is not None:
-        return result.structured_content
+        return storable(result.structured_content)
     if len(texts) == len(result.content):
         return "\n".join(texts)
-    return [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in result.content]
+    return storable(
+        [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in result.content]
+    )
 
 
 class McpPool:

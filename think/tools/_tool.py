@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic_core import to_jsonable_python
 
 from think._current import current_conversation
+from think._messages import storable
 from think.exceptions import ToolError, UserError
 from think.models import ToolSpec
 from think.tools._schema import (
@@ -235,15 +236,22 @@ def tool_output_json(value: Any) -> Any:
 
     Pydantic models, dataclasses, enums, dates, sets, UUIDs and the like become their JSON
     form; NaN and infinities become null; bytes become text, or base64 when they are not UTF-8;
-    anything else becomes its `str()`.
+    anything else becomes its `str()`. NUL characters and lone surrogates, which Postgres
+    cannot store, are replaced (`think._messages.storable`): the model reads what is stored.
+    They are replaced in plain data before it is converted too, since pydantic's serializer
+    refuses a lone surrogate (which would leave only the `str()` of the value).
     """
+    value = storable(value)
     try:
         try:
-            return to_jsonable_python(value, fallback=str, inf_nan_mode="null")
+            jsonable = to_jsonable_python(value, fallback=str, inf_nan_mode="null")
         except UnicodeDecodeError:
-            return to_jsonable_python(value, fallback=str, inf_nan_mode="null", bytes_mode="base64")
+            jsonable = to_jsonable_python(
+                value, fallback=str, inf_nan_mode="null", bytes_mode="base64"
+            )
     except ValueError:  # a circular reference: the model still gets something to read
-        return str(value)
+        jsonable = str(value)
+    return storable(jsonable)
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:

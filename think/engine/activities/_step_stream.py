@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from think._messages import storable, storable_text
 from think.streaming import ChunkWriter
 from think.streaming._builder import MessageBuilder
 from think.workflows._inputs import ToolCallRef
@@ -15,7 +16,13 @@ log = logging.getLogger("think.engine.activities")
 
 
 class StepStream:
-    """Turns model events into UI message chunks, keeping builder and stream in lockstep."""
+    """Turns model events into UI message chunks, keeping builder and stream in lockstep.
+
+    Every model's words enter the turn here, whatever the client: each delta, tool name and
+    call id is made storable (`think._messages.storable`: NUL and lone surrogates replaced)
+    before the builder or the stream sees it, and so are the decoded arguments (a `\\u0000`
+    escape in the JSON text decodes to a NUL). The stored message, the stream and what later
+    steps show the model are then the same text, and Postgres never refuses it."""
 
     def __init__(
         self,
@@ -63,12 +70,15 @@ class StepStream:
         return self._open[1] if self._open else None
 
     def text(self, delta: str) -> None:
+        delta = storable_text(delta)
         self.emit({"type": "text-delta", "id": self._switch("text"), "delta": delta})
 
     def reasoning(self, delta: str) -> None:
+        delta = storable_text(delta)
         self.emit({"type": "reasoning-delta", "id": self._switch("reasoning"), "delta": delta})
 
     def tool_start(self, tool_call_id: str, tool_name: str) -> None:
+        tool_call_id, tool_name = storable_text(tool_call_id), storable_text(tool_name)
         self._switch(None)
         if tool_name == self.answer_tool and self._answer is None:
             self._answer = []
@@ -78,6 +88,7 @@ class StepStream:
         self.emit({"type": "tool-input-start", "toolCallId": tool_call_id, "toolName": tool_name})
 
     def tool_delta(self, tool_call_id: str, delta: str) -> None:
+        tool_call_id, delta = storable_text(tool_call_id), storable_text(delta)
         if self._answer is not None and tool_call_id == self._hidden:
             self._answer.append(delta)
             return
@@ -121,8 +132,10 @@ class StepStream:
         for call_id, (name, fragments) in self._calls.items():
             raw = "".join(fragments)
             try:
-                value: Any = json.loads(raw) if raw.strip() else {}
-            except json.JSONDecodeError as exc:
+                value: Any = (
+                    storable(json.loads(raw, parse_constant=_not_json)) if raw.strip() else {}
+                )
+            except ValueError as exc:  # JSONDecodeError, or `_not_json`
                 # Settled as an error right here; the model reads it and can try again.
                 self.emit(
                     {
@@ -147,3 +160,9 @@ class StepStream:
 
     def finish_step(self) -> None:
         self.emit({"type": "finish-step"})
+
+
+def _not_json(constant: str) -> Any:
+    """`NaN` and the infinities, which Python's parser takes but JSON (and Postgres's `jsonb`)
+    does not: arguments holding one are refused like any other invalid JSON."""
+    raise ValueError(f"{constant} is not a JSON number")

@@ -17,6 +17,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from think import metrics
+from think._messages import storable
 from think._protocol import ToolApprovalResponseChunk, UIMessageChunk
 from think.agent._think import Think
 from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
@@ -166,7 +167,10 @@ class ToolCalls:
         read before the call ran (checked then: not ended, the call not settled); if its row
         is unchanged since, one statement records the outcome without locking the turn. A
         sole tool call usually finds it so; parallel calls, or a cancel meanwhile, take the
-        locked path."""
+        locked path. What a tool, a client or a person sent is made storable first
+        (`think._messages.storable`: NUL and lone surrogates replaced): a tool's error may
+        quote anything, and so may a blocking hook's reason."""
+        chunks = storable(chunks)
         if seen is not None and seen.version:
             builder = MessageBuilder(seen.message)
             for chunk in chunks:
