@@ -31,7 +31,13 @@ from think.server import (
     turn_workflow_id,
     wait_for_turn,
 )
-from think.storage import TERMINAL_STATUSES, AnswerKind, TurnRecord, record_answer
+from think.storage import (
+    TERMINAL_STATUSES,
+    AnswerKind,
+    TurnRecord,
+    public_turn_id,
+    record_answer,
+)
 
 log = logging.getLogger("think.api.decisions")
 
@@ -71,7 +77,10 @@ async def decide(
     """Record and send a decision; the turn as it stands, and whether the decision shows in
     it yet."""
     if _approval_part(turn, decision.approval_id) is None:
-        raise Problem(404, f"turn {turn.id!r} has no approval request {decision.approval_id!r}")
+        raise Problem(
+            404,
+            f"turn {public_turn_id(turn.id)!r} has no approval request {decision.approval_id!r}",
+        )
     already = Problem(409, f"approval {decision.approval_id!r} is already decided")
     shown = _decided(decision.approval_id)
     return await _answer(res, turn, "approval", decision.approval_id, decision, shown, already)
@@ -84,7 +93,9 @@ async def submit_tool_result(
     part = _tool_part(turn, result.tool_call_id)
     if part is None or tool_part_name(part) not in client_tool_names(turn):
         raise Problem(
-            404, f"turn {turn.id!r} has no client tool call {result.tool_call_id!r} to answer"
+            404,
+            f"turn {public_turn_id(turn.id)!r} has no client tool call "
+            f"{result.tool_call_id!r} to answer",
         )
     already = Problem(409, f"tool call {result.tool_call_id!r} already has a result")
     shown = _answered(result.tool_call_id)

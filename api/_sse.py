@@ -17,6 +17,7 @@ from starlette.types import Receive, Scope, Send
 
 from api.deps import Resources
 from think import metrics, server
+from think.storage import public_turn_id
 
 PING_EVERY = 15.0
 HEADERS = {
@@ -84,8 +85,9 @@ def stream_response(
     return _CountedStream(
         release,
         content=follow(res, turn_id, after, live_since),
-        # The turn's id, so a client of a `mode: "stream"` submission can resume or cancel it.
-        headers={**HEADERS, "x-think-turn-id": turn_id},
+        # The turn's id, so a client of a `mode: "stream"` submission can resume or cancel it:
+        # as clients name it (its submission id, not the id stored for it).
+        headers={**HEADERS, "x-think-turn-id": public_turn_id(turn_id)},
         ping=PING_EVERY,
         ping_message_factory=_ping,
         sep="\n",

@@ -28,7 +28,15 @@ from api.errors import Problem
 from api.schemas import QueuedBehind, RegenerateBody, SubmitTurnBody, TurnOut
 from think import server
 from think.server import DispatchFailed, Think
-from think.storage import PAUSED_STATUSES, Admission, Conversation, TurnRecord, queue_head
+from think.storage import (
+    PAUSED_STATUSES,
+    Admission,
+    Conversation,
+    TurnRecord,
+    public_turn_id,
+    public_turn_id_or_none,
+    queue_head,
+)
 
 log = logging.getLogger("think.api.turns")
 
@@ -132,7 +140,7 @@ def _unavailable(exc: DispatchFailed) -> Problem:
     return Problem(
         503,
         f"{exc}; the turn is recorded: retry the request with the same Idempotency-Key",
-        turn_id=exc.turn_id,
+        turn_id=public_turn_id_or_none(exc.turn_id),
     )
 
 
@@ -146,7 +154,8 @@ def base_url(res: Resources) -> str:
 
 
 def _turn_url(turn: TurnRecord, base: str) -> str:
-    return f"{base}/v1/agents/{turn.agent}/conversations/{turn.conversation_id}/turns/{turn.id}"
+    turn_id = public_turn_id(turn.id)
+    return f"{base}/v1/agents/{turn.agent}/conversations/{turn.conversation_id}/turns/{turn_id}"
 
 
 def turn_out(
@@ -169,7 +178,7 @@ def turn_out(
         queued_behind=None
         if queued_behind is None
         else QueuedBehind(
-            turn_id=queued_behind.id,
+            turn_id=public_turn_id(queued_behind.id),
             status=queued_behind.status,
             status_url=_turn_url(queued_behind, base),
         ),

@@ -198,8 +198,10 @@ class SubmitTurnBody(_Body):
     submission_id: str | None = Field(
         default=None,
         pattern=ID_PATTERN,
-        description="The turn id, chosen by the client: a retry with the same id (and the same "
-        "Idempotency-Key, if any) answers the existing turn",
+        description="The turn id, chosen by the client, and a name within its tenant (another "
+        "tenant's ids are invisible and never conflict): a retry with the same id (and the same "
+        "Idempotency-Key, if any) answers the existing turn; the id in another conversation of "
+        "the tenant is a 409",
     )
 
     @field_validator("input", mode="before")

@@ -63,7 +63,7 @@ async def test_submission_id_and_idempotency_key_must_agree(
     assert again.status_code == 200 and again.json()["accepted"] is False
     changed = await api.post(url, json={**alone, "input": "something else"})
     assert changed.status_code == 409
-    # Turn ids are global: another conversation cannot take it.
+    # Within its tenant the id names one turn: another conversation cannot take it.
     elsewhere = await api.post(f"{helper_path(cid)}-b/turns", json=alone)
     assert elsewhere.status_code == 409
     bad = await api.post(url, json={"input": "x", "submission_id": "has space"})

@@ -95,7 +95,9 @@ def _server_tool_names(agent: type[Think]) -> set[str]:
 
 
 async def _turn(res: Res, conv: ExistingConversation, turn_id: str) -> TurnRecord:
-    turn = await res.store.get_turn(turn_id, conv.uid)
+    """The conversation's turn that the client names `turn_id`; from here on a route uses the
+    record's own id (`turn.id`), which for a submission id is not the name."""
+    turn = await res.store.find_turn(conv, turn_id)
     if turn is None:
         raise Problem(404, f"turn {turn_id!r} does not exist in conversation {conv.id!r}")
     return turn
@@ -157,7 +159,7 @@ async def delete_turns(
 )
 async def delete_turn(res: Res, conv: ExistingConversation, turn_id: TurnId) -> Response:
     """Delete an ended turn's record and its stream; its messages stay in the conversation."""
-    await delete_turn_of(res.store, conv.uid, turn_id)
+    await delete_turn_of(res.store, conv, turn_id)
     return Response(status_code=204)
 
 
@@ -173,7 +175,7 @@ async def stream_turn(
     turn_id: TurnId,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> Any:
-    await _turn(res, conv, turn_id)
+    turn = await _turn(res, conv, turn_id)
     after = -1
     if last_event_id is not None and last_event_id.strip():
         # Digits only: `int()` would also read "1_0" as 10, and "+3" or "٣" as 3.
@@ -185,7 +187,7 @@ async def stream_turn(
                 f"Last-Event-ID must be a chunk sequence number, got {last_event_id!r}",
                 errors=[{"field": "Last-Event-ID", "message": "not an integer"}],
             )
-    return stream_response(res, turn_id, after, res.limits.open_stream(tenant))
+    return stream_response(res, turn.id, after, res.limits.open_stream(tenant))
 
 
 @router.post(

@@ -79,6 +79,7 @@ from think.storage._submissions import (
 )
 from think.storage._tree import Appended, Siblings, TreeNode
 from think.storage._turn_columns import NOW
+from think.storage._turn_ids import public_turn_id, public_turn_id_or_none
 from think.storage._workspace import (
     Workspace,
     WorkspaceEntry,
@@ -156,6 +157,8 @@ __all__ = [
     "open_database",
     "prepare_start",
     "prompt_state",
+    "public_turn_id",
+    "public_turn_id_or_none",
     "put_conversation_mcp_server",
     "queue_head",
     "quiet_left",

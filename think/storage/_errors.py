@@ -5,12 +5,14 @@ raise them too."""
 from __future__ import annotations
 
 from think.exceptions import UserError
+from think.storage._turn_ids import public_turn_id
 
 
 class IdempotencyConflict(UserError):
     """The idempotency key was used before with a different request."""
 
     def __init__(self, key: str, turn_id: str) -> None:
+        turn_id = public_turn_id(turn_id)
         super().__init__(
             f"Idempotency-Key {key!r} was already used for a different request (turn {turn_id!r})"
         )

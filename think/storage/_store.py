@@ -34,6 +34,7 @@ from think.storage._records import (
 )
 from think.storage._stream_log import FirstClaim
 from think.storage._turn_columns import assignments
+from think.storage._turn_ids import turn_id_candidates
 
 _CONVERSATION_COLUMNS = "uid, tenant, agent, id, created_at, active_leaf_id, metadata"
 
@@ -58,7 +59,8 @@ _LIST_CONVERSATIONS = f"""
 
 _TURN_SELECT = _submissions.TURN_SELECT
 _TURN_BY_ID = _TURN_SELECT + " WHERE t.id = %(id)s"
-_TURN_BY_ID_IN = _TURN_SELECT + " WHERE t.id = %(id)s AND t.conversation_uid = %(c)s"
+_TURN_NAMED = _TURN_SELECT + " WHERE t.id = ANY(%(ids)s) AND t.conversation_uid = %(c)s LIMIT 1"
+"""A turn of one conversation by an id a client gave (`turn_id_candidates`)."""
 _LOCK_TURN = _TURN_BY_ID + " FOR UPDATE OF t"
 _HAS_MCP_SERVERS = """
     EXISTS (SELECT 1 FROM conversation_mcp_servers s WHERE s.conversation_uid = c.uid)
@@ -423,14 +425,20 @@ class Store:
             )
         return {str(r["status"]): int(r["n"]) for r in rows}
 
-    async def get_turn(
-        self, turn_id: str, conversation_uid: str | None = None
-    ) -> TurnRecord | None:
+    async def get_turn(self, turn_id: str) -> TurnRecord | None:
+        """The turn of this stored id (`TurnRecord.id`), whoever's it is: for the service's
+        own code, which has the id from a record. A client's id goes through `find_turn`."""
         async with self.db.connection() as conn:
-            if conversation_uid is None:
-                row = await fetch_one(conn, _TURN_BY_ID, {"id": turn_id})
-            else:
-                row = await fetch_one(conn, _TURN_BY_ID_IN, {"id": turn_id, "c": conversation_uid})
+            row = await fetch_one(conn, _TURN_BY_ID, {"id": turn_id})
+        return _turn_record(row) if row else None
+
+    async def find_turn(self, conversation: Conversation, turn_id: str) -> TurnRecord | None:
+        """The turn of `conversation` that a client names `turn_id` (the id a door showed it,
+        its `submission_id`; `think.storage._turn_ids`), in one read; None when the
+        conversation has no such turn, whoever else has one of that name."""
+        ids = turn_id_candidates(conversation.tenant, turn_id)
+        async with self.db.connection() as conn:
+            row = await fetch_one(conn, _TURN_NAMED, {"ids": ids, "c": conversation.uid})
         return _turn_record(row) if row else None
 
     async def list_turns(

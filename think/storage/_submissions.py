@@ -27,6 +27,7 @@ from think.storage._records import (
     ACTIVE_STATUSES,
     TERMINAL_STATUSES,
     Admission,
+    Conversation,
     QueueLock,
     StoredMessage,
     TurnRecord,
@@ -35,6 +36,12 @@ from think.storage._records import (
 )
 from think.storage._stream_log import append
 from think.storage._turn_columns import NOW
+from think.storage._turn_ids import (
+    public_turn_id,
+    public_turn_id_or_none,
+    tenant_turn_id,
+    turn_id_candidates,
+)
 
 if TYPE_CHECKING:
     # UIMessageChunk is named in annotations only: storage keeps chunks as opaque JSONB, and
@@ -47,6 +54,7 @@ class ConversationBusy(UserError):
     """A `drop` submission arrived while a turn of the conversation runs or is queued."""
 
     def __init__(self, conversation_id: str, turn_id: str) -> None:
+        turn_id = public_turn_id(turn_id)
         super().__init__(
             f"conversation {conversation_id!r} is busy with turn {turn_id!r}, and this "
             "submission's message_concurrency is 'drop': it was not accepted"
@@ -56,11 +64,13 @@ class ConversationBusy(UserError):
 
 
 class SubmissionConflict(UserError):
-    """A submission id and an idempotency key that name different submissions."""
+    """A submission id and an idempotency key that name different submissions; or a
+    submission id its tenant gave a turn of another conversation. `turn_id` is the known
+    turn's, as clients name it."""
 
     def __init__(self, detail: str, turn_id: str) -> None:
         super().__init__(detail)
-        self.turn_id = turn_id
+        self.turn_id = public_turn_id(turn_id)
 
 
 class TurnNotFound(UserError):
@@ -90,6 +100,9 @@ TURN_FROM = "FROM turns t JOIN conversations c ON c.uid = t.conversation_uid"
 TURN_SELECT = f"SELECT {TURN_COLUMNS} {TURN_FROM}"
 """A turn with what it needs of its conversation: the one query every turn read builds on."""
 _BY_ID = TURN_SELECT + " WHERE t.id = %(id)s"
+_BY_NAME = TURN_SELECT + " WHERE t.id = ANY(%(ids)s) AND c.tenant = %(tenant)s LIMIT 1"
+"""The tenant's turn a submission id names (`turn_id_candidates`): a probe of the primary key
+per candidate, and never another tenant's row, whatever its id."""
 _BY_KEY = TURN_SELECT + " WHERE t.conversation_uid = %(c)s AND t.idempotency_key = %(key)s"
 _LOCK = _BY_ID + " FOR UPDATE OF t"
 
@@ -159,6 +172,12 @@ async def _by_id(conn: Conn, turn_id: str) -> TurnRecord | None:
     return _record(row) if row else None
 
 
+async def _by_name(conn: Conn, tenant: str, submission_id: str) -> TurnRecord | None:
+    ids = turn_id_candidates(tenant, submission_id)
+    row = await fetch_one(conn, _BY_NAME, {"ids": ids, "tenant": tenant})
+    return _record(row) if row else None
+
+
 async def _by_key(conn: Conn, conversation_uid: str, key: str) -> TurnRecord | None:
     row = await fetch_one(conn, _BY_KEY, {"c": conversation_uid, "key": key})
     return _record(row) if row else None
@@ -180,24 +199,28 @@ def _repeat(
 
 async def _known(
     conn: Conn,
-    conversation_uid: str,
+    conversation: Conversation,
     request_hash: str,
     key: str | None,
     submission_id: str | None,
 ) -> Admission | None:
-    """The existing record this request repeats, if any; a conflicting pair is refused."""
+    """The existing record this request repeats, if any; a conflicting pair is refused. A
+    submission id is looked up within the conversation's tenant only (`_by_name`): another
+    tenant's turn of that name answers nothing, as a name never used does."""
+    conversation_uid = conversation.uid
     if key is not None:
         known = await _by_key(conn, conversation_uid, key)
         if known is not None:
-            if submission_id is not None and known.id != submission_id:
+            named = public_turn_id(known.id)
+            if submission_id is not None and named != submission_id:
                 raise SubmissionConflict(
-                    f"Idempotency-Key {key!r} belongs to submission {known.id!r}, "
+                    f"Idempotency-Key {key!r} belongs to submission {named!r}, "
                     f"not to submission_id {submission_id!r}",
                     known.id,
                 )
             return _repeat(known, request_hash, key, submission_id)
     if submission_id is not None:
-        known = await _by_id(conn, submission_id)
+        known = await _by_name(conn, conversation.tenant, submission_id)
         if known is not None:
             if known.conversation_uid != conversation_uid:
                 raise SubmissionConflict(
@@ -251,7 +274,7 @@ async def record(
             conn, tenant=tenant, agent=agent, conversation_id=conversation_id, lock=True
         )
         uid = conversation.uid
-        known = await _known(conn, uid, request_hash, idempotency_key, submission_id)
+        known = await _known(conn, conversation, request_hash, idempotency_key, submission_id)
         if known is not None:
             return known
         # Only "drop" and the superseding modes act on the queue before the insert; the rest
@@ -261,7 +284,8 @@ async def record(
         if request.concurrency == "drop" and queue:
             raise ConversationBusy(conversation_id, queue[0]["id"])
         await store._check_request(conn, uid, request, new_conversation=created)
-        turn_id = submission_id or new_id("turn")
+        # A name the client chose is stored scoped to its tenant (`think.storage._turn_ids`).
+        turn_id = tenant_turn_id(tenant, submission_id) if submission_id else new_id("turn")
         interrupt: str | None = None
         if request.concurrency in SUPERSEDING and queue:
             request, interrupt = await _supersede(conn, queue, request, by=turn_id)
@@ -306,9 +330,9 @@ async def record(
             return admission
     # Lost a race with a concurrent request for the same key or id: its row is committed now.
     async with store.db.connection() as conn:
-        known = await _known(conn, uid, request_hash, idempotency_key, submission_id)
+        known = await _known(conn, conversation, request_hash, idempotency_key, submission_id)
     if known is None:
-        raise SubmissionConflict(f"submission_id {turn_id!r} is taken", turn_id)
+        raise SubmissionConflict(f"submission_id {submission_id!r} is taken", turn_id)
     return known
 
 
@@ -326,7 +350,7 @@ async def _supersede(
         queued = TurnRequest.model_validate(row["request"])
         if queued.concurrency is None or queued.regenerates is not None:
             continue  # exempt: never skipped
-        reason = f"superseded by turn {by} (message_concurrency {mode!r})"
+        reason = f"superseded by turn {public_turn_id(by)} (message_concurrency {mode!r})"
         if await _skip(conn, row["id"], reason):
             inherited = queued.rollback_of or inherited
     running = TurnRequest.model_validate(head["request"])
@@ -377,7 +401,8 @@ async def _skip(conn: Conn, turn_id: str, reason: str, answered_by: str | None =
     )
     if row is None:
         return False  # started, cancelled or skipped already: that outcome stands
-    await append(conn, turn_id, skipped_chunks(reason, answered_by=answered_by))
+    shown = public_turn_id_or_none(answered_by)  # the record keeps the id, clients the name
+    await append(conn, turn_id, skipped_chunks(reason, answered_by=shown))
     return True
 
 
@@ -436,7 +461,10 @@ async def prepare_start(conn: Conn, head: TurnRecord) -> tuple[bool, TurnRecord]
             m if m.id not in taken else m.model_copy(update={"id": new_id("msg")})
             for m in other.request.messages
         ]
-        reason = f"answered together with turn {head.id} (message_concurrency {_mode(other)!r})"
+        reason = (
+            f"answered together with turn {public_turn_id(head.id)} "
+            f"(message_concurrency {_mode(other)!r})"
+        )
         await _skip(conn, other.id, reason, answered_by=head.id)
     if len(messages) == len(request.messages):
         return True, head
@@ -528,20 +556,24 @@ def _joins(head: TurnRecord, other: TurnRecord) -> bool:
 # -- deleting records -------------------------------------------------------------------------
 
 
-async def delete_turn(store: Store, conversation_uid: str, turn_id: str) -> None:
-    """Delete an ended turn's record and its stream; never its messages."""
+async def delete_turn(store: Store, conversation: Conversation, turn_id: str) -> None:
+    """Delete an ended turn's record and its stream; never its messages. `turn_id` as the
+    client named it (`turn_id_candidates`)."""
+    ids = turn_id_candidates(conversation.tenant, turn_id)
     async with store.db.transaction() as conn:
         row = await fetch_one(
             conn,
-            "SELECT status FROM turns WHERE id = %(id)s AND conversation_uid = %(c)s FOR UPDATE",
-            {"id": turn_id, "c": conversation_uid},
+            "SELECT id, status FROM turns WHERE id = ANY(%(ids)s) AND conversation_uid = %(c)s "
+            "FOR UPDATE",
+            {"ids": ids, "c": conversation.uid},
         )
         if row is None:
             raise TurnNotFound(turn_id)
         if row["status"] not in TERMINAL_STATUSES:
             raise TurnStillActive(turn_id, row["status"])
-        await conn.execute("DELETE FROM stream_chunks WHERE turn_id = %(id)s", {"id": turn_id})
-        await conn.execute("DELETE FROM turns WHERE id = %(id)s", {"id": turn_id})
+        found = {"id": row["id"]}
+        await conn.execute("DELETE FROM stream_chunks WHERE turn_id = %(id)s", found)
+        await conn.execute("DELETE FROM turns WHERE id = %(id)s", found)
 
 
 async def delete_turns(

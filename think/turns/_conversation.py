@@ -21,7 +21,13 @@ from think.agent._agent_tool import AgentToolResult, answer_text, child_conversa
 from think.agent._think import Think
 from think.agent._turn_api import TurnAPI
 from think.exceptions import UserError
-from think.storage import ACTIVE_STATUSES, MessageConcurrency, TurnRecord
+from think.storage import (
+    ACTIVE_STATUSES,
+    MessageConcurrency,
+    TurnNotFound,
+    TurnRecord,
+    public_turn_id,
+)
 from think.turns._admission import admit_submission, cancel_turn, wait_for_turn
 from think.turns._conversation_state import ConversationState
 from think.turns._results import Submission, TurnResult
@@ -103,8 +109,8 @@ class ConversationHandle(ConversationState, TurnAPI):
         if mode == "stream":
             return TurnStream(self, admission)
         try:
-            return await self.result(
-                admission.turn.id, wait_timeout=wait_timeout, accepted=admission.accepted
+            return await self.result_of(
+                admission.turn, wait_timeout=wait_timeout, accepted=admission.accepted
             )
         except asyncio.CancelledError:
             await asyncio.shield(self._caller_cancelled(admission.turn.id))
@@ -137,7 +143,7 @@ class ConversationHandle(ConversationState, TurnAPI):
         try:
             return await self._drive(stream, callback)
         except asyncio.CancelledError:
-            await asyncio.shield(self._caller_cancelled(stream.turn_id))
+            await asyncio.shield(self._caller_cancelled(stream.stored_id))
             raise
 
     async def _drive(self, stream: TurnStream, callback: Any) -> TurnResult:
@@ -188,7 +194,7 @@ class ConversationHandle(ConversationState, TurnAPI):
             if await cancel_turn(
                 service.store, service.temporal, service.settings.task_queue, turn, reason
             ):
-                cancelled.append(turn.id)
+                cancelled.append(public_turn_id(turn.id))
         return cancelled
 
     def sub_agent(self, agent: type[Think], name: str) -> ConversationHandle:
@@ -261,10 +267,21 @@ class ConversationHandle(ConversationState, TurnAPI):
         self, turn_id: str, *, wait_timeout: float | None = None, accepted: bool = True
     ) -> TurnResult:
         """Wait for a turn of this conversation to end (or pause for a person), or for
-        `wait_timeout` seconds, and say how it stands."""
+        `wait_timeout` seconds, and say how it stands. Raises `TurnNotFound` when the
+        conversation has no turn `turn_id`."""
         await self._refuse_nested("waiting for a turn")
+        turn = await self._turn(turn_id)
+        if turn is None:
+            raise TurnNotFound(turn_id)
+        return await self.result_of(turn, wait_timeout=wait_timeout, accepted=accepted)
+
+    async def result_of(
+        self, turn: TurnRecord, *, wait_timeout: float | None = None, accepted: bool = True
+    ) -> TurnResult:
+        """`result` of a turn whose record the caller has (an admission's, a stream's): no
+        lookup of its name first. The caller refused nested waits already."""
         listener = await self.service.listener()
-        turn = await wait_for_turn(self.service.store, listener, turn_id, wait_timeout)
+        turn = await wait_for_turn(self.service.store, listener, turn.id, wait_timeout)
         return turn_view(turn, accepted=accepted).result()
 
     # -- internals -------------------------------------------------------------------------
@@ -286,7 +303,8 @@ class ConversationHandle(ConversationState, TurnAPI):
         turn = await self._inside_own_turn()
         if turn is not None:
             raise UserError(
-                f"{what} inside turn {turn.id!r} of conversation {self.conversation_id!r} "
+                f"{what} inside turn {public_turn_id(turn.id)!r} of conversation "
+                f"{self.conversation_id!r} "
                 "would wait for a turn that can only start after this one ends (a deadlock); "
                 'use run_turn(..., mode="submit") or submit_messages() to run it after this '
                 "turn, or add_messages() to add to the transcript without a turn"

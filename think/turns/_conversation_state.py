@@ -33,6 +33,7 @@ from think.storage import (
     delete_conversation_mcp_server,
     delete_turn,
     delete_turns,
+    public_turn_id,
     put_conversation_mcp_server,
     read_memory,
     search_messages,
@@ -259,7 +260,7 @@ class ConversationState:
         conv = await self._conversation()
         if conv is None:
             raise TurnNotFound(turn_id)
-        await delete_turn(self.service.store, conv.uid, turn_id)
+        await delete_turn(self.service.store, conv, turn_id)
 
     async def delete_submissions(
         self, *, status: Sequence[TurnStatus] = (), before: datetime | None = None
@@ -269,7 +270,8 @@ class ConversationState:
         conv = await self._conversation()
         if conv is None:
             return []
-        return await delete_turns(self.service.store, conv.uid, status=status, before=before)
+        deleted = await delete_turns(self.service.store, conv.uid, status=status, before=before)
+        return [public_turn_id(turn_id) for turn_id in deleted]
 
     # -- internals -------------------------------------------------------------------------
 
@@ -294,7 +296,8 @@ class ConversationState:
             return await read(conn, conv.uid)
 
     async def _turn(self, turn_id: str) -> TurnRecord | None:
+        """The conversation's turn named `turn_id` as a door showed it (or as it is stored)."""
         conv = await self._conversation()
         if conv is None:
             return None
-        return await self.service.store.get_turn(turn_id, conv.uid)
+        return await self.service.store.find_turn(conv, turn_id)

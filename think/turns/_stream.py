@@ -8,7 +8,7 @@ import inspect
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from think.storage import Admission
+from think.storage import Admission, public_turn_id
 from think.turns._admission import follow
 from think.turns._results import TurnResult
 
@@ -22,7 +22,11 @@ class TurnStream:
 
     def __init__(self, conversation: ConversationHandle, admission: Admission) -> None:
         self._conversation = conversation
-        self.turn_id = admission.turn.id
+        self._turn = admission.turn
+        self.turn_id = public_turn_id(admission.turn.id)
+        """The turn's id as clients name it (a submission id as it was given)."""
+        self.stored_id = admission.turn.id
+        """The id stored for it (`TurnRecord.id`), which the service's own calls take."""
         self.accepted = admission.accepted
 
     def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
@@ -31,12 +35,12 @@ class TurnStream:
     async def _chunks(self) -> AsyncIterator[dict[str, Any]]:
         service = self._conversation.service
         listener = await service.listener()
-        async with contextlib.aclosing(follow(service.store, listener, self.turn_id)) as chunks:
+        async with contextlib.aclosing(follow(service.store, listener, self.stored_id)) as chunks:
             async for _, chunk in chunks:
                 yield chunk
 
     async def result(self, wait_timeout: float | None = None) -> TurnResult:
-        return await self._conversation.result(self.turn_id, wait_timeout=wait_timeout)
+        return await self._conversation.result_of(self._turn, wait_timeout=wait_timeout)
 
 
 async def call_back(callback: Any, name: str, *args: Any) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from think._messages import UIMessage
-from think.storage import TurnRecord, TurnStatus
+from think.storage import TurnRecord, TurnStatus, public_turn_id, public_turn_id_or_none
 from think.turns._results import Submission, TurnResult
 
 TOOL_PART_PREFIX = "tool-"
@@ -141,9 +141,10 @@ class TurnView(TurnFields):
 
 
 def turn_view(turn: TurnRecord, *, accepted: bool = True) -> TurnView:
-    """The view of a turn as it stands in its record."""
+    """The view of a turn as it stands in its record. Its id, and the answering turn's, as
+    clients name them (`public_turn_id`): a submission id as it was given."""
     return TurnView(
-        turn_id=turn.id,
+        turn_id=public_turn_id(turn.id),
         conversation_id=turn.conversation_id,
         agent=turn.agent,
         status=turn.status,
@@ -157,7 +158,7 @@ def turn_view(turn: TurnRecord, *, accepted: bool = True) -> TurnView:
         error=turn.error,
         usage=turn.usage,
         output=turn.output,
-        answered_by=turn.answered_by,
+        answered_by=public_turn_id_or_none(turn.answered_by),
         continuation=turn.request.continuation,
         pending_approvals=pending_approvals(turn),
         pending_client_tools=pending_client_tools(turn),
