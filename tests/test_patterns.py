@@ -106,7 +106,7 @@ def test_globs_match_as_they_always_did() -> None:
     ("pattern", "path"),
     [
         ("**/**/**/**/x", "a/" * 250 + "y"),  # the code before: 3.3 s (69 s at 500 levels)
-        ("*a*a*a*a*a*a*b", "a" * 50),  # the code before: about 2 s, 13x per 10 more `a`s
+        ("*a*a*a*a*a*a*b", "a" * 50),  # the code before: 0.6 s, 13x per 10 more `a`s
     ],
 )
 def test_no_glob_takes_exponential_time(pattern: str, path: str) -> None:
