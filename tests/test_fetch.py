@@ -7,6 +7,7 @@ No test here can send a packet off the machine, even with the guard broken: ever
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -62,6 +63,21 @@ REFUSED_LITERALS = [
     "http://[fd00:ec2::254]/",
     "http://[ff02::1]/",
     "http://[2001:0::1]/",
+    # Every other reserved IPv6 form: mapped, 6to4, NAT64 and Teredo around private IPv4,
+    # discard, documentation, unique-local, link-local, multicast, unspecified, loopback.
+    "http://[::ffff:192.168.0.1]/",
+    "http://[2002:c0a8:1::1]/",
+    "http://[2002:a00:1::]/",
+    "http://[64:ff9b::a9fe:a9fe]/",
+    "http://[64:ff9b::10.0.0.1]/",
+    "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/",
+    "http://[100::1]/",
+    "http://[2001:db8::1]/",
+    "http://[fd00::1]/",
+    "http://[febf::1]/",
+    "http://[ff05::1:3]/",
+    "http://[0::0]/",
+    "http://[::0:1]/",
     "http://localhost/",
     "http://LOCALHOST./",
     "http://app.localhost/",
@@ -143,6 +159,56 @@ async def test_private_and_internal_targets_are_refused_even_when_allowlisted(ur
     result = await tools.fetch_url(url)
     assert result["ok"] is False and result["code"] == "disallowed_url", result
     assert sealed.attempts == [] and resolver.lookups == []
+
+
+RESERVED_IPV6 = [
+    ("::8.8.8.8", "IPv4-compatible"),
+    ("::127.0.0.1", "IPv4-compatible"),
+    ("::10.0.0.1", "IPv4-compatible"),
+    ("::ffff:0:127.0.0.1", "IPv4-translated"),
+    ("::ffff:0:8.8.8.8", "IPv4-translated"),
+    ("fec0::1", "site-local"),
+    ("feff::ffff", "site-local"),
+    ("64:ff9b:1::808:808", "local-use NAT64"),
+    ("3fff::1", "documentation"),
+    ("5f00::1", "SRv6"),
+    ("4000::1", "outside IPv6's global unicast space"),
+    ("1::1", "outside IPv6's global unicast space"),
+]
+"""IPv6 that `ipaddress` calls global but no public host has: `fetch_url` let these through
+before (issue 31); each must be refused, as an address, a URL literal or a DNS answer."""
+
+
+@pytest.mark.parametrize(("address", "why"), RESERVED_IPV6)
+async def test_reserved_ipv6_is_refused_before_any_connection(address: str, why: str) -> None:
+    refusal = address_refusal(ipaddress.ip_address(address))
+    assert refusal is not None and why in refusal
+    # As a URL literal: refused before any lookup.
+    url = f"http://[{address}]/"
+    tools, sealed, resolver = _public_tools([url])
+    result = await tools.fetch_url(url)
+    assert result["code"] == "disallowed_url" and why in result["message"], result
+    assert sealed.attempts == [] and resolver.lookups == []
+    # As the answer for a public name: refused after the lookup, before the connection.
+    resolver = Resolver({"docs.example.com": [[address]]})
+    tools, sealed, _ = _public_tools(["https://docs.example.com/**"], resolver=resolver)
+    result = await tools.fetch_url("https://docs.example.com/page")
+    assert result["code"] == "disallowed_url" and why in result["message"], result
+    assert sealed.attempts == [] and resolver.lookups == ["docs.example.com"]
+
+
+def test_public_ipv6_forms_stay_allowed() -> None:
+    """The rule refuses blocks, not IPv6: global unicast, and public IPv4 spelled as mapped,
+    NAT64 or 6to4, still pass the address check (checked here without a connection)."""
+    for address in (
+        "2001:4860:4860::8888",
+        "2606:4700::1111",
+        "::ffff:8.8.8.8",
+        "64:ff9b::8.8.8.8",
+        "2002:808:808::1",
+        "2620:4f:8000::1",
+    ):
+        assert address_refusal(ipaddress.ip_address(address)) is None, address
 
 
 @pytest.mark.parametrize("url", REFUSED_SHAPES)

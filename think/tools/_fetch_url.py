@@ -22,7 +22,6 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
-_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
 _REFUSED_SUFFIXES = (".localhost", ".internal", ".local", ".home.arpa", ".lan", ".intranet")
 _REFUSED_NAMES = frozenset({"localhost", "metadata", "instance-data"})
 _DOMAIN = re.compile(r"^[a-z0-9_-]+(\.[a-z0-9_-]+)*$")
@@ -177,10 +176,16 @@ def address_refusal(ip: IPAddress) -> str | None:
     """Why `fetch_url` must not connect to `ip` (None: a public address). Private, loopback,
     link-local (cloud metadata at 169.254.169.254 among them), unique-local, shared (CGNAT),
     multicast, reserved and unspecified addresses are refused, as is an IPv4 one spelled as
-    IPv6 (mapped, NAT64, 6to4, Teredo)."""
+    IPv6 (mapped, NAT64, 6to4, Teredo).
+
+    IPv6 is allowed only inside the global unicast space, 2000::/3, less its reserved blocks
+    (`_IPV6_RESERVED`), plus the two prefixes that carry a public IPv4 address (mapped,
+    NAT64), which are judged by that address. `ipaddress`'s `is_global` alone is not enough:
+    it calls IPv4-compatible (`::a.b.c.d`), IPv4-translated (`::ffff:0:a.b.c.d`) and
+    site-local (`fec0::/10`) addresses global, and a host may still route them inside."""
     if isinstance(ip, ipaddress.IPv6Address):
         embedded: ipaddress.IPv4Address | None = ip.ipv4_mapped or ip.sixtofour
-        if ip in _NAT64 or ip in _NAT64_LOCAL:
+        if ip in _NAT64:
             embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
         if ip.teredo is not None:
             return f"{ip} is a Teredo address"
@@ -197,12 +202,34 @@ def address_refusal(ip: IPAddress) -> str | None:
         return f"{ip} is a multicast address"
     if ip.is_unspecified:
         return f"{ip} is the unspecified address"
+    if isinstance(ip, ipaddress.IPv6Address):
+        for network, what in _IPV6_RESERVED:
+            if ip in network:
+                return f"{ip} is {what}, a reserved address"
+        if ip not in _IPV6_GLOBAL_UNICAST:
+            return f"{ip} is outside IPv6's global unicast space (2000::/3): reserved or unassigned"
     if not ip.is_global:
         return f"{ip} is a private or reserved address"
     return None
 
 
 _ULA = ipaddress.IPv6Network("fc00::/7")
+_IPV6_GLOBAL_UNICAST = ipaddress.IPv6Network("2000::/3")
+_IPV6_RESERVED: tuple[tuple[ipaddress.IPv6Network, str], ...] = tuple(
+    (ipaddress.IPv6Network(network), what)
+    for network, what in (
+        ("::/96", "an IPv4-compatible address (deprecated, RFC 4291)"),
+        ("::ffff:0:0:0/96", "an IPv4-translated address (RFC 2765)"),
+        ("64:ff9b:1::/48", "a local-use NAT64 address (RFC 8215)"),
+        ("100::/64", "a discard-only address (RFC 6666)"),
+        ("fec0::/10", "a site-local address (deprecated, RFC 3879)"),
+        ("2001:db8::/32", "a documentation address (RFC 3849)"),
+        ("3fff::/20", "a documentation address (RFC 9637)"),
+        ("5f00::/16", "an SRv6 segment identifier (RFC 9602)"),
+    )
+)
+"""IPv6 blocks refused whatever `ipaddress` says of them, each named in the refusal. The
+ones outside 2000::/3 are refused anyway; naming them says why."""
 
 
 def host_refusal(url: NormalURL) -> str | None:

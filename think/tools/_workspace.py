@@ -13,7 +13,6 @@ idempotency key, so an attempt retried after a crash answers what the first one 
 from __future__ import annotations
 
 import base64
-import re
 from typing import Any
 
 from think._current import BOUND
@@ -27,7 +26,8 @@ from think.storage import (
     workspace_path,
     write_file,
 )
-from think.tools._glob import glob_match
+from think.tools._glob import glob_match, glob_regex
+from think.tools._match import Deadline, LinePattern, check_length, off_loop
 from think.tools._tool import Tool, ToolContext, tool
 
 MAX_READ_LINES = 2000
@@ -172,10 +172,22 @@ async def find(pattern: str, path: str = "") -> list[str]:
         pattern: A glob relative to `path`, such as `**/*.md` or `notes/*.txt`.
         path: The directory to search; empty for the whole workspace.
     """
+    check_length(pattern, "glob")
+    glob_regex(pattern)  # a glob that cannot be matched fails before any lookup
     clean = _checked(path, allow_root=True)
     base = f"{clean}/" if clean else ""
     entries = await (await current_workspace()).list(clean)
-    return [e.path for e in entries if glob_match(pattern, e.path[len(base) :])]
+
+    def matching(deadline: Deadline) -> list[str]:
+        found: list[str] = []
+        for n, entry in enumerate(entries):
+            if n % 256 == 0:
+                deadline.check()
+            if glob_match(pattern, entry.path[len(base) :]):
+                found.append(entry.path)
+        return found
+
+    return await off_loop(matching, what="glob")
 
 
 @tool
@@ -185,37 +197,41 @@ async def grep(
     """Search the text files of the workspace for a regular expression, line by line.
 
     Args:
-        pattern: A Python regular expression.
+        pattern: A regular expression (Python's syntax, run by RE2: no backreferences or
+            lookaround).
         path: The directory (or file) to search; empty for the whole workspace.
         glob: Only files whose path below `path` matches this glob, e.g. `**/*.py`.
         ignore_case: Match regardless of case.
     """
-    try:
-        regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    except re.error as exc:
-        raise ToolError(
-            f"the pattern {pattern!r} is not a valid regular expression: {exc}"
-        ) from None
+    # Compiled, and matched, off the event loop: see think/tools/_match.py.
+    lines = await off_loop(lambda _: LinePattern(pattern, ignore_case=ignore_case), what="pattern")
+    if glob is not None:
+        check_length(glob, "glob")
+        glob_regex(glob)
     clean = _checked(path, allow_root=True)
     base = f"{clean}/" if clean else ""
     files = await (await current_workspace()).read_all(clean, max_size=MAX_GREP_BYTES)
-    hits: list[str] = []
-    for found in files:
-        if (
-            found.path != clean
-            and glob is not None
-            and not glob_match(glob, found.path[len(base) :])
-        ):
-            continue
-        if not _is_text(found.media_type, found.data):
-            continue
-        for n, line in enumerate(found.text().splitlines(), start=1):
-            if regex.search(line):
+
+    def search(deadline: Deadline) -> str:
+        hits: list[str] = []
+        for found in files:
+            deadline.check()
+            if (
+                found.path != clean
+                and glob is not None
+                and not glob_match(glob, found.path[len(base) :])
+            ):
+                continue
+            if not _is_text(found.media_type, found.data):
+                continue
+            for n, line in lines.lines(found.text(), deadline):
                 hits.append(f"{found.path}:{n}: {line[:MAX_LINE_CHARS]}")
                 if len(hits) >= MAX_GREP_RESULTS:
                     hits.append(f"… stopped at {MAX_GREP_RESULTS} matches; narrow the search")
                     return "\n".join(hits)
-    return "\n".join(hits) if hits else "No matches."
+        return "\n".join(hits) if hits else "No matches."
+
+    return await off_loop(search, what="search")
 
 
 @tool
