@@ -702,7 +702,28 @@ async def test_last_event_id_not_an_integer(
     assert_problem(response, 400, "Last-Event-ID")
 
 
-@pytest.mark.parametrize("value", ["99999999999999999999999", "-5", "0"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param(b"1" * 4301, id="past-int-conversion-limit"),
+        pytest.param(b"9" * 21, id="21-digits"),
+        pytest.param(b"-" + b"9" * 21, id="21-digits-negative"),
+        pytest.param(b"5\xa0", id="trailing-nbsp"),
+        pytest.param(b"5\x85", id="trailing-nel"),
+        pytest.param(b"\x1f5", id="leading-unit-separator"),
+    ],
+)
+async def test_last_event_id_not_a_sequence_number(
+    api: httpx.AsyncClient, done: dict[str, Any], value: bytes
+) -> None:
+    """Past 20 digits is no sequence number (and past 4,300 `int()` raises: a 500), and
+    Python's `strip()` would have read Unicode whitespace around digits as nothing."""
+    response = await api.get(done["stream_url"], headers={"Last-Event-ID": value})
+    body = assert_problem(response, 400, "Last-Event-ID")
+    assert body["errors"] == [{"field": "Last-Event-ID", "message": body["errors"][0]["message"]}]
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999", "9223372036854775808", "-5", "0"])
 async def test_last_event_id_odd_integers_still_stream(
     api: httpx.AsyncClient, done: dict[str, Any], value: str
 ) -> None:
