@@ -733,6 +733,16 @@ async def test_last_event_id_odd_integers_still_stream(
     assert response.text.rstrip().endswith("data: [DONE]")
 
 
+@pytest.mark.parametrize("before", ["0.5", "1700000000", "-1", "tomorrow"])
+async def test_delete_turns_before_must_be_a_date(
+    api: httpx.AsyncClient, done: dict[str, Any], before: str
+) -> None:
+    """`before=0.5` was read as 0.5 s after 1970 (and deleted nothing, silently)."""
+    path = f"{helper_path(done['conversation_id'])}/turns"
+    response = await api.delete(path, params={"before": before})
+    assert_problem(response, 422, "before")
+
+
 # -- duplicate keys ---------------------------------------------------------------------------
 
 

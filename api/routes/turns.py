@@ -3,8 +3,8 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
-from typing import Annotated, Any
+from datetime import UTC
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Header, Path, Query, Response
 from fastapi.responses import JSONResponse
@@ -28,6 +28,7 @@ from api.schemas import (
     ApprovalBody,
     CancelTurnBody,
     DeletedTurnsOut,
+    IsoDateTime,
     SubmitTurnBody,
     ToolResultBody,
     TurnOut,
@@ -47,6 +48,11 @@ near 20; ASCII because `int()` also reads "1_0" as 10, and "+3" or "٣" as 3."""
 _LAST_SEQUENCE = 2**63 - 1
 """The largest sequence number the stream log can hold (`bigint`): 20 digits may exceed it,
 and "after it" is then simply nothing yet."""
+
+EndedStatus = Literal["completed", "error", "aborted", "skipped", "interrupted"]
+"""The statuses `DELETE .../turns` takes: the ended ones (`TERMINAL_STATUSES`), so the
+document says that `pending` is refused (422), rather than only the route."""
+
 
 router = APIRouter(tags=["turns"])
 
@@ -132,9 +138,9 @@ async def list_turns(
 async def delete_turns(
     res: Res,
     conv: ExistingConversation,
-    status: Annotated[list[TurnStatus] | None, Query()] = None,
+    status: Annotated[list[EndedStatus] | None, Query()] = None,
     before: Annotated[
-        datetime | None, Query(description="Only turns submitted before this time")
+        IsoDateTime | None, Query(description="Only turns submitted before this time")
     ] = None,
 ) -> DeletedTurnsOut:
     """Delete the conversation's ended turns (all, or those in `status`, submitted before
