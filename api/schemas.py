@@ -95,7 +95,6 @@ STORABLE_JSON: dict[str, Any] = {
 """What `_unstorable` lets through, as a schema (api/_openapi.py adds it to the document):
 every field of a body that takes any JSON says so, rather than `{}` (anything)."""
 StorableObject = Annotated[dict[str, Any], WithJsonSchema(STORABLE_OBJECT)]
-StorableValue = Annotated[Any, WithJsonSchema({"allOf": [{"$ref": STORABLE_JSON_REF}]})]
 
 
 def _a_date(value: Any) -> Any:
@@ -298,7 +297,7 @@ class ToolResultBody(_Body):
         }
     )
 
-    output: StorableValue = Field(default=None, description="The tool's result (any JSON value)")
+    output: Any = Field(default=None, description="The tool's result (any JSON value)")
     error: str | SkipJsonSchema[None] = Field(
         default=None,
         min_length=1,
