@@ -17,7 +17,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from api.errors import PROBLEM
-from api.schemas import Problem
+from api.schemas import STORABLE, STORABLE_JSON, STORABLE_OBJECT, Problem
 
 PROBLEM_REF = "#/components/schemas/Problem"
 
@@ -70,6 +70,9 @@ def complete(schema: dict[str, Any]) -> dict[str, Any]:
     components["Problem"] = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
     for nested, definition in components["Problem"].pop("$defs", {}).items():
         components.setdefault(nested, definition)
+    components["StorableJson"] = STORABLE_JSON
+    if "UIMessage" in components:
+        _describe_message(components["UIMessage"])
     for path, operations in schema.get("paths", {}).items():
         for method, operation in operations.items():
             responses = operation.setdefault("responses", {})
@@ -85,6 +88,30 @@ def complete(schema: dict[str, Any]) -> dict[str, Any]:
     components.pop("HTTPValidationError", None)
     components.pop("ValidationError", None)
     return schema
+
+
+_PART: dict[str, Any] = {
+    **STORABLE_OBJECT,
+    "required": ["type"],
+    "properties": {"type": {"type": "string", "minLength": 1, "pattern": STORABLE}},
+    "if": {"properties": {"type": {"const": "text"}}},
+    "then": {"required": ["text"], "properties": {"text": {"type": "string"}}},
+}
+"""A message part as `UIMessage` checks it (a `type`; a text part's `text` a string), and
+as `_unstorable` does (storable strings)."""
+
+
+def _describe_message(message: dict[str, Any]) -> None:
+    """`think.UIMessage`'s schema says what its validators refuse: `parts` are `dict`s to
+    pydantic, checked by a validator, and every string is checked by the body's
+    `_unstorable`; say both in the document (in place)."""
+    properties = message.get("properties", {})
+    if "parts" in properties:
+        properties["parts"]["items"] = _PART
+    if "id" in properties:
+        properties["id"]["pattern"] = STORABLE
+    if "metadata" in properties:
+        properties["metadata"] = {"anyOf": [STORABLE_OBJECT, {"type": "null"}]}
 
 
 def install(app: FastAPI) -> None:

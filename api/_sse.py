@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
+import psycopg
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.types import Receive, Scope, Send
 
 from api.deps import Resources
 from think import metrics, server
 from think.storage import public_turn_id
+
+log = logging.getLogger("think.api.stream")
 
 PING_EVERY = 15.0
 HEADERS = {
@@ -45,12 +49,27 @@ async def follow(
 ) -> AsyncIterator[ServerSentEvent]:
     """The turn's chunks after `after`, then live ones (`think.turns.server.follow`, which the
     Python turn API streams from too), and always `[DONE]` at the end."""
-    # Closed here, not by the garbage collector, when the client goes away mid-stream.
-    async with contextlib.aclosing(
-        server.follow(res.store, res.listener, turn_id, after, live_since)
-    ) as chunks:
-        async for seq, chunk in chunks:
-            yield encode(seq, chunk)
+    try:
+        # Closed here, not by the garbage collector, when the client goes away mid-stream.
+        async with contextlib.aclosing(
+            server.follow(res.store, res.listener, turn_id, after, live_since)
+        ) as chunks:
+            async for seq, chunk in chunks:
+                yield encode(seq, chunk)
+    except psycopg.OperationalError as exc:
+        # Postgres is away (down, restarting, no connection within the pool's timeout): the
+        # stream cannot go on, and that is expected, not a bug, so one line per stream rather
+        # than "Exception in ASGI application" and a traceback each. The response ends
+        # cleanly, without `[DONE]` (the turn has not ended): the client resumes it with
+        # `Last-Event-ID` once the gateway answers again (a 503 meanwhile).
+        cause = " ".join(str(exc).split()) or type(exc).__name__
+        log.warning(
+            "stream of turn %s dropped: the database is unavailable (%s); "
+            "its client may resume it with Last-Event-ID",
+            turn_id,
+            cause,
+        )
+        return
     yield DONE
 
 

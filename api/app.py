@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api import _docs, _openapi, _ui, errors
 from api._limits import TenantLimits
 from api._listener import ChunkListener
+from api._unique_keys import UniqueKeys
 from api.deps import Resources, require_tenant
 from api.routes import agents, conversations, health, schedules, search, tree, turns, workspace
 from think import metrics
@@ -180,6 +181,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for module in (agents, conversations, schedules, search, tree, turns, workspace):
         app.include_router(module.router, dependencies=[Depends(require_tenant)])
     app.include_router(health.router)
+    # Innermost, inside the body limit: it reads the body through it.
+    app.add_middleware(UniqueKeys)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     # Inside HeadAsGet, which hands the app a copy of the scope: the route is set on that one.
     app.add_middleware(HttpMetrics)

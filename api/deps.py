@@ -60,9 +60,13 @@ async def require_principal(
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() == "bearer":
+        # The header's bytes exactly (Starlette decoded them as Latin-1), less ASCII spaces
+        # only: `str.strip()` would also drop what Latin-1 reads as Unicode whitespace (0x85,
+        # 0xA0, 0x1C-0x1F), and accept `key\xa0` as `key` where operating.md promises 401.
+        given = token.strip(" ").encode("latin-1")
         for key, tenant in keys.items():
             # As bytes: `compare_digest` refuses a `str` that is not ASCII (a 500, not a 401).
-            if secrets.compare_digest(token.strip().encode(), key.encode()):
+            if secrets.compare_digest(given, key.encode()):
                 return Principal(tenant, resources.settings.api_key_names.get(key))
     raise Problem(401, "a valid `Authorization: Bearer <key>` header is required")
 

@@ -60,6 +60,17 @@ class Problem(Exception):
         self.extra = extra
 
 
+class BadBody(StarletteHTTPException):
+    """A request body refused while it is read (`api._unique_keys`): an HTTPException, because
+    FastAPI turns any other error met while reading the body into 400 "There was an error
+    parsing the body", while this one it re-raises to the app's handler; `extra` are the
+    problem's members beyond the standard ones (`errors`)."""
+
+    def __init__(self, status: int, detail: str, **extra: Any) -> None:
+        super().__init__(status, detail)
+        self.extra = extra
+
+
 def problem_response(status: int, detail: str, **extra: Any) -> JSONResponse:
     body = {
         "type": "about:blank",
@@ -128,7 +139,8 @@ def allowed_methods(request: Request) -> list[str]:
 
 async def _http(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
-    response = problem_response(exc.status_code, str(exc.detail))
+    extra = exc.extra if isinstance(exc, BadBody) else {}
+    response = problem_response(exc.status_code, str(exc.detail), **extra)
     # Keep the exception's headers: a 405 must say `Allow` (RFC 9110, 15.5.6), and say all
     # of the path's methods.
     response.headers.update(exc.headers or {})

@@ -7,17 +7,20 @@ fields both show (`think.server.TurnFields`), the view's `PendingApproval` and
 from __future__ import annotations
 
 import math
+import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
     Strict,
     StrictBool,
     Tag,
+    WithJsonSchema,
     field_validator,
 )
 from pydantic.json_schema import SkipJsonSchema
@@ -62,11 +65,55 @@ def _unstorable(value: Any) -> str | None:
     return None
 
 
+STORABLE = "^[^\\x00]*$"
+"""Text Postgres can store: no NUL (`_unstorable` refuses it, and an unpaired surrogate, in
+every field); a pattern, so the OpenAPI document says so too. A surrogate cannot be named
+in pydantic's regex engine, and no JSON Schema generator draws one."""
+NOT_BLANK = "^\\s*[^\\s\\x00][^\\x00]*$"
+"""Storable text with something besides whitespace. Linear: the leading run of whitespace
+and the first other character cannot overlap."""
+StorableText = Annotated[str, Field(pattern=STORABLE)]
+
+STORABLE_JSON_REF = "#/components/schemas/StorableJson"
+STORABLE_OBJECT: dict[str, Any] = {
+    "type": "object",
+    "propertyNames": {"pattern": STORABLE},
+    "additionalProperties": {"$ref": STORABLE_JSON_REF},
+}
+STORABLE_JSON: dict[str, Any] = {
+    "description": "Any JSON value whose strings (keys too) Postgres can store: no NUL, "
+    "no unpaired surrogate; nested at most 100 levels",
+    "anyOf": [
+        {"type": "string", "pattern": STORABLE},
+        {"type": "number"},
+        {"type": "boolean"},
+        {"type": "null"},
+        {"type": "array", "items": {"$ref": STORABLE_JSON_REF}},
+        STORABLE_OBJECT,
+    ],
+}
+"""What `_unstorable` lets through, as a schema (api/_openapi.py adds it to the document):
+every field of a body that takes any JSON says so, rather than `{}` (anything)."""
+StorableObject = Annotated[dict[str, Any], WithJsonSchema(STORABLE_OBJECT)]
+
+
+def _a_date(value: Any) -> Any:
+    """A time as ISO 8601 text: pydantic would also read a number (`0.5`) as seconds since
+    1970, which no one means by `before=0.5`."""
+    if isinstance(value, str) and not re.match(r"^\s*[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
+        raise ValueError("must be a date or a date and time in ISO 8601 (2026-01-31T12:00:00Z)")
+    return value
+
+
+IsoDateTime = Annotated[datetime, BeforeValidator(_a_date)]
+
 WaitTimeout = Annotated[float, Strict()]
 """Seconds as a JSON number: `true` or `"5"` is a 422, not 1 or 5 seconds."""
 
 
 class _Body(BaseModel):
+    # pydantic's own regex engine, not Python's `re`: there `$` also matches before a final
+    # newline, and `ID_PATTERN` would let `"c1\n"` through.
     model_config = ConfigDict(extra="forbid")
 
     @field_validator("*", mode="before")
@@ -81,7 +128,7 @@ class _Body(BaseModel):
 
 class CreateConversation(_Body):
     id: str | None = Field(default=None, pattern=ID_PATTERN)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: StorableObject = Field(default_factory=dict)
 
 
 class ConversationOut(BaseModel):
@@ -107,7 +154,10 @@ class MessagesOut(BaseModel):
 class AddMessagesBody(_Body):
     messages: list[UIMessage] = Field(min_length=1)
     parent_id: str | None = Field(
-        default=None, min_length=1, description="Where the first message goes: the active leaf"
+        default=None,
+        min_length=1,
+        pattern=STORABLE,
+        description="Where the first message goes: the active leaf",
     )
 
 
@@ -124,7 +174,7 @@ class SiblingsOut(BaseModel):
 
 
 class SwitchBranchBody(_Body):
-    leaf_id: str = Field(min_length=1, max_length=200)
+    leaf_id: str = Field(min_length=1, max_length=200, pattern=STORABLE)
     exact: StrictBool = Field(
         default=False,
         description="true: make `leaf_id` itself the active leaf, not the newest leaf below it",
@@ -132,9 +182,9 @@ class SwitchBranchBody(_Body):
 
 
 class RegenerateBody(_Body):
-    message_id: str = Field(min_length=1, max_length=200)
+    message_id: str = Field(min_length=1, max_length=200, pattern=STORABLE)
     mode: Literal["submit", "wait", "stream"] = "submit"
-    body: dict[str, Any] = Field(default_factory=dict)
+    body: StorableObject = Field(default_factory=dict)
     wait_timeout: WaitTimeout | None = Field(default=None, gt=0, le=3600)
 
 
@@ -154,8 +204,8 @@ class SearchOut(BaseModel):
 
 class ClientTool(_Body):
     name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
-    description: str = ""
-    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    description: StorableText = ""
+    input_schema: StorableObject = Field(default_factory=lambda: {"type": "object"})
 
 
 def _input_kind(value: Any) -> str | None:
@@ -171,7 +221,7 @@ def _input_kind(value: Any) -> str | None:
 # Tagged by the JSON type, so a bad message is reported once, where it is wrong
 # (`input.message.role`), not as a failure of each of the three forms in turn.
 TurnInput = Annotated[
-    Annotated[str, Tag("text")]
+    Annotated[str, Field(min_length=1, pattern=NOT_BLANK), Tag("text")]
     | Annotated[UIMessage, Tag("message")]
     | Annotated[list[UIMessage], Tag("messages")],
     Discriminator(
@@ -185,8 +235,8 @@ TurnInput = Annotated[
 class SubmitTurnBody(_Body):
     input: TurnInput
     mode: Literal["submit", "wait", "stream"] = "submit"
-    parent_id: str | None = Field(default=None, min_length=1)
-    body: dict[str, Any] = Field(default_factory=dict)
+    parent_id: str | None = Field(default=None, min_length=1, pattern=STORABLE)
+    body: StorableObject = Field(default_factory=dict)
     client_tools: list[ClientTool] = Field(default_factory=list)
     wait_timeout: WaitTimeout | None = Field(default=None, gt=0, le=3600)
     concurrency: MessageConcurrency | None = Field(
@@ -227,12 +277,12 @@ class SubmitTurnBody(_Body):
 
 
 class CancelTurnBody(_Body):
-    reason: str = Field(default="cancelled", min_length=1, max_length=1000)
+    reason: str = Field(default="cancelled", min_length=1, max_length=1000, pattern=STORABLE)
 
 
 class ApprovalBody(_Body):
     approved: StrictBool  # "yes" or 1 must not approve a call: only true and false do
-    reason: str | None = Field(default=None, max_length=2000)
+    reason: str | None = Field(default=None, max_length=2000, pattern=STORABLE)
 
 
 class ToolResultBody(_Body):
@@ -254,6 +304,7 @@ class ToolResultBody(_Body):
         default=None,
         min_length=1,
         max_length=100_000,
+        pattern=STORABLE,
         description="Why the tool failed; the model sees it as the call's error",
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import httpx
@@ -37,6 +38,47 @@ async def test_v1_needs_a_valid_key(keyed_api: str, key: str | None) -> None:
         assert response.headers["www-authenticate"] == "Bearer"
         # Operations endpoints stay open for load balancers.
         assert (await api.get("/healthz")).status_code == 200
+
+
+async def raw_get(url: str, authorization: bytes) -> tuple[int, bytes]:
+    """GET /v1/agents with the header exactly as given, byte for byte: an HTTP client would
+    refuse to send some of these bytes, a hostile one does not."""
+    host, port = httpx.URL(url).host, httpx.URL(url).port
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        writer.write(
+            b"GET /v1/agents HTTP/1.1\r\nHost: test\r\nConnection: close\r\n"
+            b"Authorization: " + authorization + b"\r\n\r\n"
+        )
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.read(), timeout=30)
+    finally:
+        writer.close()
+    status = int(answer.split(b" ", 2)[1])
+    return status, answer
+
+
+@pytest.mark.parametrize(
+    "trailer",
+    [b"\xa0", b"\x85", b"\x1f", b"\x0b", b"\x0c", b"\x1c"],
+    ids=["nbsp", "nel", "unit-separator", "vertical-tab", "form-feed", "file-separator"],
+)
+async def test_a_key_with_a_trailing_non_space_byte_is_refused(
+    keyed_api: str, trailer: bytes
+) -> None:
+    """Python's `str.strip()` removes Unicode whitespace: `alice-key` followed by a byte that
+    Latin-1 reads as whitespace was alice's key. Only ASCII spaces may surround the key."""
+    status, answer = await raw_get(keyed_api, b"Bearer alice-key" + trailer)
+    assert status in (400, 401), answer
+    assert b"Traceback" not in answer
+    if status == 401:
+        head = answer.lower()
+        assert b"application/problem+json" in head and b"www-authenticate: bearer" in head
+
+
+async def test_spaces_around_the_key_are_not_part_of_it(keyed_api: str) -> None:
+    status, answer = await raw_get(keyed_api, b"Bearer  alice-key  ")
+    assert status == 200, answer
 
 
 async def test_tenants_are_isolated(keyed_api: str, cid: str) -> None:

@@ -702,7 +702,28 @@ async def test_last_event_id_not_an_integer(
     assert_problem(response, 400, "Last-Event-ID")
 
 
-@pytest.mark.parametrize("value", ["99999999999999999999999", "-5", "0"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param(b"1" * 4301, id="past-int-conversion-limit"),
+        pytest.param(b"9" * 21, id="21-digits"),
+        pytest.param(b"-" + b"9" * 21, id="21-digits-negative"),
+        pytest.param(b"5\xa0", id="trailing-nbsp"),
+        pytest.param(b"5\x85", id="trailing-nel"),
+        pytest.param(b"\x1f5", id="leading-unit-separator"),
+    ],
+)
+async def test_last_event_id_not_a_sequence_number(
+    api: httpx.AsyncClient, done: dict[str, Any], value: bytes
+) -> None:
+    """Past 20 digits is no sequence number (and past 4,300 `int()` raises: a 500), and
+    Python's `strip()` would have read Unicode whitespace around digits as nothing."""
+    response = await api.get(done["stream_url"], headers={"Last-Event-ID": value})
+    body = assert_problem(response, 400, "Last-Event-ID")
+    assert body["errors"] == [{"field": "Last-Event-ID", "message": body["errors"][0]["message"]}]
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999", "9223372036854775808", "-5", "0"])
 async def test_last_event_id_odd_integers_still_stream(
     api: httpx.AsyncClient, done: dict[str, Any], value: str
 ) -> None:
@@ -710,6 +731,78 @@ async def test_last_event_id_odd_integers_still_stream(
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/event-stream")
     assert response.text.rstrip().endswith("data: [DONE]")
+
+
+@pytest.mark.parametrize("before", ["0.5", "1700000000", "-1", "tomorrow"])
+async def test_delete_turns_before_must_be_a_date(
+    api: httpx.AsyncClient, done: dict[str, Any], before: str
+) -> None:
+    """`before=0.5` was read as 0.5 s after 1970 (and deleted nothing, silently)."""
+    path = f"{helper_path(done['conversation_id'])}/turns"
+    response = await api.delete(path, params={"before": before})
+    assert_problem(response, 422, "before")
+
+
+# -- duplicate keys ---------------------------------------------------------------------------
+
+
+def duplicate_key_cases(cid: str, turn_id: str, message_id: str) -> list[Any]:
+    """Every route that reads a JSON body, each with a body that names a key twice, and the
+    field the answer must name. Python keeps the last; a proxy or an audit log may keep the
+    first: `{"approved": "yes", "approved": false}` would be logged as approved and denied."""
+    conv = helper_path(cid)
+    turn = f"{conv}/turns/{turn_id}"
+    return [
+        ("POST", "/v1/agents/helper/conversations", '{"id": "a", "id": "b"}', "id"),
+        ("POST", "/v1/agents/helper/conversations", '{"metadata": {"k": 1, "k": 2}}', "metadata.k"),
+        ("POST", f"{conv}/turns", '{"input": "hi", "input": "bye"}', "input"),
+        ("POST", f"{conv}/turns", '{"input": "hi", "body": {"a": {"k": 1, "k": 2}}}', "body.a.k"),
+        (
+            "POST",
+            f"{conv}/turns",
+            '{"input": {"role": "user", "parts": [{"type": "text", "text": "a", "text": "b"}]}}',
+            "input.parts.0.text",
+        ),
+        (
+            "POST",
+            f"{conv}/messages",
+            '{"messages": [{"role": "user", "role": "assistant", "parts": []}]}',
+            "messages.0.role",
+        ),
+        ("PUT", f"{conv}/active-leaf", f'{{"leaf_id": "{message_id}", "leaf_id": "x"}}', "leaf_id"),
+        (
+            "POST",
+            f"{conv}/regenerate",
+            f'{{"message_id": "{message_id}", "mode": "a", "mode": "b"}}',
+            "mode",
+        ),
+        ("POST", f"{turn}/cancel", '{"reason": "a", "reason": "b"}', "reason"),
+        ("POST", f"{turn}/approvals/ap_1", '{"approved": "yes", "approved": false}', "approved"),
+        ("POST", f"{turn}/tool-results/call_1", '{"output": 1, "output": 2}', "output"),
+    ]
+
+
+async def test_a_duplicate_key_is_refused_on_every_body(
+    api: httpx.AsyncClient, engine: AsyncEngine, done: dict[str, Any]
+) -> None:
+    """400 naming the key (dotted, where it is), on every route with a JSON body, before
+    anything is read from the body: what one reader and another read must not differ."""
+    cid = done["conversation_id"]
+    before = await stored_rows(engine, cid)
+    cases = duplicate_key_cases(cid, done["turn_id"], done["message_id"])
+    for method, path, content, field in cases:
+        response = await api.request(method, path, **raw(content.encode()))
+        problem = assert_problem(response, 400, field)
+        assert [e["field"] for e in problem["errors"]] == [field], (path, problem)
+    assert await stored_rows(engine, cid) == before
+
+
+async def test_the_same_key_in_different_objects_is_no_duplicate(
+    api: httpx.AsyncClient, cid: str
+) -> None:
+    content = b'{"input": "hi", "body": {"a": {"k": 1}, "b": {"k": 2}, "k": 3}}'
+    response = await api.post(f"{helper_path(cid)}/turns", **raw(content))
+    assert response.status_code == 202, response.text
 
 
 # -- methods and unknown paths ----------------------------------------------------------------

@@ -16,13 +16,10 @@ import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
-from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import (
-    content_type_conformance,
-    response_headers_conformance,
-    response_schema_conformance,
-    status_code_conformance,
-)
+from schemathesis.checks import CHECKS as REGISTERED_CHECKS
+from schemathesis.checks import load_all_checks
+from schemathesis.core.parameters import ParameterLocation
+from schemathesis.specs.openapi.checks import negative_data_rejection
 
 from api.app import create_app
 from tests._stack import Stack
@@ -31,13 +28,32 @@ from think.server import Settings
 EXAMPLES = 25
 """Per operation, positive and negative cases drawn together: ~500 requests in all."""
 
-CHECKS = [
-    not_a_server_error,
-    status_code_conformance,
-    content_type_conformance,
-    response_schema_conformance,
-    response_headers_conformance,
-]
+load_all_checks()
+CHECKS = [check for check in REGISTERED_CHECKS.get_all() if callable(check)]
+"""Every check schemathesis has, positive_data_acceptance and negative_data_rejection too:
+the document says exactly what the server accepts, no more and no less."""
+
+
+NOT_YET: dict[str, set[str]] = {
+    # What all checks still find (issue 31, unfinished; remove an entry once it passes):
+    # strings with a NUL drawn under `propertyNames` and in some message fields despite their
+    # `pattern`; `input: []`; workspace paths with control characters (no pattern yet says
+    # `workspace_path`'s rules); cases drawn invalid in their path ids (made real here) and
+    # in extra query parameters, which the gateway ignores.
+    "POST /v1/agents/{agent}/conversations": {"positive_data_acceptance"},
+    "POST /v1/agents/{agent}/conversations/{cid}/messages": {
+        "positive_data_acceptance",
+        "negative_data_rejection",
+    },
+    "POST /v1/agents/{agent}/conversations/{cid}/regenerate": {"positive_data_acceptance"},
+    "POST /v1/agents/{agent}/conversations/{cid}/turns": {
+        "positive_data_acceptance",
+        "negative_data_rejection",
+    },
+    "GET /v1/agents/{agent}/conversations/{cid}/turns": {"negative_data_rejection"},
+    "GET /v1/agents/{agent}/conversations/{cid}/workspace": {"positive_data_acceptance"},
+    "GET /v1/agents/{agent}/conversations/{cid}/workspace/{path}": {"positive_data_acceptance"},
+}
 
 
 @pytest.fixture(scope="module")
@@ -76,11 +92,39 @@ def test_the_served_document_is_the_one_fuzzed(stack: Stack) -> None:
     suppress_health_check=list(HealthCheck),
 )
 def test_no_undocumented_answer(case: Any, real_ids: dict[str, str], stack: Stack) -> None:
+    excluded = [
+        check for check in CHECKS if check.__name__ in NOT_YET.get(case.operation.label, ())
+    ]
     if case.path_parameters:
+        replaced = {name for name in case.path_parameters if name in real_ids}
         case.path_parameters = {
             name: real_ids.get(name, value) for name, value in case.path_parameters.items()
         }
+        if replaced and _negative_in_path(case):
+            # Its one invalid part was a path id, now a real one: the request is valid, or
+            # invalid only where schemathesis itself lets a server be lenient (an unknown
+            # query parameter), and a 2xx is right.
+            excluded.append(negative_data_rejection)
+    if isinstance(case.body, dict) and isinstance(case.body.get("parent_id"), str):
+        # A real message to branch from, as the path ids are real: an unknown one is a 422
+        # the document cannot foresee (which ids exist is not a schema's business).
+        case.body["parent_id"] = real_ids["message_id"]
     if isinstance(case.body, dict) and case.body.get("mode") == "wait":
         # A turn queued behind the fuzzer's other turns must not hold the run for an hour.
         case.body["wait_timeout"] = 5
-    case.call_and_validate(base_url=stack.api_url, checks=CHECKS, timeout=60)
+    case.call_and_validate(
+        base_url=stack.api_url, checks=CHECKS, excluded_checks=excluded, timeout=60
+    )
+
+
+def _negative_in_path(case: Any) -> bool:
+    """Whether the case was drawn invalid in its path parameters (and maybe in its query,
+    where schemathesis's mutations of a query it also sends valid are not told apart)."""
+    meta = case.meta
+    if meta is None:
+        return False
+    negative = {where for where, part in meta.components.items() if part.mode.is_negative}
+    return ParameterLocation.PATH in negative and negative <= {
+        ParameterLocation.PATH,
+        ParameterLocation.QUERY,
+    }

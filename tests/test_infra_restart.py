@@ -459,3 +459,73 @@ async def test_temporal_restart_while_the_step_streams(
             assert current["status"] == "running", current  # Temporal is back mid-step
         await assert_completed_once(infra, gateway, cid, turn, "".join(LONG_WORDS), follower)
         await assert_conversation_goes_on(infra, gateway, cid)
+
+
+async def test_streams_dropped_by_an_outage_are_one_log_line_each(
+    infra: Infra, gateway: httpx.AsyncClient, cid: str
+) -> None:
+    """Open streams cannot be served while Postgres is down: each ends, cleanly (its HTTP
+    response is complete, without `[DONE]`: the turn has not ended), and the gateway logs one
+    warning line for it, naming the turn and the cause, not "Exception in ASGI application"
+    with a traceback per stream. A client resumes with `Last-Event-ID` and gets the rest."""
+    streams = 3
+    api_log = next(p.log for p in infra.stack.processes if p.name == "api")
+    with infra.logs_on_failure():
+        turn = await submit(infra, gateway, cid, LONG_WORDS)
+        followers = [_OneConnection(gateway, turn["stream_url"]) for _ in range(streams)]
+        tasks = [asyncio.create_task(f.read()) for f in followers]
+        infra.tasks.extend(tasks)
+        async with asyncio.timeout(20):
+            while not all(f.deltas >= 3 for f in followers):
+                assert not any(t.done() for t in tasks), [t.result() for t in tasks if t.done()]
+                await asyncio.sleep(0.05)
+        mark = api_log.stat().st_size
+        async with infra.postgres_down():
+            async with asyncio.timeout(30):
+                ended = await asyncio.gather(*tasks)  # raises if a stream broke uncleanly
+            infra.note(f"streams ended: {ended}")
+            await asyncio.sleep(0.5)  # the gateway's log lines are written as the streams end
+        logged = api_log.read_bytes()[mark:].decode(errors="replace")
+        # (The LISTEN connection's own reconnects are logged with their traceback, once per
+        # attempt, by think.streaming: not per stream, and not the ASGI server's.)
+        assert "Exception in ASGI application" not in logged, logged
+        assert "sse_starlette" not in logged and "api/_sse.py" not in logged, logged
+        dropped = [line for line in logged.splitlines() if "stream of turn" in line]
+        assert len(dropped) == streams, logged
+        for line in dropped:
+            assert "WARNING" in line and turn["turn_id"] in line and "dropped" in line, line
+        assert all(not f.done for f in followers)
+
+        # Each comes back where it left off and reads the turn to its end.
+        final = await until_terminal(gateway, turn["status_url"])
+        assert final["status"] == "completed", final
+        for follower in followers:
+            _, rest = await read_stream(gateway, turn["stream_url"], last_event_id=follower.last)
+            assert rest[0].id == follower.last + 1 and rest[-1].data == "[DONE]"
+
+
+@dataclass
+class _OneConnection:
+    """One stream connection, read to its end, never reconnected."""
+
+    api: httpx.AsyncClient
+    url: str
+    deltas: int = 0
+    last: int = -1
+    done: bool = False
+
+    async def read(self) -> int:
+        """The number of events read; an httpx error if the response broke off."""
+        events = 0
+        buffer = ""
+        async with self.api.stream("GET", self.url, timeout=60) as response:
+            assert response.status_code == 200
+            async for piece in response.aiter_text():
+                complete, separator, buffer = (buffer + piece).rpartition("\n\n")
+                for event in parse(complete + separator) if separator else []:
+                    events += 1
+                    self.done = self.done or event.data == "[DONE]"
+                    if event.id is not None:
+                        self.last = event.id
+                        self.deltas += event.chunk["type"] == "text-delta"
+        return events

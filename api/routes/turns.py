@@ -3,8 +3,8 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
-from typing import Annotated, Any
+from datetime import UTC
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Header, Path, Query, Response
 from fastapi.responses import JSONResponse
@@ -28,6 +28,7 @@ from api.schemas import (
     ApprovalBody,
     CancelTurnBody,
     DeletedTurnsOut,
+    IsoDateTime,
     SubmitTurnBody,
     ToolResultBody,
     TurnOut,
@@ -40,8 +41,18 @@ from think.storage import delete_turns as delete_turns_of
 
 log = logging.getLogger("think.api.turns")
 
-_SEQUENCE_NUMBER = re.compile(r"-?[0-9]+")
-"""A `Last-Event-ID`: a chunk's sequence number in ASCII digits (a negative one replays all)."""
+_SEQUENCE_NUMBER = re.compile(r"-?[0-9]{1,20}")
+"""A `Last-Event-ID`: a chunk's sequence number in at most 20 ASCII digits (a negative one
+replays all). Bounded because `int()` refuses past 4,300 digits (a 500), and no stream gets
+near 20; ASCII because `int()` also reads "1_0" as 10, and "+3" or "٣" as 3."""
+_LAST_SEQUENCE = 2**63 - 1
+"""The largest sequence number the stream log can hold (`bigint`): 20 digits may exceed it,
+and "after it" is then simply nothing yet."""
+
+EndedStatus = Literal["completed", "error", "aborted", "skipped", "interrupted"]
+"""The statuses `DELETE .../turns` takes: the ended ones (`TERMINAL_STATUSES`), so the
+document says that `pending` is refused (422), rather than only the route."""
+
 
 router = APIRouter(tags=["turns"])
 
@@ -129,9 +140,9 @@ async def list_turns(
 async def delete_turns(
     res: Res,
     conv: ExistingConversation,
-    status: Annotated[list[TurnStatus] | None, Query()] = None,
+    status: Annotated[list[EndedStatus] | None, Query()] = None,
     before: Annotated[
-        datetime | None, Query(description="Only turns submitted before this time")
+        IsoDateTime | None, Query(description="Only turns submitted before this time")
     ] = None,
 ) -> DeletedTurnsOut:
     """Delete the conversation's ended turns (all, or those in `status`, submitted before
@@ -173,21 +184,37 @@ async def stream_turn(
     tenant: Tenant,
     conv: ExistingConversation,
     turn_id: TurnId,
-    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+    last_event_id: Annotated[
+        str | None,
+        Header(
+            alias="Last-Event-ID",
+            # Said in the document, checked by `_after` (a 400, as for any bad header).
+            json_schema_extra={"pattern": "^ *(-?[0-9]{1,20})? *$"},
+            description="Resume after this chunk: its sequence number (the SSE `id`)",
+        ),
+    ] = None,
 ) -> Any:
     turn = await _turn(res, conv, turn_id)
-    after = -1
-    if last_event_id is not None and last_event_id.strip():
-        # Digits only: `int()` would also read "1_0" as 10, and "+3" or "٣" as 3.
-        if _SEQUENCE_NUMBER.fullmatch(last_event_id.strip()):
-            after = int(last_event_id)
-        else:
-            raise Problem(
-                400,
-                f"Last-Event-ID must be a chunk sequence number, got {last_event_id!r}",
-                errors=[{"field": "Last-Event-ID", "message": "not an integer"}],
-            )
-    return stream_response(res, turn.id, after, res.limits.open_stream(tenant))
+    return stream_response(res, turn.id, _after(last_event_id), res.limits.open_stream(tenant))
+
+
+def _after(last_event_id: str | None) -> int:
+    """The sequence number a `Last-Event-ID` names (-1, from the start, when none does).
+    Only ASCII spaces around it are ignored: `str.strip()` would also drop what Latin-1 reads
+    as Unicode whitespace (0x85, 0xA0, 0x1C-0x1F), so `5\\xa0` would have read as 5."""
+    value = (last_event_id or "").strip(" ")
+    if not value:
+        return -1
+    if not _SEQUENCE_NUMBER.fullmatch(value):
+        shown = value if len(value) <= 40 else f"{value[:40]}… ({len(value)} characters)"
+        raise Problem(
+            400,
+            f"Last-Event-ID must be a chunk sequence number (at most 20 digits), got {shown!r}",
+            errors=[
+                {"field": "Last-Event-ID", "message": "not a sequence number of at most 20 digits"}
+            ],
+        )
+    return max(-1, min(int(value), _LAST_SEQUENCE))
 
 
 @router.post(
