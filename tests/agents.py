@@ -49,6 +49,7 @@ from think import (
     tool,
 )
 from think.tools import search_history
+from think.workflows._names import CHAT_RESPONSE_ACTIVITY, COMPACT_ACTIVITY
 
 
 @tool
@@ -651,6 +652,36 @@ class Wrecked(Helper):
 
     def get_tools(self) -> list[Tool]:
         raise RuntimeError(f"get_tools broke: {OVERRIDE_SECRET}")
+
+
+def _breaks_in(activity_type: str) -> None:
+    """Raise, as a bug would, when the agent is made inside the activity `activity_type`."""
+    if activity.in_activity() and activity.info().activity_type == activity_type:
+        raise RuntimeError(f"broke in {activity_type}: {OVERRIDE_SECRET}")
+
+
+class Unresponsive(Helper):
+    """Has `on_chat_response`, but cannot be made in its activity
+    (tests/test_bounded_failures_more.py)."""
+
+    name = "unresponsive"
+
+    def __init__(self) -> None:
+        super().__init__()
+        _breaks_in(CHAT_RESPONSE_ACTIVITY)
+
+    async def on_chat_response(self, result: ChatResponseResult) -> None:
+        _hook_log("on_chat_response", result.model_dump())
+
+
+class Uncompacted(Compactor):
+    """Compacts after its turns, but cannot be made in the compaction activity."""
+
+    name = "uncompacted"
+
+    def __init__(self) -> None:
+        super().__init__()
+        _breaks_in(COMPACT_ACTIVITY)
 
 
 class Researcher(Helper):

@@ -10,97 +10,16 @@ tool call's id), as Postgres refuses a NUL in `jsonb` (`22P05`) or as a bug woul
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
 
 import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio.client import Client
 
-from tests._sse import chunks, read_stream
-from tests._turn_helpers import activity_attempts
+from tests._failures import attempts, ends_in_error, next_turn_completes, refused
 from think.testing import FakeOpenAIServer, text, tool_call
-from think.workflows._names import (
-    COMMIT_ACTIVITY,
-    MODEL_STEP_ACTIVITY,
-    TOOL_CALL_ACTIVITY,
-    turn_workflow_id,
-)
-
-SAFE = "because of an internal error"
-ENDS_WITHIN = 30.0
-"""Seconds a failed turn may take to end: today's code never ends it, so the test fails here
-instead of hanging."""
-
-
-@asynccontextmanager
-async def refused(
-    engine: AsyncEngine, table: str, condition: str, *, errcode: str = "22P05"
-) -> AsyncIterator[None]:
-    """Postgres refuses, with SQLSTATE `errcode`, every write of `table` whose new row meets
-    `condition` (a trigger's `WHEN`), until the block ends."""
-    name = f"refuse_{uuid.uuid4().hex[:12]}"
-    event = "INSERT" if table == "stream_chunks" else "UPDATE"
-    async with engine.begin() as conn:
-        await conn.exec_driver_sql(
-            f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-            f"RAISE EXCEPTION 'refused by the test' USING ERRCODE = '{errcode}'; END $$"
-        )
-        await conn.exec_driver_sql(
-            f"CREATE TRIGGER {name} BEFORE {event} ON {table} FOR EACH ROW "
-            f"WHEN ({condition}) EXECUTE FUNCTION {name}()"
-        )
-    try:
-        yield
-    finally:
-        async with engine.begin() as conn:
-            await conn.exec_driver_sql(f"DROP TRIGGER {name} ON {table}")
-            await conn.exec_driver_sql(f"DROP FUNCTION {name}()")
-
-
-def url(agent: str, cid: str) -> str:
-    return f"/v1/agents/{agent}/conversations/{cid}/turns"
-
-
-async def ends_in_error(
-    api: httpx.AsyncClient, agent: str, cid: str, body: dict[str, Any] | None = None
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Submit a turn that must end `error` within `ENDS_WITHIN` s, with the safe message in
-    its stream and record; returns the record and the stream's chunks."""
-    response = await api.post(url(agent, cid), json={"input": "hello", **(body or {})})
-    assert response.status_code == 202, response.text
-    submitted = response.json()
-    _, events = await asyncio.wait_for(
-        read_stream(api, submitted["stream_url"]), timeout=ENDS_WITHIN
-    )
-    streamed = chunks(events)
-    assert streamed[-1]["type"] == "error", streamed
-    assert SAFE in streamed[-1]["errorText"]
-    turn: dict[str, Any] = (await api.get(submitted["status_url"])).json()
-    assert turn["status"] == "error", turn
-    assert SAFE in turn["error"] and turn["turn_id"] in turn["error"]
-    assert "refused by the test" not in json.dumps(turn) + json.dumps(streamed)
-    return turn, streamed
-
-
-async def next_turn_completes(api: httpx.AsyncClient, agent: str, cid: str) -> None:
-    response = await api.post(
-        url(agent, cid), json={"input": "still there?", "mode": "wait", "wait_timeout": 30}
-    )
-    assert response.status_code == 200, response.text
-    turn = response.json()
-    assert turn["status"] == "completed", turn
-    assert turn["message"]["parts"][-1]["text"] == "echo: still there?"
-
-
-async def attempts(temporal: Client, agent: str, cid: str, turn_id: str, kind: str) -> list[int]:
-    handle = temporal.get_workflow_handle(turn_workflow_id(agent, cid, turn_id))
-    await asyncio.wait_for(handle.result(), timeout=ENDS_WITHIN)
-    return activity_attempts((await handle.fetch_history()).events, kind)
+from think.workflows._names import COMMIT_ACTIVITY, MODEL_STEP_ACTIVITY, TOOL_CALL_ACTIVITY
 
 
 async def test_model_output_postgres_refuses_ends_the_turn_after_one_call(

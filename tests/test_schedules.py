@@ -4,6 +4,7 @@ often it is delivered; a handler gets its `ScheduledRun`, with retries."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import sys
@@ -19,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.service import RPCError, RPCStatusCode
 
+from tests._failures import ENDS_WITHIN, REFUSAL, refused, workflow_attempts
 from tests._replay import HISTORIES, replayer
 from tests._schedules import (
     Deployment,
@@ -39,7 +41,7 @@ from think.schedules import (
     ScheduleRef,
 )
 from think.schedules._inputs import OccurrenceInput, OccurrenceResult
-from think.schedules._names import occurrence_key
+from think.schedules._names import OCCURRENCE_ACTIVITY, occurrence_key
 
 AGENTS = "tests.schedule_agents:Digest,tests.schedule_agents:PerConversation"
 KEYS = {"Authorization": "Bearer k-default"}
@@ -214,6 +216,65 @@ async def test_prompt_occurrence_is_one_turn_however_often_delivered(
             {"k": occurrence_key(schedule_id, when)},
         )
     assert count == 1
+
+
+async def test_a_prompt_occurrence_postgres_refuses_is_tried_once_and_the_next_one_runs(
+    digest: Deployment, temporal: Client, engine: AsyncEngine, gateway: httpx.AsyncClient
+) -> None:
+    """One rule for failure (issue 31): Postgres refuses the occurrence's turn (a data error,
+    class 22, refused again for the same data), so the occurrence is tried once, not its
+    task's `retry` times, fails without the database's words, and the next occurrence's turn
+    in the same conversation runs."""
+    schedule_id = ref(digest, "ticks").schedule_id
+    when = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    occurrence = OccurrenceInput(
+        schedule_id=schedule_id, agent="sched_digest", task="ticks", attempts=3
+    )
+    key = occurrence_key(schedule_id, when)
+    workflow_id = f"{schedule_id}-refused"
+    async with refused(engine, "turns", f"NEW.idempotency_key = '{key}'", event="INSERT"):
+        with pytest.raises(WorkflowFailureError) as failed:
+            await asyncio.wait_for(
+                temporal.execute_workflow(
+                    OCCURRENCE_WORKFLOW,
+                    occurrence.model_copy(update={"scheduled_for": when}),
+                    id=workflow_id,
+                    task_queue=digest.queue,
+                    result_type=OccurrenceResult,
+                ),
+                ENDS_WITHIN,
+            )
+    assert await workflow_attempts(temporal, workflow_id, OCCURRENCE_ACTIVITY) == [1]
+    causes, cause = [], failed.value.cause
+    while cause is not None:
+        causes.append(str(cause))
+        cause = cause.__cause__
+    assert REFUSAL not in " ".join(causes)
+    result = await temporal.execute_workflow(
+        OCCURRENCE_WORKFLOW,
+        occurrence.model_copy(update={"scheduled_for": when + timedelta(days=7)}),
+        id=f"{schedule_id}-after-refused",
+        task_queue=digest.queue,
+        result_type=OccurrenceResult,
+    )
+    assert result.outcome == "submitted" and result.conversation_id == "ops"
+
+    async def completed() -> dict[str, Any] | None:
+        turns = await _turns(gateway, "sched_digest", "ops")
+        return next((t for t in turns if t["turn_id"] == result.turn_id), None)
+
+    turn = await eventually(completed)
+    ended = await eventually(
+        lambda: _ended(
+            gateway, f"/v1/agents/sched_digest/conversations/ops/turns/{turn['turn_id']}"
+        )
+    )
+    assert ended["status"] == "completed", ended
+
+
+async def _ended(gateway: httpx.AsyncClient, path: str) -> dict[str, Any] | None:
+    found: dict[str, Any] = (await gateway.get(path, headers=KEYS)).json()
+    return found if found["status"] not in ("pending", "running") else None
 
 
 async def test_handler_retries_then_succeeds(digest: Deployment, temporal: Client) -> None:
