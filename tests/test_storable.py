@@ -48,6 +48,23 @@ def test_json_data_is_replaced_keys_and_all_and_unchanged_data_is_not_copied() -
     assert hostile == {"k\x00": ["x", {"y": "\ud800"}], "same": fine}  # not changed in place
 
 
+def test_a_container_that_holds_itself_or_nests_deeply_is_walked_without_recursing_for_ever() -> (
+    None
+):
+    """A tool may return a list that holds itself (pydantic writes it as `[[...]]`) or data
+    nested deeper than Python's recursion limit: neither may raise `RecursionError` here."""
+    circular: list[Any] = ["a\x00"]
+    circular.append(circular)
+    cleaned = storable(circular)
+    assert cleaned[0] == "a\ufffd" and cleaned[1] is circular  # the cycle is left as it is
+    deep: list[Any] = ["ok"]
+    for _ in range(5_000):
+        deep = [deep]
+    assert storable(deep) is deep
+    shallow_nul: dict[str, Any] = {"x": [[["\x00"]]]}
+    assert storable(shallow_nul) == {"x": [[["\ufffd"]]]}
+
+
 @pytest.mark.parametrize(
     ("value", "stored"),
     [

@@ -174,25 +174,39 @@ def storable_text(text: str) -> str:
 def storable(value: _T) -> _T:
     """`value` (a string, or JSON-like data: dicts, lists, tuples, scalars) with every string
     in it, object keys included, made storable by `storable_text`. Returns `value` itself when
-    nothing in it needed a change, so the common case copies nothing."""
-    return _storable(value)  # type: ignore[no-any-return]
+    nothing in it needed a change, so the common case copies nothing. A container that holds
+    itself, or one nested deeper than `_STORABLE_DEPTH`, is left as it is: no JSON encoder
+    writes it either (a tool's output becomes its `str()`, `tool_output_json`), and the
+    storage layer's own encoder replaces what is left (`think.storage._db.storable_json`)."""
+    return _storable(value, set(), 0)  # type: ignore[no-any-return]
 
 
-def _storable(value: Any) -> Any:
+_STORABLE_DEPTH = 200
+"""Far deeper than any message or tool output; well inside Python's recursion limit."""
+
+
+def _storable(value: Any, path: set[int], depth: int) -> Any:
     if isinstance(value, str):
         return storable_text(value)
-    if isinstance(value, dict):
-        changed: dict[Any, Any] | None = None
-        for i, (key, item) in enumerate(value.items()):
-            new_key, new_item = _storable(key), _storable(item)
-            if changed is None and (new_key is not key or new_item is not item):
-                changed = dict(list(value.items())[:i])
-            if changed is not None:
-                changed[new_key] = new_item
-        return value if changed is None else changed
-    if isinstance(value, list | tuple):
-        items = [_storable(item) for item in value]
+    if not isinstance(value, dict | list | tuple):
+        return value
+    if depth >= _STORABLE_DEPTH or id(value) in path:
+        return value
+    path.add(id(value))
+    try:
+        if isinstance(value, dict):
+            changed: dict[Any, Any] | None = None
+            for i, (key, item) in enumerate(value.items()):
+                new_key = _storable(key, path, depth + 1)
+                new_item = _storable(item, path, depth + 1)
+                if changed is None and (new_key is not key or new_item is not item):
+                    changed = dict(list(value.items())[:i])
+                if changed is not None:
+                    changed[new_key] = new_item
+            return value if changed is None else changed
+        items = [_storable(item, path, depth + 1) for item in value]
         if all(new is old for new, old in zip(items, value, strict=True)):
             return value
         return items if isinstance(value, list) else tuple(items)
-    return value
+    finally:
+        path.discard(id(value))

@@ -19,7 +19,6 @@ from think.schedules._inputs import OccurrenceRequest, OccurrenceResult
 from think.schedules._names import OCCURRENCE_ACTIVITY, idempotency_key, occurrence_key
 from think.schedules._reconcile import check_task, find_task
 from think.schedules._task import ScheduledRun
-from think.storage import bounded_failures
 
 if TYPE_CHECKING:
     from think.turns._service import ThinkService
@@ -39,6 +38,10 @@ class ScheduleActivities:
     @activity.defn(name=OCCURRENCE_ACTIVITY)
     async def run_occurrence(self, request: OccurrenceRequest) -> OccurrenceResult:
         """Run the occurrence: its action's failures get the task's `retry`, outages longer."""
+        # Here, not at the top: the occurrence's workflow module imports this package, and the
+        # workflow sandbox must not load the storage stack (tests/test_layers.py).
+        from think.storage import bounded_failures
+
         attempts = max(1, request.occurrence.attempts)
         with bounded_failures(f"scheduled task {request.occurrence.task!r}", attempts=attempts):
             return await self._run_occurrence(request)

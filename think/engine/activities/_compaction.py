@@ -27,7 +27,7 @@ from think.engine.activities._resources import ActivityResources
 from think.engine.activities._step_stream import StepStream
 from think.exceptions import MODEL_RETRY, ModelError
 from think.sessions._session import session_for
-from think.storage import TurnRecord, bounded_failures
+from think.storage import TurnRecord, bounded_failures, is_transient
 from think.storage._compactions import Compaction, turn_compactions
 from think.streaming import Fence, append
 from think.workflows._inputs import TurnInput
@@ -52,8 +52,8 @@ class Compactions:
     async def compact_context(self, inp: TurnInput) -> None:
         """After a turn: compact when the history, as the model would read it now, is over the
         session's `compact_after`. A summarising model's failure that may pass is retried (a
-        few times, by the workflow); any other failure is logged, and the next turn tries
-        again."""
+        few times, by the workflow), and so is Postgres being away (`is_transient`); any other
+        failure is logged, and the next turn tries again."""
         with bounded_failures("compaction", inp.turn_id):
             await self._compact_context(inp)
 
@@ -84,7 +84,9 @@ class Compactions:
             if exc.retryable and activity.info().attempt < COMPACT_MODEL_ATTEMPTS:
                 raise
             log.warning("compaction after turn %s failed: %s", turn.id, exc)
-        except Exception:  # the agent's compaction function: its bug must not loop
+        except Exception as exc:  # the agent's compaction function: its bug must not loop
+            if is_transient(exc):
+                raise  # Postgres away: retried (COMPACT_RETRY) until it is back
             log.warning("compaction after turn %s failed", turn.id, exc_info=True)
 
     def compacts_after_turns(self, agent: Think) -> bool:
