@@ -49,7 +49,9 @@ def test_every_operation_declares_the_machinerys_statuses(
 
 
 def test_tool_results_schema_says_exactly_one_of() -> None:
-    body = DOCUMENT["components"]["schemas"]["ToolResultBody"]
+    # With the document's components, which `output` refers to (any storable JSON).
+    schemas = DOCUMENT["components"]["schemas"]
+    body = {**schemas["ToolResultBody"], "components": DOCUMENT["components"]}
     validator = jsonschema.Draft202012Validator(body)
     assert validator.is_valid({"output": None})
     assert validator.is_valid({"output": {"a": 1}})
@@ -57,6 +59,8 @@ def test_tool_results_schema_says_exactly_one_of() -> None:
     assert not validator.is_valid({})
     assert not validator.is_valid({"output": 1, "error": "boom"})
     assert not validator.is_valid({"error": None})
+    assert not validator.is_valid({"output": "\x00"})
+    assert not validator.is_valid({"error": "\x00"})
 
 
 @pytest.mark.parametrize("body", [{}, {"output": 1, "error": "x"}, {"error": None}])

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Query
 from pydantic import AfterValidator
 
 from api.deps import ExistingConversation, Res
-from api.schemas import SearchHitOut, SearchOut
+from api.schemas import NOT_BLANK, SearchHitOut, SearchOut
 from think.storage import MAX_SEARCH_LIMIT, search_messages
 
 router = APIRouter(tags=["conversations"])
@@ -26,6 +26,8 @@ SearchQuery = Annotated[
         min_length=1,
         max_length=1000,
         description='What to find, in web-search syntax: words, "a phrase", or, -word',
+        # What `_not_blank` accepts, said in the document; it refuses the rest, saying why.
+        json_schema_extra={"pattern": NOT_BLANK},
     ),
     AfterValidator(_not_blank),
 ]

@@ -7,13 +7,13 @@ wrote from running script next to the API's credentials.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Response
 
 from api.deps import ExistingConversation, Res
 from api.errors import Problem
-from api.schemas import EXTENSION, WorkspaceEntryOut, WorkspaceListOut
+from api.schemas import EXTENSION, WORKSPACE_PATH, WorkspaceEntryOut, WorkspaceListOut
 from think.server import Workspace, WorkspacePathError, workspace_path
 
 router = APIRouter(tags=["workspace"])
@@ -25,6 +25,17 @@ _SAFE_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Cache-Control": "no-store",
 }
+
+
+MAX_PATH = 1024
+"""Characters of a path as sent (`think.storage.workspace_path` allows as many once cleaned)."""
+_RULES = (
+    ": relative to the workspace (notes/todo.md) or under /workspace/; no control character, "
+    "backslash or `..` segment; whitespace around it is ignored"
+)
+_PATTERN: dict[str, Any] = {"pattern": WORKSPACE_PATH}
+"""What `workspace_path` accepts, said in the document; `_checked` refuses the rest with a 422
+that says why (a mismatch of a pattern this long would not)."""
 
 
 def _checked(path: str, field: str, *, allow_root: bool) -> str:
@@ -50,7 +61,14 @@ async def _listing(workspace: Workspace, prefix: str) -> WorkspaceListOut:
 @router.get(WORKSPACE, response_model=WorkspaceListOut, openapi_extra=EXTENSION)
 async def list_workspace(
     workspace: ConversationWorkspace,
-    prefix: Annotated[str, Query(max_length=1024, description="A directory to list")] = "",
+    prefix: Annotated[
+        str,
+        Query(
+            max_length=MAX_PATH,
+            description=f"A directory to list{_RULES}",
+            json_schema_extra=_PATTERN,
+        ),
+    ] = "",
 ) -> WorkspaceListOut:
     """Every file of the conversation's workspace (under `prefix`), by path."""
     return await _listing(workspace, _checked(prefix, "prefix", allow_root=True))
@@ -63,7 +81,14 @@ async def list_workspace(
 async def read_workspace(
     conv: ExistingConversation,
     workspace: ConversationWorkspace,
-    path: Annotated[str, Path(description="The file's path in the workspace")],
+    path: Annotated[
+        str,
+        Path(
+            max_length=MAX_PATH,
+            description=f"The file's path in the workspace{_RULES}",
+            json_schema_extra=_PATTERN,
+        ),
+    ],
 ) -> Response:
     """The file's bytes; a directory (a path with files below it) answers its listing."""
     clean = _checked(path, "path", allow_root=True)
