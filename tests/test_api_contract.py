@@ -14,8 +14,9 @@ the page that renders it); they must still be routes of the app. The documented 
 no code serves yet are listed in `NOT_SERVED_YET`, and the list must stay exact, so the test
 fails once one of them is built, until it is taken off.
 
-docs/api.md is a copy of the workspace's `../shared/API.md`, kept exact: that half of the
-check is skipped only where `../shared` does not exist, as in a fresh clone.
+docs/api.md is a copy of the workspace's `../shared/API.md`, kept exact, followed by what
+`../shared/API-next.md` adds as it lands: that half of the check is skipped only where
+`../shared` does not exist, as in a fresh clone.
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ NOT_SERVED_YET: set[tuple[str, str]] = set()
 """Documented in API.md's "Operations", not built yet: nothing, now."""
 
 Route = tuple[str, str]
+
+ADDITIONS = "## Additions (`../shared/API-next.md`)"
+"""The heading under which docs/api.md adds what API-next.md names, as each item lands."""
 
 
 def documented_routes(doc: str) -> set[Route]:
@@ -122,10 +126,13 @@ def test_the_routes_are_read_from_the_doc() -> None:
 
 
 def test_docs_api_md_is_the_shared_contract() -> None:
-    """docs/api.md equals ../shared/API.md, byte for byte; skipped where there is no
-    ../shared (a fresh clone carries only docs/api.md)."""
+    """docs/api.md starts with ../shared/API.md, byte for byte, and adds only what
+    ../shared/API-next.md names, under its own heading (`ADDITIONS`); skipped where there is
+    no ../shared (a fresh clone carries only docs/api.md)."""
     if not SHARED.exists():
         pytest.skip(f"{SHARED} does not exist (a fresh clone): nothing to compare docs/api.md with")
-    assert DOC.read_text() == SHARED.read_text(), (
+    doc, shared = DOC.read_text(), SHARED.read_text()
+    rest = doc[len(shared) :]
+    assert doc.startswith(shared) and (not rest or rest.startswith("\n" + ADDITIONS)), (
         "docs/api.md differs from ../shared/API.md: copy the shared contract over it"
     )
