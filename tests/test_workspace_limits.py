@@ -248,7 +248,8 @@ async def test_the_default_file_limit_refuses_a_14_mib_write_and_a_large_write_i
     service: ThinkService, fake_model: FakeOpenAIServer, api: httpx.AsyncClient, cid: str
 ) -> None:
     """By default a 14 MiB file is refused; a 4 MiB one is written. Each call's content is in
-    the stored message once (its input), never again in its output."""
+    the stored message once (its input), never again in its output, and the stream carries it
+    once too: its `tool-input-available` chunk, not also every delta before it."""
     big, fits = 14 * 1024 * 1024, 4 * 1024 * 1024
     assert big > DEFAULT_WORKSPACE_MAX_FILE_BYTES
     fake_model.script(
@@ -272,6 +273,12 @@ async def test_the_default_file_limit_refuses_a_14_mib_write_and_a_large_write_i
     tools = [p for p in parts if p["type"] == "tool-write"]
     assert [len(p["input"]["content"]) for p in tools] == [big, fits]
     assert all(len(json.dumps(p.get("output", p.get("errorText")))) < 300 for p in tools)
+
+    stream = await api.get(
+        f"/v1/agents/workspaced/conversations/{cid}/turns/{result.turn_id}/stream"
+    )
+    assert stream.status_code == 200
+    assert len(stream.content) < content * 1.01, len(stream.content) / content
 
 
 # -- names --------------------------------------------------------------------------------------
