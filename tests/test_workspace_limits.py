@@ -67,6 +67,13 @@ async def quota_service(bounded: Stack, settings: Settings) -> AsyncIterator[Thi
         yield svc
 
 
+@pytest.fixture
+def tenant() -> str:
+    """A tenant of its own: the bounded worker's tenant limit must not count other tests'
+    files (the suite's conversations are all `default`'s)."""
+    return f"quota-{secrets.token_hex(4)}"
+
+
 def answers(fake_model: FakeOpenAIServer, cid: str, before: int = 0) -> list[str]:
     """What the model read back after each of its tool calls, from request `before` on."""
     return [
@@ -103,7 +110,7 @@ async def files(service: ThinkService, cid: str, tenant: str = "default") -> dic
 
 
 async def test_a_file_over_the_per_file_limit_is_refused(
-    quota_service: ThinkService, fake_model: FakeOpenAIServer, cid: str
+    quota_service: ThinkService, fake_model: FakeOpenAIServer, cid: str, tenant: str
 ) -> None:
     got = await run(
         quota_service,
@@ -115,6 +122,7 @@ async def test_a_file_over_the_per_file_limit_is_refused(
             "edit",
             {"path": "fits.txt", "old_string": "x", "new_string": "xy", "replace_all": True},
         ),
+        tenant=tenant,
     )
     assert got[0] == (
         "Error: 'big.txt' would be 1,001 bytes, over THINK_WORKSPACE_MAX_FILE_BYTES "
@@ -123,11 +131,11 @@ async def test_a_file_over_the_per_file_limit_is_refused(
     assert got[1] == "Wrote 1000 bytes to fits.txt."
     # An edit that would grow the file past the limit is refused the same way.
     assert got[2].startswith("Error: 'fits.txt' would be 2,000 bytes, over ")
-    assert await files(quota_service, cid) == {"fits.txt": 1000}
+    assert await files(quota_service, cid, tenant) == {"fits.txt": 1000}
 
 
 async def test_a_conversation_over_its_bytes_is_refused(
-    quota_service: ThinkService, fake_model: FakeOpenAIServer, cid: str
+    quota_service: ThinkService, fake_model: FakeOpenAIServer, cid: str, tenant: str
 ) -> None:
     got = await run(
         quota_service,
@@ -138,6 +146,7 @@ async def test_a_conversation_over_its_bytes_is_refused(
         write("c.txt", 300),
         write("a.txt", 100),  # smaller: frees room
         write("c.txt", 300),
+        tenant=tenant,
     )
     assert got[:2] == ["Wrote 900 bytes to a.txt.", "Wrote 900 bytes to b.txt."]
     assert got[2] == (
@@ -146,9 +155,9 @@ async def test_a_conversation_over_its_bytes_is_refused(
         "written: delete files it no longer needs, or write less"
     )
     assert got[3:] == ["Wrote 100 bytes to a.txt.", "Wrote 300 bytes to c.txt."]
-    assert await files(quota_service, cid) == {"a.txt": 100, "b.txt": 900, "c.txt": 300}
+    assert await files(quota_service, cid, tenant) == {"a.txt": 100, "b.txt": 900, "c.txt": 300}
     # The Python API is bounded the same way.
-    workspace = await quota_service.conversation(Workspaced, cid).workspace()
+    workspace = await quota_service.conversation(Workspaced, cid, tenant=tenant).workspace()
     with pytest.raises(WorkspaceQuotaError, match="THINK_WORKSPACE_MAX_BYTES") as refused:
         await workspace.write("a.txt", b"y" * 1000)
     assert (refused.value.limit, refused.value.maximum, refused.value.usage) == (
@@ -161,7 +170,7 @@ async def test_a_conversation_over_its_bytes_is_refused(
 
 
 async def test_a_conversation_over_its_file_count_is_refused(
-    quota_service: ThinkService, fake_model: FakeOpenAIServer, cid: str
+    quota_service: ThinkService, fake_model: FakeOpenAIServer, cid: str, tenant: str
 ) -> None:
     got = await run(
         quota_service,
@@ -172,6 +181,7 @@ async def test_a_conversation_over_its_file_count_is_refused(
         write("3.txt", 1),
         write("4.txt", 1),
         write("3.txt", 2),  # replacing one is no new file
+        tenant=tenant,
     )
     assert got[3] == (
         "Error: the workspace already holds 3 files, the most THINK_WORKSPACE_MAX_FILES allows "
@@ -179,13 +189,12 @@ async def test_a_conversation_over_its_file_count_is_refused(
         "existing one"
     )
     assert got[4] == "Wrote 2 bytes to 3.txt."
-    assert await files(quota_service, cid) == {"1.txt": 1, "2.txt": 1, "3.txt": 2}
+    assert await files(quota_service, cid, tenant) == {"1.txt": 1, "2.txt": 1, "3.txt": 2}
 
 
 async def test_a_tenant_over_its_bytes_is_refused(
-    quota_service: ThinkService, fake_model: FakeOpenAIServer, cid: str
+    quota_service: ThinkService, fake_model: FakeOpenAIServer, cid: str, tenant: str
 ) -> None:
-    tenant = f"quota-{secrets.token_hex(4)}"
     first, second = cid, f"{cid}-2"
     assert await run(
         quota_service, fake_model, first, write("a", 900), write("b", 900), tenant=tenant
