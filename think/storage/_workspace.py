@@ -44,7 +44,7 @@ from think._settings import (
     Settings,
 )
 from think.exceptions import UserError
-from think.storage._db import Conn, Database, fetch_all, fetch_one
+from think.storage._db import Conn, Database, fetch_all, fetch_one, note_large
 
 ROOT_ALIAS = "/workspace"
 """The absolute spelling of the workspace root that paths may start with."""
@@ -193,12 +193,16 @@ class Workspace:
     async def _fetch_one(self, query: str, **params: Any) -> DictRow | None:
         """The row `query` reads on a read connection, with this conversation as `%(c)s`."""
         async with self.db.connection() as conn:
-            return await fetch_one(conn, query, self._params(**params))
+            row = await fetch_one(conn, query, self._params(**params))
+            _noted(conn, [row] if row else [])
+            return row
 
     async def _fetch_all(self, query: str, **params: Any) -> builtins.list[DictRow]:
         """The rows `query` reads on a read connection, with this conversation as `%(c)s`."""
         async with self.db.connection() as conn:
-            return await fetch_all(conn, query, self._params(**params))
+            rows = await fetch_all(conn, query, self._params(**params))
+            _noted(conn, rows)
+            return rows
 
     async def read(self, path: str) -> WorkspaceFile | None:
         row = await self._fetch_one(
@@ -302,12 +306,18 @@ class Workspace:
             return result
 
 
+def _noted(conn: Conn, rows: builtins.list[DictRow]) -> None:
+    """Tell the pool what file content `rows` brought over `conn` (`note_large`)."""
+    note_large(conn, sum(len(r["data"]) for r in rows if r.get("data") is not None))
+
+
 async def read_file(conn: Conn, conversation_uid: str, path: str) -> WorkspaceFile | None:
     row = await fetch_one(
         conn,
         _SELECT_FILES + "WHERE conversation_uid = %(c)s AND path = %(p)s FOR UPDATE",
         {"c": conversation_uid, "p": workspace_path(path)},
     )
+    _noted(conn, [row] if row else [])
     return WorkspaceFile.model_validate(dict(row)) if row else None
 
 
