@@ -17,6 +17,7 @@ BENCHMARKS = [
     ["bench.on_chunk"],
     ["bench.turn_breakdown"],
     ["bench.sub_agents"],
+    ["bench.workspace_memory"],
 ]
 
 if __name__ == "__main__":
