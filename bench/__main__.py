@@ -18,6 +18,7 @@ BENCHMARKS = [
     ["bench.turn_breakdown"],
     ["bench.sub_agents"],
     ["bench.workspace_memory"],
+    ["bench.workspace_quota"],
 ]
 
 if __name__ == "__main__":

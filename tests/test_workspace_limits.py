@@ -354,8 +354,9 @@ def test_the_limits_are_read_from_their_variables() -> None:
         max_file_bytes=1000, max_bytes=2000, max_files=3, tenant_max_bytes=3000
     )
     assert WorkspaceLimits.from_settings(Settings()) == WorkspaceLimits()
-    off = Settings.from_env({"THINK_TENANT_WORKSPACE_MAX_BYTES": "0"}, find_dev_stack=False)
-    assert off.tenant_workspace_max_bytes == 0
+    assert Settings().tenant_workspace_max_bytes == 0  # off unless set: its cost grows
+    off = Settings.from_env({"THINK_WORKSPACE_MAX_FILES": "0"}, find_dev_stack=False)
+    assert off.workspace_max_files == 0
     for name in LIMITS:
         with pytest.raises(ConfigurationError, match=name):
             Settings.from_env({name: "10MB"}, find_dev_stack=False)

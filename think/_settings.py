@@ -50,9 +50,12 @@ DEFAULT_WORKSPACE_MAX_BYTES = 100 * 1024 * 1024
 """One conversation's workspace: ten files of the largest size."""
 DEFAULT_WORKSPACE_MAX_FILES = 10_000
 """Files in one conversation's workspace: `ls`, `find` and `grep` read every one of them."""
-DEFAULT_TENANT_WORKSPACE_MAX_BYTES = 10 * 1024 * 1024 * 1024
-"""All of one tenant's workspaces: a hundred full conversations, a bound on what one tenant
-can put in the shared Postgres."""
+DEFAULT_TENANT_WORKSPACE_MAX_BYTES = 0
+"""All of one tenant's workspaces: off unless set (e.g. 10 GiB for a deployment of many
+tenants). Its check sums the tenant's files on every growing write and takes the tenant's
+lock, so a tenant's writes are checked one at a time: 2 ms a write at 1,000 conversations,
+11 ms at 10,000 and 92 ms at 50,000 (docs/benchmarks.md, "The quota check"), too much to
+impose on a single-tenant deployment, whose every conversation is the tenant `default`."""
 
 EventLoop = Literal["auto", "uvloop", "asyncio"]
 _EVENT_LOOPS: dict[str, EventLoop] = {"auto": "auto", "uvloop": "uvloop", "asyncio": "asyncio"}
