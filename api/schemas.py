@@ -117,15 +117,15 @@ STRINGS_NOTE: dict[str, Any] = {
 
 def _workspace_path_pattern() -> str:
     """`think.storage.workspace_path` as a pattern, for the document: the same strings, as
-    tests/test_fuzz.py checks. Whitespace around the path is stripped (Python's `str.strip`);
-    what is left holds no control character and no backslash, is `/workspace`, a path under
-    it or a relative path (not starting with `/` or `~`), and has no `..` segment. Written
-    for every engine that reads it: no lookaround (pydantic's Rust regex has none)."""
-    # TODO(h-quota): workspace_path is about to refuse bidi, C1 and separator characters in
-    # names too; the check in tests/test_fuzz.py fails until this pattern says so as well.
-    inner_space = INNER_SPACE  # can be inside a path; the rest of SPACE is control characters
-    space = f"[{SPACE}]"
-    bad = "\\x00-\\x1f\\x7f\\\\/"  # control characters, backslash, and the separator
+    tests/test_fuzz.py checks. ASCII whitespace around the path is stripped; what is left holds
+    no control character (C0, DEL, C1), no bidirectional control or line separator (they
+    disguise a name in a listing) and no backslash, is `/workspace`, a path under it or a
+    relative path (not starting with `/` or `~`), and has no `..` segment. Written for every
+    engine that reads it: no lookaround (pydantic's Rust regex has none)."""
+    inner_space = " "  # can be inside a path; the other stripped characters are controls
+    space = "[ \\t\\n\\x0b\\x0c\\r]"
+    bidi = "\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069\\u2028\\u2029"
+    bad = f"\\x00-\\x1f\\x7f-\\x9f{bidi}\\\\/"  # controls, backslash, the separator
     char = f"[^{bad}]"  # of a segment
     not_dot = f"[^{bad}.]"
     not_space = f"[^{bad}{inner_space}]"

@@ -17,6 +17,8 @@ BENCHMARKS = [
     ["bench.on_chunk"],
     ["bench.turn_breakdown"],
     ["bench.sub_agents"],
+    ["bench.workspace_memory"],
+    ["bench.workspace_quota"],
 ]
 
 if __name__ == "__main__":

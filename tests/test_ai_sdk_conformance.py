@@ -50,6 +50,12 @@ SCRIPTS: dict[str, list[Reply]] = {
         reasoning("Got it.") + text("21 degrees."),
     ],
     "bad-arguments": [tool_call("add", '{"a": '), text("Sorry.")],
+    # Past 64 KiB a call's arguments stop going out as deltas: the SDK takes the whole input
+    # from `tool-input-available` all the same.
+    "large-arguments": [
+        tool_call("get_weather", {"city": "P" * 100_000}, fragments=20),
+        text("Sunny."),
+    ],
 }
 
 

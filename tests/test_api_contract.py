@@ -14,8 +14,9 @@ the page that renders it); they must still be routes of the app. The documented 
 no code serves yet are listed in `NOT_SERVED_YET`, and the list must stay exact, so the test
 fails once one of them is built, until it is taken off.
 
-docs/api.md is a copy of the workspace's `../shared/API.md`, kept exact: that half of the
-check is skipped only where `../shared` does not exist, as in a fresh clone.
+docs/api.md is a copy of the workspace's `../shared/API.md`, kept exact, followed by what
+`../shared/API-next.md` adds as it lands: that half of the check is skipped only where
+`../shared` does not exist, as in a fresh clone.
 """
 
 from __future__ import annotations

@@ -94,6 +94,19 @@ async def test_the_cache_is_bounded(service: ThinkService, cid: str) -> None:
     assert cache.hits == 0
 
 
+async def test_a_path_over_its_own_bound_is_not_kept(service: ThinkService, cid: str) -> None:
+    """A conversation holding a huge message (a large `write`) is read, not kept: a few of
+    them would otherwise hold a worker's memory until evicted."""
+    conv = service.conversation(Forgetful, cid)
+    await conv.add_messages([message(i) for i in range(4)])
+    uid = await _uid(service, cid)
+    kept, refused = PathCache(max_path_bytes=100_000), PathCache(max_path_bytes=200)
+    for cache in (kept, refused):
+        await _agrees(service, cache, uid, "m3")
+        await _agrees(service, cache, uid, "m3")
+    assert kept.hits > 0 and refused.hits == 0
+
+
 async def _read_nothing(
     service: ThinkService, cache: PathCache, uid: str, leaf: str
 ) -> list[tuple[str, list[dict[str, object]]]]:

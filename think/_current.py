@@ -92,8 +92,13 @@ def bound_turn(service: ThinkService, turn_id: str) -> Iterator[None]:
     """Bind `turn_id` for what runs inside: an activity of the turn (`BindTurns`), or its
     first step's work done beside its workflow's start (`think.engine.activities.EarlySteps`),
     whose hooks must reach their conversation as they would in the activity."""
-    token = BOUND.set(_Binding(service, turn_id))
+    binding = _Binding(service, turn_id)
+    token = BOUND.set(binding)
     try:
         yield
     finally:
         BOUND.reset(token)
+        # A task or callback begun inside keeps a copy of the context, and with it this
+        # binding: it must not keep the turn's record too, whose draft message may hold a
+        # tool call's whole input (14 MiB for a large `write`).
+        binding._turn = None

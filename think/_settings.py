@@ -42,6 +42,21 @@ class Endpoint(BaseModel):
     """The variable the key is read from, when it came from one: named if it was not set."""
 
 
+DEFAULT_WORKSPACE_MAX_FILE_BYTES = 10 * 1024 * 1024
+"""One workspace file: as much as `read` shows a model as media, under the 16 MiB body limit. A
+model writes a file through a tool call's arguments, which its output-token limit keeps far
+below this (128k tokens are about half a MiB); a file this large is a loop or an attack."""
+DEFAULT_WORKSPACE_MAX_BYTES = 100 * 1024 * 1024
+"""One conversation's workspace: ten files of the largest size."""
+DEFAULT_WORKSPACE_MAX_FILES = 10_000
+"""Files in one conversation's workspace: `ls`, `find` and `grep` read every one of them."""
+DEFAULT_TENANT_WORKSPACE_MAX_BYTES = 0
+"""All of one tenant's workspaces: off unless set (e.g. 10 GiB for a deployment of many
+tenants). Its check sums the tenant's files on every growing write and takes the tenant's
+lock, so a tenant's writes are checked one at a time: 2 ms a write at 1,000 conversations,
+11 ms at 10,000 and 92 ms at 50,000 (docs/benchmarks.md, "The quota check"), too much to
+impose on a single-tenant deployment, whose every conversation is the tenant `default`."""
+
 EventLoop = Literal["auto", "uvloop", "asyncio"]
 _EVENT_LOOPS: dict[str, EventLoop] = {"auto": "auto", "uvloop": "uvloop", "asyncio": "asyncio"}
 
@@ -90,6 +105,16 @@ class Settings(BaseModel):
     may call the API from a browser. Empty: no CORS headers, so only same-origin pages can."""
     max_body_bytes: int = 16 * 1024 * 1024
     """`THINK_MAX_BODY_BYTES`: bodies over it answer 413; a pasted document or an image must fit."""
+    workspace_max_file_bytes: int = DEFAULT_WORKSPACE_MAX_FILE_BYTES
+    """`THINK_WORKSPACE_MAX_FILE_BYTES`: the largest workspace file a write may leave. 0: off."""
+    workspace_max_bytes: int = DEFAULT_WORKSPACE_MAX_BYTES
+    """`THINK_WORKSPACE_MAX_BYTES`: the bytes of one conversation's workspace. 0: off."""
+    workspace_max_files: int = DEFAULT_WORKSPACE_MAX_FILES
+    """`THINK_WORKSPACE_MAX_FILES`: the files of one conversation's workspace. 0: off."""
+    tenant_workspace_max_bytes: int = DEFAULT_TENANT_WORKSPACE_MAX_BYTES
+    """`THINK_TENANT_WORKSPACE_MAX_BYTES`: the bytes of all of one tenant's workspaces. 0: off.
+    A write past any of the four is refused (a tool error naming the variable), so that one
+    conversation cannot fill the database, nor one model loop a worker's memory."""
     chunk_retention_seconds: float = 24 * 3600
     chunk_flush_interval: float = 0.05
     pending_sweep_seconds: float = 30.0
@@ -358,6 +383,10 @@ _CHECKED_NUMBERS: tuple[tuple[str, str, Callable[[Mapping[str, str], str], float
     ("THINK_SUBMISSIONS_PER_MINUTE", "submissions_per_minute", _number),
     ("THINK_SUBMISSION_BURST", "submission_burst", _whole_number),
     ("THINK_MAX_STREAMS_PER_TENANT", "max_streams_per_tenant", _whole_number),
+    ("THINK_WORKSPACE_MAX_FILE_BYTES", "workspace_max_file_bytes", _whole_number),
+    ("THINK_WORKSPACE_MAX_BYTES", "workspace_max_bytes", _whole_number),
+    ("THINK_WORKSPACE_MAX_FILES", "workspace_max_files", _whole_number),
+    ("THINK_TENANT_WORKSPACE_MAX_BYTES", "tenant_workspace_max_bytes", _whole_number),
 )
 """The numeric variables `Settings.from_env` checks, in that order: each one, when set and not
 empty, is read by its parser (which names the variable in its error) into its field."""

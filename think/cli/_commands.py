@@ -13,6 +13,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from think._settings import Settings
+from think.cli._malloc import return_freed_memory
 from think.exceptions import ConfigurationError, ThinkError, UserError
 
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ class _Unreachable(ThinkError):
 def _cmd_api(args: argparse.Namespace) -> int:
     settings = _require_services(_settings())
     _configure_logging()
+    return_freed_memory()
     import uvicorn
 
     # By import path: the framework does not import the apps built on it. `create_app()`
@@ -109,6 +111,7 @@ def _cmd_api(args: argparse.Namespace) -> int:
 def _cmd_worker(args: argparse.Namespace) -> int:
     settings = _require_services(_settings())
     _configure_logging()
+    return_freed_memory()
     from think.engine._worker import run_worker
 
     with asyncio.Runner(loop_factory=_event_loop_factory(settings)) as runner:

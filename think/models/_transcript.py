@@ -8,6 +8,7 @@ with text and tool calls. The model needs each step as its own assistant message
 from __future__ import annotations
 
 import json
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
@@ -43,23 +44,36 @@ _V = TypeVar("_V")
 
 
 class ByIdentity(Generic[_V]):
-    """What was derived from a message, kept by the message's identity. A worker's cached
-    paths (`think.storage.PathCache`) hand the same message objects to every step of a
-    conversation, so a long transcript is converted once, not once per step. Each entry holds
-    its message, so an id is never confused with a later object's; the oldest go first."""
+    """What was derived from a message, kept by the message's identity while the message
+    lives. A worker's cached paths (`think.storage.PathCache`) and chat histories
+    (`think.sessions._chat_history`) hand the same message objects to every step of a
+    conversation, so a long transcript is converted once, not once per step.
+
+    An entry holds its message weakly and goes when the message does: those caches bound what
+    is kept (by bytes too), and this one follows them. It once held its messages itself, for
+    as long as 20,000 later ones did not push them out: one message with a 14 MiB tool call
+    then kept it and its conversion in a worker long after every other cache let go
+    (docs/benchmarks.md, "A large workspace write"). The oldest go first past `size`."""
 
     def __init__(self, size: int = 20_000) -> None:
-        self._entries: OrderedDict[int, tuple[UIMessage, _V]] = OrderedDict()
+        self._entries: OrderedDict[int, tuple[weakref.ref[UIMessage], _V]] = OrderedDict()
         self._size = size
 
     def get(self, message: UIMessage) -> _V | None:
         found = self._entries.get(id(message))
-        return found[1] if found is not None and found[0] is message else None
+        return found[1] if found is not None and found[0]() is message else None
 
     def put(self, message: UIMessage, value: _V) -> None:
-        self._entries[id(message)] = (message, value)
-        if len(self._entries) > self._size:
-            self._entries.popitem(last=False)
+        key = id(message)
+        entries = self._entries
+
+        def gone(_: weakref.ref[UIMessage]) -> None:
+            # While `message` lived no other object had its id, so the entry is still its own.
+            entries.pop(key, None)
+
+        entries[key] = (weakref.ref(message, gone), value)
+        if len(entries) > self._size:
+            entries.popitem(last=False)
 
 
 _conversions: ByIdentity[list[dict[str, Any]]] = ByIdentity()

@@ -83,12 +83,19 @@ class ChatHistory:
 class ChatHistories:
     """One worker's histories, one per conversation, least recently used out first."""
 
-    def __init__(self, max_messages: int = 500_000) -> None:
+    def __init__(self, max_messages: int = 500_000, max_bytes: int = 64 * 1024 * 1024) -> None:
         """`max_messages`: the transcript messages held in all (each holds no more than
-        references to conversions that `think.models._transcript` caches anyway)."""
+        references to conversions that `think.models._transcript` caches anyway).
+        `max_bytes`: the histories' JSON, in all; a history over an eighth of it is not kept
+        (its conversation's steps convert it whole, as a cold worker's would). Counting
+        messages alone, one history with a 14 MiB tool call held its JSON, its conversion and
+        its transcript, 43 MB of a worker, for as long as 500,000 messages did not push it
+        out (docs/benchmarks.md, "A large workspace write")."""
         self._histories: OrderedDict[str, _History] = OrderedDict()
         self._max_messages = max_messages
+        self._max_bytes = max_bytes
         self._messages = 0
+        self._bytes = 0
         self.converted = 0
         """Messages converted (again) so far: what a step costs, in messages."""
 
@@ -186,11 +193,18 @@ class ChatHistories:
         old = self._histories.pop(conversation_uid, None)
         if old is not None:
             self._messages -= len(old.source)
+            self._bytes -= len(old.json)
+        if len(history.json) > self._max_bytes // 8:
+            return
         self._histories[conversation_uid] = history
         self._messages += len(history.source)
-        while self._messages > self._max_messages and self._histories:
+        self._bytes += len(history.json)
+        while (
+            self._messages > self._max_messages or self._bytes > self._max_bytes
+        ) and self._histories:
             _, dropped = self._histories.popitem(last=False)
             self._messages -= len(dropped.source)
+            self._bytes -= len(dropped.json)
 
 
 def _common(last: list[UIMessage], transcript: list[UIMessage]) -> int:

@@ -14,13 +14,24 @@ import json
 import logging
 import math
 import re
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import orjson
 from psycopg import AsyncConnection
+from psycopg.abc import AdaptContext, Buffer
 from psycopg.rows import DictRow, dict_row
-from psycopg.types.json import set_json_dumps, set_json_loads
+from psycopg.types.json import (
+    Jsonb,
+    JsonbBinaryDumper,
+    JsonbBinaryLoader,
+    JsonbDumper,
+    JsonbLoader,
+    set_json_dumps,
+    set_json_loads,
+)
+from psycopg.types.string import BytesBinaryDumper, BytesDumper
 from psycopg_pool import AsyncConnectionPool
 
 from think._messages import storable
@@ -28,15 +39,6 @@ from think._messages import storable
 log = logging.getLogger("think.storage")
 
 Conn = AsyncConnection[DictRow]
-
-
-async def _configure(conn: Conn) -> None:
-    # JSONB columns (message parts, turn drafts) decode with orjson: a model step reads the
-    # whole transcript, and the standard library's decoder was most of that read's time.
-    set_json_loads(orjson.loads, conn)
-    # And every `Jsonb` parameter encodes through the backstop below.
-    set_json_dumps(storable_json, conn)
-
 
 _LONE_SURROGATE = re.compile(
     r"\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f])|(?<!\\ud[89ab][0-9a-f]{2})\\ud[c-f]"
@@ -88,6 +90,113 @@ def _finite(value: Any) -> Any:
     return value
 
 
+LARGE_VALUE_BYTES = 1024 * 1024
+"""A value this large (a JSON document or a `bytea`, sent or received) marks its connection
+to be closed when it goes back to the pool, instead of being kept.
+
+libpq grows a connection's input and output buffers to the largest message they carried and
+never shrinks them, so a pooled connection that once carried a 14 MiB workspace file or
+message kept up to twice that for the process's life: after one 14 MiB `write`, the worker's
+pool held about 90 MB that only closing its connections gave back (docs/benchmarks.md, "A large
+workspace write"). A new connection costs a few milliseconds, paid only after such a value."""
+
+_large: weakref.WeakSet[Any] = weakref.WeakSet()
+"""Connections that carried a value of `LARGE_VALUE_BYTES` or more since they were taken."""
+
+
+def _note(connection: Any, size: int) -> None:
+    if size >= LARGE_VALUE_BYTES and connection is not None:
+        _large.add(connection)
+
+
+def note_large(conn: Conn, size: int) -> None:
+    """`conn` received a value of `size` bytes (a `bytea` read: psycopg's C row loader hands
+    Python loaders views, which its escaping functions refuse, so reads are noted by their
+    callers); past `LARGE_VALUE_BYTES` it is closed when released."""
+    _note(conn, size)
+
+
+class _NotedBytesDumper(BytesDumper):
+    def dump(self, obj: Buffer) -> Buffer | None:
+        _note(self.connection, len(obj))
+        return super().dump(obj)
+
+
+class _NotedBytesBinaryDumper(BytesBinaryDumper):
+    def dump(self, obj: Buffer) -> Buffer | None:
+        _note(self.connection, len(obj))
+        return super().dump(obj)
+
+
+class _NotedJsonbLoader(JsonbLoader):
+    def __init__(self, oid: int, context: AdaptContext | None = None) -> None:
+        super().__init__(oid, context)
+        # JSONB columns (message parts, turn drafts) decode with orjson: a model step reads
+        # the whole transcript, and the standard library's decoder was most of that read's time.
+        self.loads = orjson.loads
+
+    def load(self, data: Buffer) -> Any:
+        _note(self.connection, len(data))
+        return super().load(data)
+
+
+class _NotedJsonbBinaryLoader(JsonbBinaryLoader):
+    def __init__(self, oid: int, context: AdaptContext | None = None) -> None:
+        super().__init__(oid, context)
+        self.loads = orjson.loads
+
+    def load(self, data: Buffer) -> Any:
+        _note(self.connection, len(data))
+        return super().load(data)
+
+
+class _NotedJsonbDumper(JsonbDumper):
+    def __init__(self, cls: type, context: AdaptContext | None = None) -> None:
+        super().__init__(cls, context)
+        self.dumps = storable_json  # the backstop: what Postgres cannot store is replaced
+
+    def dump(self, obj: Any) -> Buffer | None:
+        data = super().dump(obj)
+        _note(self.connection, len(data or b""))
+        return data
+
+
+class _NotedJsonbBinaryDumper(JsonbBinaryDumper):
+    def __init__(self, cls: type, context: AdaptContext | None = None) -> None:
+        super().__init__(cls, context)
+        self.dumps = storable_json  # the backstop: what Postgres cannot store is replaced
+
+    def dump(self, obj: Any) -> Buffer | None:
+        data = super().dump(obj)
+        _note(self.connection, len(data or b""))
+        return data
+
+
+async def _configure(conn: Conn) -> None:
+    """The adapters that note a large value (`LARGE_VALUE_BYTES`), in place of psycopg's for
+    `jsonb` (both ways) and `bytea` parameters (classes made once, registered per
+    connection); a `bytea` read is noted by its reader (`note_large`). Every `Jsonb`
+    parameter encodes through the backstop `storable_json`, and a `json` one too."""
+    set_json_loads(orjson.loads, conn)
+    set_json_dumps(storable_json, conn)
+    adapters = conn.adapters
+    for jsonb in (_NotedJsonbBinaryDumper, _NotedJsonbDumper):
+        adapters.register_dumper(Jsonb, jsonb)
+    adapters.register_loader("jsonb", _NotedJsonbLoader)
+    adapters.register_loader("jsonb", _NotedJsonbBinaryLoader)
+    for cls in (bytes, bytearray, memoryview):
+        adapters.register_dumper(cls, _NotedBytesBinaryDumper)
+        adapters.register_dumper(cls, _NotedBytesDumper)
+
+
+async def _shed_if_large(conn: Conn) -> None:
+    """Close `conn` if it carried a large value, so the pool opens a fresh one in its place
+    rather than keeping its grown buffers (`LARGE_VALUE_BYTES`)."""
+    if conn in _large:
+        _large.discard(conn)
+        await conn.close()
+
+
 class Database:
     """A pool of autocommit connections: reads are one round trip, writes open a transaction."""
 
@@ -127,13 +236,20 @@ class Database:
     async def connection(self) -> AsyncIterator[Conn]:
         """A connection for reads (each statement commits by itself)."""
         async with self._pool.connection() as conn:
-            yield conn
+            try:
+                yield conn
+            finally:
+                await _shed_if_large(conn)
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[Conn]:
         """A connection inside one transaction: committed on exit, rolled back on error."""
-        async with self._pool.connection() as conn, conn.transaction():
-            yield conn
+        async with self._pool.connection() as conn:
+            try:
+                async with conn.transaction():
+                    yield conn
+            finally:
+                await _shed_if_large(conn)
 
 
 async def fetch_one(conn: Conn, query: Any, params: dict[str, Any] | None = None) -> DictRow | None:

@@ -154,11 +154,17 @@ def _messages(rows: list[DictRow]) -> list[_Message]:
 
 
 class PathCache:
-    def __init__(self, max_bytes: int = 64 * 1024 * 1024) -> None:
+    def __init__(
+        self, max_bytes: int = 64 * 1024 * 1024, max_path_bytes: int | None = None
+    ) -> None:
         """`max_bytes` counts the messages' stored (JSON) sizes; decoded, they take several
-        times that in memory."""
+        times that in memory. A path over `max_path_bytes` (by default an eighth of
+        `max_bytes`, 8 MiB) is not kept: it is a conversation with a huge message (a large
+        `write`'s input), four of which would fill the cache, and it kept a worker's memory
+        up long after its turn; its steps read it from Postgres, as a cold worker's do."""
         self._paths: OrderedDict[str, _Path] = OrderedDict()
         self._max_bytes = max_bytes
+        self._max_path_bytes = max_bytes // 8 if max_path_bytes is None else max_path_bytes
         self._bytes = 0
         self.hits = 0
         self.misses = 0
@@ -273,9 +279,9 @@ class PathCache:
         self._bound(conversation_uid)
 
     def _bound(self, newest: str) -> None:
-        """Least recently used out first; a path bigger than the whole cache is not kept."""
+        """Least recently used out first; a path over `max_path_bytes` is not kept."""
         path = self._paths[newest]
-        if path.size > self._max_bytes:
+        if path.size > min(self._max_bytes, self._max_path_bytes):
             del self._paths[newest]
             self._bytes -= path.size
         while self._bytes > self._max_bytes and self._paths:

@@ -5,14 +5,22 @@ gateway, sees the same files, and they survive restarts; a file belongs to one c
 (its `uid`, which is per tenant), so one conversation never sees another's. Directories are
 not stored: a directory is the common prefix of the paths below it.
 
-Paths are relative to the workspace root, `/`-separated, with no `.` or `..` segment, no NUL
-and no backslash. `/workspace/...` (how the spec's markers name a file) is accepted as the
-root; any other absolute path is refused, as is everything that would step outside.
+Paths are relative to the workspace root, `/`-separated, with no `.` or `..` segment, no
+control character (C0, DEL, C1), no bidirectional control and no backslash. `/workspace/...`
+(how the spec's markers name a file) is accepted as the root; any other absolute path is
+refused, as is everything that would step outside.
 
 A write made by a tool call (`apply_once`) records the call's idempotency key and its answer
 in the same transaction (`workspace_ops`), so a retried attempt answers what the first one did
 instead of applying it again: an `edit` retried after a crash does not fail on, or repeat, a
 replacement that was already made.
+
+Writes are bounded (`WorkspaceLimits`, from the `THINK_*WORKSPACE_MAX_*` settings): a file's
+size, a conversation's bytes and files, a tenant's bytes. Usage is not kept in a counter: it is
+summed from `workspace_files.size` under the primary key's index (the tenant's through
+`conversations_name_key`), inside the writing transaction and under an advisory lock that
+every growing write of the conversation (or, with a tenant limit, of the tenant) takes first,
+so two concurrent writes cannot both pass a check that only one of them fits.
 """
 
 from __future__ import annotations
@@ -26,11 +34,18 @@ from typing import Any
 
 from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from think._messages import storable_text
+from think._settings import (
+    DEFAULT_TENANT_WORKSPACE_MAX_BYTES,
+    DEFAULT_WORKSPACE_MAX_BYTES,
+    DEFAULT_WORKSPACE_MAX_FILE_BYTES,
+    DEFAULT_WORKSPACE_MAX_FILES,
+    Settings,
+)
 from think.exceptions import UserError
-from think.storage._db import Conn, Database, fetch_all, fetch_one
+from think.storage._db import Conn, Database, fetch_all, fetch_one, note_large
 
 ROOT_ALIAS = "/workspace"
 """The absolute spelling of the workspace root that paths may start with."""
@@ -40,6 +55,49 @@ MAX_PATH = 1024
 
 class WorkspacePathError(UserError):
     """A path that is not inside the workspace, or not a valid file name."""
+
+
+class WorkspaceQuotaError(UserError):
+    """A write the workspace's limits refuse; nothing of it was stored. `limit` names the
+    setting (`THINK_WORKSPACE_MAX_BYTES`, ...), so the model, and the person reading the
+    transcript, know which bound it met and how much is in use."""
+
+    def __init__(self, message: str, *, limit: str, maximum: int, usage: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.maximum = maximum
+        self.usage = usage
+
+
+class WorkspaceLimits(BaseModel):
+    """What a write may leave in the workspace; 0 turns a bound off. `from_settings` reads
+    the deployment's; the defaults are the settings' defaults, so a `Workspace` built without
+    limits is bounded as a deployment that sets none."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_file_bytes: int = DEFAULT_WORKSPACE_MAX_FILE_BYTES
+    max_bytes: int = DEFAULT_WORKSPACE_MAX_BYTES
+    max_files: int = DEFAULT_WORKSPACE_MAX_FILES
+    tenant_max_bytes: int = DEFAULT_TENANT_WORKSPACE_MAX_BYTES
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> WorkspaceLimits:
+        return cls(
+            max_file_bytes=settings.workspace_max_file_bytes,
+            max_bytes=settings.workspace_max_bytes,
+            max_files=settings.workspace_max_files,
+            tenant_max_bytes=settings.tenant_workspace_max_bytes,
+        )
+
+    @property
+    def counted(self) -> bool:
+        """Whether a write must read the usage (and take the lock) to be checked."""
+        return bool(self.max_bytes or self.max_files or self.tenant_max_bytes)
+
+
+UNLIMITED = WorkspaceLimits(max_file_bytes=0, max_bytes=0, max_files=0, tenant_max_bytes=0)
+"""No bound at all."""
 
 
 class WorkspaceEntry(BaseModel):
@@ -60,7 +118,12 @@ class WorkspaceFile(WorkspaceEntry):
         return storable_text(self.data.decode("utf-8", errors="replace"))
 
 
-_BAD = re.compile(r"[\x00-\x1f\x7f\\]")
+_BAD = re.compile(r"[\x00-\x1f\x7f-\x9f\\]")
+"""C0 and C1 control characters, DEL, and the backslash."""
+_BIDI = re.compile(r"[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+"""Bidirectional controls (the Arabic letter mark, LRM and RLM, the embeddings, overrides and
+isolates) and the line and paragraph separators: invisible in a listing, they make
+`txt.exe\u202emd.` show as `txt.emd.exe`, or one name read as two lines of `ls`."""
 
 
 def workspace_path(raw: str, *, allow_root: bool = False) -> str:
@@ -68,9 +131,16 @@ def workspace_path(raw: str, *, allow_root: bool = False) -> str:
     leave the workspace or is not a valid name. `allow_root`: `""` (the root) is accepted."""
     if not isinstance(raw, str):
         raise WorkspacePathError(f"a workspace path must be a string, not {raw!r}")
-    path = raw.strip()
+    # ASCII whitespace around a name is dropped (a model may add a newline); anything else
+    # invisible is refused below, not silently removed.
+    path = raw.strip(" \t\n\r\f\v")
     if _BAD.search(path):
         raise WorkspacePathError(f"workspace path {raw!r} holds a control character or a backslash")
+    if _BIDI.search(path):
+        raise WorkspacePathError(
+            f"workspace path {raw!r} holds a bidirectional control or a line separator "
+            f"(U+{ord(_BIDI.findall(path)[0]):04X}), which would disguise the name in a listing"
+        )
     if path == ROOT_ALIAS or path.startswith(ROOT_ALIAS + "/"):
         path = path[len(ROOT_ALIAS) :]
     elif path.startswith("/") or path.startswith("~"):
@@ -109,11 +179,15 @@ def _like(prefix: str) -> str:
 
 
 class Workspace:
-    """The files of one conversation (`conversation_uid`)."""
+    """The files of one conversation (`conversation_uid`); `limits` bound what `write` (and
+    the tools' writes, which read them from here) may leave."""
 
-    def __init__(self, db: Database, conversation_uid: str) -> None:
+    def __init__(
+        self, db: Database, conversation_uid: str, limits: WorkspaceLimits | None = None
+    ) -> None:
         self.db = db
         self.conversation_uid = conversation_uid
+        self.limits = limits or WorkspaceLimits()
 
     def _params(self, **more: Any) -> dict[str, Any]:
         return {"c": self.conversation_uid, **more}
@@ -121,12 +195,16 @@ class Workspace:
     async def _fetch_one(self, query: str, **params: Any) -> DictRow | None:
         """The row `query` reads on a read connection, with this conversation as `%(c)s`."""
         async with self.db.connection() as conn:
-            return await fetch_one(conn, query, self._params(**params))
+            row = await fetch_one(conn, query, self._params(**params))
+            _noted(conn, [row] if row else [])
+            return row
 
     async def _fetch_all(self, query: str, **params: Any) -> builtins.list[DictRow]:
         """The rows `query` reads on a read connection, with this conversation as `%(c)s`."""
         async with self.db.connection() as conn:
-            return await fetch_all(conn, query, self._params(**params))
+            rows = await fetch_all(conn, query, self._params(**params))
+            _noted(conn, rows)
+            return rows
 
     async def read(self, path: str) -> WorkspaceFile | None:
         row = await self._fetch_one(
@@ -178,12 +256,18 @@ class Workspace:
 
     async def write(self, path: str, data: bytes | str, media_type: str | None = None) -> int:
         """Create or replace a file; returns its size. Idempotent: the same write twice leaves
-        the same file."""
+        the same file. Raises `WorkspaceQuotaError` (and stores nothing) past `limits`."""
         async with self.db.transaction() as conn:
-            return await write_file(conn, self.conversation_uid, path, data, media_type)
+            return await write_file(
+                conn, self.conversation_uid, path, data, media_type, limits=self.limits
+            )
 
     async def write_if_absent(self, path: str, data: bytes, media_type: str) -> bool:
-        """Create a file unless one is there already; True when it was created."""
+        """Create a file unless one is there already; True when it was created.
+
+        Not bounded by `limits` (its bytes are counted all the same): media eviction keeps an
+        image here that the stored message already holds, and its marker names the file; a
+        refusal would leave the model a path to nothing."""
         async with self.db.connection() as conn:
             cursor = await conn.execute(
                 "INSERT INTO workspace_files (conversation_uid, path, data, media_type, size) "
@@ -224,13 +308,105 @@ class Workspace:
             return result
 
 
+def _noted(conn: Conn, rows: builtins.list[DictRow]) -> None:
+    """Tell the pool what file content `rows` brought over `conn` (`note_large`)."""
+    note_large(conn, sum(len(r["data"]) for r in rows if r.get("data") is not None))
+
+
 async def read_file(conn: Conn, conversation_uid: str, path: str) -> WorkspaceFile | None:
     row = await fetch_one(
         conn,
         _SELECT_FILES + "WHERE conversation_uid = %(c)s AND path = %(p)s FOR UPDATE",
         {"c": conversation_uid, "p": workspace_path(path)},
     )
+    _noted(conn, [row] if row else [])
     return WorkspaceFile.model_validate(dict(row)) if row else None
+
+
+async def lock_for_write(conn: Conn, conversation_uid: str, limits: WorkspaceLimits) -> None:
+    """Take the lock a counted write holds until its transaction ends: the tenant's when a
+    tenant limit applies, else the conversation's. An `edit` takes it before it locks the file's
+    row (`read_file`), in the order `write_file` takes them, so the two never deadlock.
+    Taking it again in the same transaction is free (advisory locks stack)."""
+    if not limits.counted:
+        return
+    if limits.tenant_max_bytes:
+        key = "SELECT 'think:workspace:' || tenant FROM conversations WHERE uid = %(c)s"
+    else:
+        key = "SELECT 'think:workspace:' || %(c)s"
+    await conn.execute(
+        f"SELECT pg_advisory_xact_lock(hashtextextended(({key}), 0))", {"c": conversation_uid}
+    )
+
+
+_USAGE = """
+SELECT
+  (SELECT size FROM workspace_files WHERE conversation_uid = %(c)s AND path = %(p)s) AS old,
+  (SELECT count(*) FROM workspace_files WHERE conversation_uid = %(c)s) AS files,
+  (SELECT coalesce(sum(size), 0) FROM workspace_files WHERE conversation_uid = %(c)s) AS bytes,
+  CASE WHEN %(tenant)s THEN (
+    SELECT coalesce(sum(w.size), 0) FROM conversations k
+    JOIN workspace_files w ON w.conversation_uid = k.uid
+    WHERE k.tenant = (SELECT tenant FROM conversations WHERE uid = %(c)s)
+  ) ELSE 0 END AS tenant_bytes
+"""
+"""What a write would replace, and what the conversation (and its tenant) hold: one statement,
+read after the lock, so it sees every write committed before this one may proceed."""
+
+
+async def check_quota(
+    conn: Conn, conversation_uid: str, path: str, size: int, limits: WorkspaceLimits
+) -> None:
+    """Raise `WorkspaceQuotaError` when writing `size` bytes to `path` would pass a limit.
+
+    Only a write that grows what is held is refused: replacing a file with one no larger
+    passes even over a lowered limit, so a full workspace can always be cleaned up."""
+    if limits.max_file_bytes and size > limits.max_file_bytes:
+        raise WorkspaceQuotaError(
+            f"{path!r} would be {size:,} bytes, over THINK_WORKSPACE_MAX_FILE_BYTES "
+            f"({limits.max_file_bytes:,} bytes a file); nothing was written",
+            limit="THINK_WORKSPACE_MAX_FILE_BYTES",
+            maximum=limits.max_file_bytes,
+            usage=size,
+        )
+    if not limits.counted:
+        return
+    await lock_for_write(conn, conversation_uid, limits)
+    row = await fetch_one(
+        conn, _USAGE, {"c": conversation_uid, "p": path, "tenant": bool(limits.tenant_max_bytes)}
+    )
+    assert row is not None
+    old: int | None = row["old"]
+    growth = size - (old or 0)
+    if limits.max_files and old is None and row["files"] >= limits.max_files:
+        raise WorkspaceQuotaError(
+            f"the workspace already holds {row['files']:,} files, the most "
+            f"THINK_WORKSPACE_MAX_FILES allows ({limits.max_files:,}); {path!r} was not "
+            "created: delete files it no longer needs, or write to an existing one",
+            limit="THINK_WORKSPACE_MAX_FILES",
+            maximum=limits.max_files,
+            usage=int(row["files"]),
+        )
+    if growth <= 0:
+        return
+    for limit, maximum, usage, whose in (
+        ("THINK_WORKSPACE_MAX_BYTES", limits.max_bytes, int(row["bytes"]), "this conversation's"),
+        (
+            "THINK_TENANT_WORKSPACE_MAX_BYTES",
+            limits.tenant_max_bytes,
+            int(row["tenant_bytes"]),
+            "this tenant's",
+        ),
+    ):
+        if maximum and usage + growth > maximum:
+            raise WorkspaceQuotaError(
+                f"writing {size:,} bytes to {path!r} would bring {whose} workspace to "
+                f"{usage + growth:,} bytes, over {limit} ({maximum:,} bytes; {usage:,} in "
+                "use); nothing was written: delete files it no longer needs, or write less",
+                limit=limit,
+                maximum=maximum,
+                usage=usage,
+            )
 
 
 async def write_file(
@@ -239,9 +415,14 @@ async def write_file(
     path: str,
     data: bytes | str,
     media_type: str | None = None,
+    *,
+    limits: WorkspaceLimits,
 ) -> int:
+    """Create or replace a file in `conn`'s transaction, within `limits`
+    (`WorkspaceQuotaError` otherwise, before anything is stored)."""
     clean = workspace_path(path)
     raw = data.encode() if isinstance(data, str) else bytes(data)
+    await check_quota(conn, conversation_uid, clean, len(raw), limits)
     await conn.execute(
         "INSERT INTO workspace_files (conversation_uid, path, data, media_type, size) "
         "VALUES (%(c)s, %(p)s, %(d)s, %(m)s, %(s)s) "

@@ -22,7 +22,6 @@ class MessageBuilder:
         )
         self._text: dict[str, dict[str, Any]] = {}
         self._reasoning: dict[str, dict[str, Any]] = {}
-        self._tool_input_text: dict[str, str] = {}
 
     @property
     def parts(self) -> list[dict[str, Any]]:
@@ -68,7 +67,6 @@ class MessageBuilder:
             part["state"] = "done"
             self._provider_metadata(part, chunk)
         elif kind == "tool-input-start":
-            self._tool_input_text[chunk["toolCallId"]] = ""
             self.parts.append(
                 {
                     "type": tool_part_type(chunk["toolName"]),
@@ -77,7 +75,11 @@ class MessageBuilder:
                 }
             )
         elif kind == "tool-input-delta":
-            self._tool_input_text[chunk["toolCallId"]] += chunk["inputTextDelta"]
+            # The AI SDK's client keeps the partial text to show it parsed as it streams; a
+            # stored message holds the input only once it is whole (`tool-input-available`).
+            # Kept here, it was a second copy of every call's arguments for the step's length,
+            # grown by `+=` (a copy of the whole string per delta).
+            pass
         elif kind == "tool-input-available":
             part = self._tool_or_new(chunk)
             part["state"] = "input-available"

@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from think import events
 from think._messages import storable, storable_text
 from think.exceptions import UserError
+from think.storage import WorkspaceQuotaError
 from think.tools._fetch_guard import (
     AddressRefused,
     Connector,
@@ -600,5 +601,8 @@ async def _save(url: NormalURL, media_type: str, data: bytes) -> str:
         workspace = await current_workspace()
     except UserError as exc:
         raise _Failure("request_failed", str(exc)) from None
-    await workspace.write(path, data, media_type)
+    try:
+        await workspace.write(path, data, media_type)
+    except WorkspaceQuotaError as exc:
+        raise _Failure("too_large", str(exc)) from None
     return f"/workspace/{path}"

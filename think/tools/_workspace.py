@@ -20,8 +20,11 @@ from think.exceptions import ToolError, UserError
 from think.storage import (
     Conn,
     Workspace,
+    WorkspaceLimits,
     WorkspacePathError,
+    WorkspaceQuotaError,
     delete_files,
+    lock_for_write,
     read_file,
     workspace_path,
     write_file,
@@ -42,12 +45,14 @@ MAX_GREP_BYTES = 5 * 1024 * 1024
 
 
 async def current_workspace() -> Workspace:
-    """The workspace of the conversation whose turn this activity serves."""
+    """The workspace of the conversation whose turn this activity serves, bounded by the
+    deployment's limits (`THINK_WORKSPACE_MAX_BYTES` and the others)."""
     binding = BOUND.get()
     if binding is None:
         raise UserError("the workspace tools run only inside a turn, on a worker")
     turn = await binding.turn()
-    return Workspace(binding.service.store.db, turn.conversation_uid)
+    limits = WorkspaceLimits.from_settings(binding.service.settings)
+    return Workspace(binding.service.store.db, turn.conversation_uid, limits)
 
 
 def media_result(path: str, media_type: str, data: bytes) -> dict[str, Any]:
@@ -246,10 +251,17 @@ async def write(path: str, content: str, ctx: ToolContext) -> str:
     workspace = await current_workspace()
 
     async def apply(conn: Conn) -> dict[str, Any]:
-        size = await write_file(conn, workspace.conversation_uid, clean, content)
+        size = await write_file(
+            conn, workspace.conversation_uid, clean, content, limits=workspace.limits
+        )
         return {"answer": f"Wrote {size} bytes to {clean}."}
 
-    return str((await workspace.apply_once(ctx.idempotency_key, apply))["answer"])
+    try:
+        # The answer is a line, never the content: the call's input already holds it once.
+        return str((await workspace.apply_once(ctx.idempotency_key, apply))["answer"])
+    except WorkspaceQuotaError as exc:
+        # Rolled back, and not recorded: a retry checks again, against what is there then.
+        raise ToolError(str(exc)) from None
 
 
 @tool
@@ -271,6 +283,8 @@ async def edit(
     workspace = await current_workspace()
 
     async def apply(conn: Conn) -> dict[str, Any]:
+        # The quota's lock before the file's row lock, in the order a `write` takes them.
+        await lock_for_write(conn, workspace.conversation_uid, workspace.limits)
         found = await read_file(conn, workspace.conversation_uid, clean)
         if found is None:
             return {"error": f"there is no file {clean!r} in the workspace"}
@@ -284,10 +298,20 @@ async def edit(
                 "make it unique, or set replace_all"
             }
         updated = text.replace(old_string, new_string)
-        await write_file(conn, workspace.conversation_uid, clean, updated, found.media_type)
+        await write_file(
+            conn,
+            workspace.conversation_uid,
+            clean,
+            updated,
+            found.media_type,
+            limits=workspace.limits,
+        )
         return {"answer": f"Replaced {count} occurrence{'s' if count > 1 else ''} in {clean}."}
 
-    result = await workspace.apply_once(ctx.idempotency_key, apply)
+    try:
+        result = await workspace.apply_once(ctx.idempotency_key, apply)
+    except WorkspaceQuotaError as exc:
+        raise ToolError(str(exc)) from None
     if "error" in result:
         raise ToolError(str(result["error"]))
     return str(result["answer"])

@@ -27,6 +27,7 @@ from think.storage import (
     TurnRecord,
     TurnStatus,
     Workspace,
+    WorkspaceLimits,
     clear_system_prompt,
     conversation_config,
     conversation_mcp_servers,
@@ -131,10 +132,12 @@ class ConversationState:
     async def workspace(self) -> Workspace:
         """The conversation's workspace (`read`, `list`, `write`, `delete`): the files its
         workspace tools see, e.g. to put a file there before a turn or read one after. Creates
-        the conversation when it does not exist yet."""
+        the conversation when it does not exist yet. Its writes are bounded as the tools' are
+        (`WorkspaceQuotaError` past the deployment's limits)."""
         async with self.service.store.db.transaction() as conn:
             conv = await self._ensure(conn)
-        return Workspace(self.service.store.db, conv.uid)
+        limits = WorkspaceLimits.from_settings(self.service.settings)
+        return Workspace(self.service.store.db, conv.uid, limits)
 
     async def get_config(self) -> dict[str, Any]:
         """The conversation's configuration (`{}` when never configured)."""

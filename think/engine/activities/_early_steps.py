@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import weakref
 from typing import TYPE_CHECKING
 
 from think import metrics
@@ -135,11 +136,16 @@ class EarlySteps:
             dropping.add_done_callback(self._dropping.discard)
 
     def _drop_later(self, turn_id: str, seconds: float) -> None:
+        # Weakly: a step taken goes on without this timer. Held here, the task (and with it
+        # the step's message, a 14 MiB tool call's input included) outlived its step by
+        # `KEEP_SECONDS` (docs/benchmarks.md, "A large workspace write").
         task = self._steps.get(turn_id)
+        ref = weakref.ref(task) if task is not None else None
 
         def drop() -> None:
-            if self._steps.get(turn_id) is task:  # not a later one for the same turn
-                self.drop(turn_id)
+            current = self._steps.get(turn_id)
+            if current is not None and ref is not None and current is ref():
+                self.drop(turn_id)  # still the one begun then, not a later one for the turn
 
         asyncio.get_running_loop().call_later(seconds, drop)
 

@@ -14,6 +14,13 @@ from think.workflows._inputs import ToolCallRef
 
 log = logging.getLogger("think.engine.activities")
 
+MAX_STREAMED_TOOL_INPUT = 64 * 1024
+"""Characters of a tool call's arguments sent as `tool-input-delta` chunks; past them the
+call's input reaches the stream only whole, in its `tool-input-available` chunk. Without the
+bound a large call (a 14 MiB `write`) went to the stream log, every SSE client and the gateway
+twice: once in pieces, once whole (2.06x its content, docs/benchmarks.md). A client shows the
+first 64 KiB as they come, then the input: what a person can read of it while it streams."""
+
 
 class StepStream:
     """Turns model events into UI message chunks, keeping builder and stream in lockstep.
@@ -42,6 +49,8 @@ class StepStream:
         self._open: tuple[str, str] | None = None  # ("text" | "reasoning", part id)
         self._count = 0
         self._calls: dict[str, tuple[str, list[str]]] = {}
+        self._streamed: dict[str, int] = {}
+        """Characters of each call's arguments sent as deltas so far."""
         self.answer_tool = answer_tool
         """The internal final-answer tool of structured output on a model without a native
         mode: its call becomes the answer's text and never appears as a tool call."""
@@ -93,6 +102,10 @@ class StepStream:
             self._answer.append(delta)
             return
         self._calls[tool_call_id][1].append(delta)
+        streamed = self._streamed.get(tool_call_id, 0)
+        if streamed >= MAX_STREAMED_TOOL_INPUT:
+            return
+        self._streamed[tool_call_id] = streamed + len(delta)
         self.emit({"type": "tool-input-delta", "toolCallId": tool_call_id, "inputTextDelta": delta})
 
     @property
