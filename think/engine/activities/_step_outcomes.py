@@ -126,6 +126,19 @@ class StepOutcomes:
         text = await chat_error_text(
             agent, turn, stage, exc, bool(message["parts"]), classification=classification
         )
+        return await self._end_error(agent, turn, message, chunks, text, fence)
+
+    async def _end_error(
+        self,
+        agent: Think,
+        turn: TurnRecord,
+        message: dict[str, Any],
+        chunks: list[dict[str, Any]],
+        text: str,
+        fence: Fence | None,
+    ) -> ModelStepResult:
+        """End the turn `error` with `message` and the stream's `chunks`, then `error` saying
+        `text`; a turn a cancel ended first is left as it is."""
         earlier = await self.end_once(
             turn,
             status="error",
@@ -175,19 +188,7 @@ class StepOutcomes:
                 builder.apply({"type": "start-step"})  # clients keep the step's `step-start`
         message = builder.message
         text = await chat_error_text(agent, turn, "model", exc, bool(message["parts"]))
-        earlier = await self.end_once(
-            turn,
-            status="error",
-            message=message,
-            chunks=[*chunks, {"type": "error", "errorText": text}],
-            fence=fence,
-            error=text,
-        )
-        if earlier is not None:
-            return ModelStepResult(ended=True, status=earlier)
-        await observe.finished(turn, "error")
-        respond = bool(message["parts"]) and overrides(agent, "on_chat_response")
-        return ModelStepResult(ended=True, status="error", respond=respond)
+        return await self._end_error(agent, turn, message, chunks, text, fence)
 
     async def recover(
         self,
