@@ -183,8 +183,10 @@ async def test_configure_session_runs_once_per_process(
     for question in ("one", "two", "three"):
         await wait_turn(api, "compactor", cid, question, status="completed")
     lines = (stack.logs / "turn-hooks.log").read_text().splitlines()
-    calls = [e for e in map(json.loads, lines) if e["hook"] == "configure_session"]
-    assert calls and all(e["agent"] == "compactor" for e in calls)
+    # Compactor's subclasses (tests/agents.py) log the hook too, each for its own class.
+    hooks = [e for e in map(json.loads, lines) if e["hook"] == "configure_session"]
+    calls = [e for e in hooks if e["agent"] == "compactor"]
+    assert calls
     # Workers killed by other tests come back as new processes, each configuring once.
     assert set(Counter(e["pid"] for e in calls).values()) == {1}
 
