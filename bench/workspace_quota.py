@@ -6,7 +6,8 @@ python -m bench.workspace_quota [--conversations 1000,10000,50000] [--files 3] [
 
 A fresh embedded Postgres; for each size, one tenant with that many conversations of `--files`
 1 KiB files each (bulk-inserted), then `--writes` writes of a new 1 KiB file each (so every
-write grows the workspace and is checked) through `Workspace.write`: with the default limits
+write grows the workspace and is checked) through `Workspace.write`, each configuration into a
+conversation of its own loaded at that size: with the default limits
 (the tenant's included), with the tenant limit alone, with the tenant limit off (conversation
 sums only), and with no limit at all (no lock, no sum). Median and p95 in ms.
 """
@@ -66,9 +67,10 @@ async def run(url: str, sizes: list[int], files: int, writes: int) -> None:
                     ("no limits", WorkspaceLimits(max_bytes=0, max_files=0, tenant_max_bytes=0)),
                 )
             ):
-                # A conversation of its own per run, so each starts from the same few files.
-                uid = f"b{n}"
-                took = sorted(await measure(db, uid, limits, writes, f"w{size}"))
+                # A conversation of its own per run, among those just loaded, so each starts
+                # from the same `--files` files and only the tenant's size differs.
+                uid = f"b{size - 1 - n}"
+                took = sorted(await measure(db, uid, limits, writes, "w"))
                 p95 = took[int(len(took) * 0.95) - 1]
                 print(
                     f"{size:>7} conversations, {size * files:>7} files: {name:<22} "
