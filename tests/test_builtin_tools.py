@@ -21,7 +21,7 @@ from think import ThinkService, UIMessage
 from think._current import BOUND, _Binding
 from think.client import AsyncThinkClient, NotFoundError
 from think.storage import Workspace
-from think.storage._tables import WorkspaceFileRow, WorkspaceOpRow
+from think.storage._tables import WorkspaceFileRow, WorkspaceOpRow, WorkspaceUsageRow
 from think.testing import FakeOpenAIServer, text, tool_call
 from think.tools import ToolContext
 from think.tools._workspace import edit
@@ -359,7 +359,7 @@ async def test_the_fetch_tools_end_to_end(
     assert fetches[3].redirects == 1
 
 
-@pytest.mark.parametrize("row", [WorkspaceFileRow, WorkspaceOpRow])
+@pytest.mark.parametrize("row", [WorkspaceFileRow, WorkspaceOpRow, WorkspaceUsageRow])
 async def test_the_workspace_tables_match_their_mirror(engine: AsyncEngine, row: Any) -> None:
     async with engine.connect() as db:
         rows = (

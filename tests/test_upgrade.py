@@ -23,7 +23,17 @@ from sqlalchemy import create_engine
 
 from think._messages import UIMessage
 from think._settings import Settings
-from think.storage import MIGRATIONS, Database, Store, SubmissionConflict, TurnRequest, migrate
+from think.storage import (
+    MIGRATIONS,
+    Database,
+    Store,
+    SubmissionConflict,
+    TurnRequest,
+    Workspace,
+    WorkspaceLimits,
+    WorkspaceQuotaError,
+    migrate,
+)
 
 TENANT, OTHER = "acme", "globex"
 SID = "order-42"
@@ -77,6 +87,22 @@ def _fill_as_0013_did(settings: Settings) -> None:
                 "INSERT INTO messages (conversation_uid, id, parent_id, role, parts, turn_id) "
                 "VALUES ('conv-1', %s, %s, %s, '[]', %s)",
                 (message, parent, role, SID),
+            )
+        # Workspace files in both tenants, for 0014's usage rows to be summed from.
+        conn.execute(
+            "INSERT INTO conversations (uid, tenant, agent, id) "
+            "VALUES ('conv-files', %s, 'helper', 'files')",
+            (OTHER,),
+        )
+        for uid, path, size in (
+            ("conv-1", "a.txt", 10),
+            ("conv-1", "d/b.txt", 20),
+            ("conv-files", "c.txt", 5),
+        ):
+            conn.execute(
+                "INSERT INTO workspace_files (conversation_uid, path, data, media_type, size) "
+                "VALUES (%s, %s, %s, 'text/plain', %s)",
+                (uid, path, b"x" * size, size),
             )
         for seq, chunk in enumerate(({"type": "start", "messageId": "msg-a"}, {"type": "finish"})):
             conn.execute(
@@ -151,3 +177,24 @@ async def test_a_name_taken_before_the_upgrade_stays_taken_in_its_tenant_only(
     assert other is not None
     found = await upgraded.find_turn(other, SID)
     assert found is not None and found.id == theirs.turn.id
+
+
+async def test_the_workspace_usage_is_summed_from_the_files_already_there(upgraded: Store) -> None:
+    """0014 backfills a usage row per tenant from the files written before it, and the tenant
+    limit then counts them."""
+
+    async def rows() -> dict[str, tuple[int, int]]:
+        async with upgraded.db.connection() as conn:
+            found = await (
+                await conn.execute("SELECT tenant, bytes, files FROM workspace_usage")
+            ).fetchall()
+        return {r["tenant"]: (r["bytes"], r["files"]) for r in found}
+
+    assert await rows() == {TENANT: (30, 2), OTHER: (5, 1)}
+    workspace = Workspace(upgraded.db, "conv-1", WorkspaceLimits(tenant_max_bytes=40))
+    await workspace.write("e.txt", b"y" * 10)
+    with pytest.raises(WorkspaceQuotaError) as refused:
+        await workspace.write("f.txt", b"y")
+    assert refused.value.usage == 40
+    assert await workspace.delete("d") == 1
+    assert (await rows())[TENANT] == (20, 2)

@@ -250,6 +250,105 @@ async def test_concurrent_writes_cannot_pass_a_limit_together(
             await space.delete(f"r{round_}")
 
 
+@pytest.mark.parametrize("scope", ["tenant", "both"])
+async def test_concurrent_writes_and_deletes_keep_the_tenant_usage_exact(
+    service: ThinkService, cid: str, scope: str
+) -> None:
+    """Writes, replacements and deletes of the same paths at once, in three conversations of a
+    tenant near its limit: none deadlocks, the limit holds, and the usage row is the files'
+    sum afterwards."""
+    tenant = f"race-{secrets.token_hex(4)}"
+    limits = WorkspaceLimits(
+        max_bytes=1500 if scope == "both" else 0, max_files=0, tenant_max_bytes=2000
+    )
+    spaces = []
+    for conversation in (cid, f"{cid}-2", f"{cid}-3"):
+        found = await service.conversation(Workspaced, conversation, tenant=tenant).workspace()
+        spaces.append(Workspace(service.store.db, found.conversation_uid, limits))
+
+    async def op(i: int) -> None:
+        space = spaces[i % 3]
+        try:
+            if i % 4 == 3:
+                await space.delete(f"p{i % 5}")
+            else:
+                await space.write(f"p{i % 5}", b"q" * (100 + 37 * (i % 7)))
+        except WorkspaceQuotaError:
+            pass
+
+    for _ in range(3):
+        await asyncio.gather(*(op(i) for i in range(40)))
+        held, counted = await usage(service, tenant)
+        assert held == counted
+        assert held[0] <= 2000
+
+
+async def usage(service: ThinkService, tenant: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The tenant's usage row (bytes, files), and the same summed from its files."""
+    async with service.store.db.connection() as conn:
+        row = await (
+            await conn.execute(
+                "SELECT coalesce((SELECT bytes FROM workspace_usage WHERE tenant = %(t)s), 0) "
+                "AS b, "
+                "coalesce((SELECT files FROM workspace_usage WHERE tenant = %(t)s), 0) AS f, "
+                "(SELECT coalesce(sum(w.size), 0) FROM workspace_files w "
+                " JOIN conversations k ON k.uid = w.conversation_uid WHERE k.tenant = %(t)s) "
+                "AS sb, "
+                "(SELECT count(*) FROM workspace_files w "
+                " JOIN conversations k ON k.uid = w.conversation_uid WHERE k.tenant = %(t)s) "
+                "AS sf",
+                {"t": tenant},
+            )
+        ).fetchone()
+    assert row is not None
+    return (int(row["b"]), int(row["f"])), (int(row["sb"]), int(row["sf"]))
+
+
+async def test_the_tenant_usage_follows_every_change_and_deletes_give_bytes_back(
+    service: ThinkService, cid: str
+) -> None:
+    """Every way files change (write, replace, a write not bounded by limits, delete of a file
+    and of a directory, a conversation deleted with its files) moves the tenant's usage row by
+    exactly what changed; what a delete gives back can be written again."""
+    tenant = f"usage-{secrets.token_hex(4)}"
+    limits = WorkspaceLimits(max_bytes=0, max_files=0, tenant_max_bytes=1000)
+    uids = [
+        (await service.conversation(Workspaced, c, tenant=tenant).workspace()).conversation_uid
+        for c in (cid, f"{cid}-2")
+    ]
+    first, second = (Workspace(service.store.db, uid, limits) for uid in uids)
+
+    async def expect(total: tuple[int, int]) -> None:
+        held, counted = await usage(service, tenant)
+        assert held == counted == total
+
+    await first.write("a.txt", b"a" * 400)
+    await first.write("dir/b.txt", b"b" * 200)
+    await first.write("dir/c.txt", b"c" * 100)
+    await expect((700, 3))
+    await first.write("a.txt", b"a" * 300)  # replaced, smaller
+    await expect((600, 3))
+    assert await second.write_if_absent("img.png", b"i" * 50, "image/png")
+    assert not await second.write_if_absent("img.png", b"i" * 50, "image/png")
+    await expect((650, 3 + 1))
+    with pytest.raises(WorkspaceQuotaError) as refused:
+        await second.write("big.txt", b"z" * 400)
+    assert refused.value.limit == "THINK_TENANT_WORKSPACE_MAX_BYTES"
+    assert refused.value.usage == 650
+    await expect((650, 4))  # nothing of the refused write is counted
+    assert await first.delete("dir") == 2
+    await expect((350, 2))
+    await second.write("big.txt", b"z" * 400)  # fits now the directory is gone
+    await expect((750, 3))
+    async with service.store.db.transaction() as conn:
+        await conn.execute(
+            "DELETE FROM conversations WHERE uid = %(c)s", {"c": second.conversation_uid}
+        )
+    await expect((300, 1))
+    await first.write("after.txt", b"y" * 700)  # the deleted conversation's bytes are back
+    await expect((1000, 2))
+
+
 # -- defaults, and a large write held once ------------------------------------------------------
 
 
@@ -354,7 +453,7 @@ def test_the_limits_are_read_from_their_variables() -> None:
         max_file_bytes=1000, max_bytes=2000, max_files=3, tenant_max_bytes=3000
     )
     assert WorkspaceLimits.from_settings(Settings()) == WorkspaceLimits()
-    assert Settings().tenant_workspace_max_bytes == 0  # off unless set: its cost grows
+    assert Settings().tenant_workspace_max_bytes == 10 * 1024**3  # on: one row to read
     off = Settings.from_env({"THINK_WORKSPACE_MAX_FILES": "0"}, find_dev_stack=False)
     assert off.workspace_max_files == 0
     for name in LIMITS:

@@ -50,12 +50,14 @@ DEFAULT_WORKSPACE_MAX_BYTES = 100 * 1024 * 1024
 """One conversation's workspace: ten files of the largest size."""
 DEFAULT_WORKSPACE_MAX_FILES = 10_000
 """Files in one conversation's workspace: `ls`, `find` and `grep` read every one of them."""
-DEFAULT_TENANT_WORKSPACE_MAX_BYTES = 0
-"""All of one tenant's workspaces: off unless set (e.g. 10 GiB for a deployment of many
-tenants). Its check sums the tenant's files on every growing write and takes the tenant's
-lock, so a tenant's writes are checked one at a time: 2 ms a write at 1,000 conversations,
-11 ms at 10,000 and 92 ms at 50,000 (docs/benchmarks.md, "The quota check"), too much to
-impose on a single-tenant deployment, whose every conversation is the tenant `default`."""
+DEFAULT_TENANT_WORKSPACE_MAX_BYTES = 10 * 1024 * 1024 * 1024
+"""All of one tenant's workspaces: a hundred conversations at `DEFAULT_WORKSPACE_MAX_BYTES`.
+The conversation limits bound one conversation, not how many a tenant opens; this bounds what
+one tenant can make the database hold, high enough that a tenant of ordinary use (a few MiB a
+conversation, thousands of conversations) does not meet it. Its check reads one usage row
+(migration 0014), so it costs the same at any tenant size (docs/benchmarks.md, "The quota
+check"). A single-tenant deployment has every conversation in the tenant `default`: one that
+means to keep more raises it, or sets 0 (off)."""
 
 EventLoop = Literal["auto", "uvloop", "asyncio"]
 _EVENT_LOOPS: dict[str, EventLoop] = {"auto": "auto", "uvloop": "uvloop", "asyncio": "asyncio"}

@@ -237,6 +237,16 @@ class WorkspaceFileRow(Base):
     updated_at: Mapped[datetime] = _timestamp_now()
 
 
+class WorkspaceUsageRow(Base):
+    """The bytes and files of all of a tenant's workspaces (0014), kept by triggers on
+    `workspace_files` in the transaction of every change to them."""
+
+    __tablename__ = "workspace_usage"
+    tenant: Mapped[str] = mapped_column(String, primary_key=True)
+    bytes: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    files: Mapped[int] = mapped_column(BigInteger, server_default="0")
+
+
 class WorkspaceOpRow(Base):
     """A workspace write a tool call applied, with what it answered (0010)."""
 

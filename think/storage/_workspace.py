@@ -16,11 +16,14 @@ instead of applying it again: an `edit` retried after a crash does not fail on, 
 replacement that was already made.
 
 Writes are bounded (`WorkspaceLimits`, from the `THINK_*WORKSPACE_MAX_*` settings): a file's
-size, a conversation's bytes and files, a tenant's bytes. Usage is not kept in a counter: it is
-summed from `workspace_files.size` under the primary key's index (the tenant's through
-`conversations_name_key`), inside the writing transaction and under an advisory lock that
-every growing write of the conversation (or, with a tenant limit, of the tenant) takes first,
-so two concurrent writes cannot both pass a check that only one of them fits.
+size, a conversation's bytes and files, a tenant's bytes. A conversation's usage is summed from
+`workspace_files.size` under the primary key's index (at most `THINK_WORKSPACE_MAX_FILES` rows),
+inside the writing transaction and under an advisory lock that every growing write of the
+conversation takes first. A tenant's is one row of `workspace_usage` (migration 0014), which
+triggers on `workspace_files` keep in step in the transaction of every change to the files:
+a growing write reads it after its own change is counted there, holding the row's lock from
+then until it commits, so two concurrent writes cannot both pass a check that only one of
+them fits, and what it costs does not grow with the tenant.
 """
 
 from __future__ import annotations
@@ -92,7 +95,8 @@ class WorkspaceLimits(BaseModel):
 
     @property
     def counted(self) -> bool:
-        """Whether a write must read the usage (and take the lock) to be checked."""
+        """Whether a write must read the usage (and take the conversation's lock) to be
+        checked."""
         return bool(self.max_bytes or self.max_files or self.tenant_max_bytes)
 
 
@@ -324,18 +328,16 @@ async def read_file(conn: Conn, conversation_uid: str, path: str) -> WorkspaceFi
 
 
 async def lock_for_write(conn: Conn, conversation_uid: str, limits: WorkspaceLimits) -> None:
-    """Take the lock a counted write holds until its transaction ends: the tenant's when a
-    tenant limit applies, else the conversation's. An `edit` takes it before it locks the file's
-    row (`read_file`), in the order `write_file` takes them, so the two never deadlock.
-    Taking it again in the same transaction is free (advisory locks stack)."""
+    """Take the conversation's lock a counted write holds until its transaction ends. An `edit`
+    takes it before it locks the file's row (`read_file`), in the order `write_file` takes
+    them, so the two never deadlock. Taking it again in the same transaction is free (advisory
+    locks stack). The tenant's usage row is locked last, by the change itself (the triggers
+    of migration 0014), after the file rows, in every transaction that changes files."""
     if not limits.counted:
         return
-    if limits.tenant_max_bytes:
-        key = "SELECT 'think:workspace:' || tenant FROM conversations WHERE uid = %(c)s"
-    else:
-        key = "SELECT 'think:workspace:' || %(c)s"
     await conn.execute(
-        f"SELECT pg_advisory_xact_lock(hashtextextended(({key}), 0))", {"c": conversation_uid}
+        "SELECT pg_advisory_xact_lock(hashtextextended('think:workspace:' || %(c)s, 0))",
+        {"c": conversation_uid},
     )
 
 
@@ -343,21 +345,37 @@ _USAGE = """
 SELECT
   (SELECT size FROM workspace_files WHERE conversation_uid = %(c)s AND path = %(p)s) AS old,
   (SELECT count(*) FROM workspace_files WHERE conversation_uid = %(c)s) AS files,
-  (SELECT coalesce(sum(size), 0) FROM workspace_files WHERE conversation_uid = %(c)s) AS bytes,
-  CASE WHEN %(tenant)s THEN (
-    SELECT coalesce(sum(w.size), 0) FROM conversations k
-    JOIN workspace_files w ON w.conversation_uid = k.uid
-    WHERE k.tenant = (SELECT tenant FROM conversations WHERE uid = %(c)s)
-  ) ELSE 0 END AS tenant_bytes
+  (SELECT coalesce(sum(size), 0) FROM workspace_files WHERE conversation_uid = %(c)s) AS bytes
 """
-"""What a write would replace, and what the conversation (and its tenant) hold: one statement,
-read after the lock, so it sees every write committed before this one may proceed."""
+"""What a write would replace, and what the conversation holds: one statement, read after the
+lock, so it sees every write committed before this one may proceed."""
+
+_TENANT_USAGE = """
+SELECT u.bytes FROM workspace_usage u JOIN conversations k ON k.tenant = u.tenant
+WHERE k.uid = %(c)s
+"""
+"""The tenant's bytes, this transaction's own change included (migration 0014's triggers)."""
+
+
+def _refusal(
+    limit: str, maximum: int, usage: int, path: str, size: int, growth: int, whose: str
+) -> WorkspaceQuotaError:
+    return WorkspaceQuotaError(
+        f"writing {size:,} bytes to {path!r} would bring {whose} workspace to "
+        f"{usage + growth:,} bytes, over {limit} ({maximum:,} bytes; {usage:,} in "
+        "use); nothing was written: delete files it no longer needs, or write less",
+        limit=limit,
+        maximum=maximum,
+        usage=usage,
+    )
 
 
 async def check_quota(
     conn: Conn, conversation_uid: str, path: str, size: int, limits: WorkspaceLimits
-) -> None:
-    """Raise `WorkspaceQuotaError` when writing `size` bytes to `path` would pass a limit.
+) -> int:
+    """Raise `WorkspaceQuotaError` when writing `size` bytes to `path` would pass a limit of
+    the file or the conversation; return how much the write grows what is held (0 when it
+    need not be known). The tenant's limit is checked after the write (`write_file`).
 
     Only a write that grows what is held is refused: replacing a file with one no larger
     passes even over a lowered limit, so a full workspace can always be cleaned up."""
@@ -370,11 +388,9 @@ async def check_quota(
             usage=size,
         )
     if not limits.counted:
-        return
+        return 0
     await lock_for_write(conn, conversation_uid, limits)
-    row = await fetch_one(
-        conn, _USAGE, {"c": conversation_uid, "p": path, "tenant": bool(limits.tenant_max_bytes)}
-    )
+    row = await fetch_one(conn, _USAGE, {"c": conversation_uid, "p": path})
     assert row is not None
     old: int | None = row["old"]
     growth = size - (old or 0)
@@ -387,26 +403,43 @@ async def check_quota(
             maximum=limits.max_files,
             usage=int(row["files"]),
         )
-    if growth <= 0:
+    usage = int(row["bytes"])
+    if growth > 0 and limits.max_bytes and usage + growth > limits.max_bytes:
+        raise _refusal(
+            "THINK_WORKSPACE_MAX_BYTES",
+            limits.max_bytes,
+            usage,
+            path,
+            size,
+            growth,
+            "this conversation's",
+        )
+    return max(growth, 0)
+
+
+async def check_tenant_quota(
+    conn: Conn, conversation_uid: str, path: str, size: int, growth: int, limits: WorkspaceLimits
+) -> None:
+    """Raise `WorkspaceQuotaError` when a write that grew the workspace by `growth` bytes,
+    already made in `conn`'s transaction, took its tenant over `THINK_TENANT_WORKSPACE_MAX_BYTES`
+    (raising rolls it back: nothing of it is stored). Exact under concurrency: the write's
+    change to the tenant's usage row locked the row, so a concurrent write of the tenant waits
+    for this one to end and then adds its growth to what this one left."""
+    if not (growth > 0 and limits.tenant_max_bytes):
         return
-    for limit, maximum, usage, whose in (
-        ("THINK_WORKSPACE_MAX_BYTES", limits.max_bytes, int(row["bytes"]), "this conversation's"),
-        (
+    row = await fetch_one(conn, _TENANT_USAGE, {"c": conversation_uid})
+    assert row is not None
+    total = int(row["bytes"])
+    if total > limits.tenant_max_bytes:
+        raise _refusal(
             "THINK_TENANT_WORKSPACE_MAX_BYTES",
             limits.tenant_max_bytes,
-            int(row["tenant_bytes"]),
+            total - growth,
+            path,
+            size,
+            growth,
             "this tenant's",
-        ),
-    ):
-        if maximum and usage + growth > maximum:
-            raise WorkspaceQuotaError(
-                f"writing {size:,} bytes to {path!r} would bring {whose} workspace to "
-                f"{usage + growth:,} bytes, over {limit} ({maximum:,} bytes; {usage:,} in "
-                "use); nothing was written: delete files it no longer needs, or write less",
-                limit=limit,
-                maximum=maximum,
-                usage=usage,
-            )
+        )
 
 
 async def write_file(
@@ -419,10 +452,10 @@ async def write_file(
     limits: WorkspaceLimits,
 ) -> int:
     """Create or replace a file in `conn`'s transaction, within `limits`
-    (`WorkspaceQuotaError` otherwise, before anything is stored)."""
+    (`WorkspaceQuotaError` otherwise, and nothing of it is stored once the transaction ends)."""
     clean = workspace_path(path)
     raw = data.encode() if isinstance(data, str) else bytes(data)
-    await check_quota(conn, conversation_uid, clean, len(raw), limits)
+    growth = await check_quota(conn, conversation_uid, clean, len(raw), limits)
     await conn.execute(
         "INSERT INTO workspace_files (conversation_uid, path, data, media_type, size) "
         "VALUES (%(c)s, %(p)s, %(d)s, %(m)s, %(s)s) "
@@ -436,6 +469,7 @@ async def write_file(
             "s": len(raw),
         },
     )
+    await check_tenant_quota(conn, conversation_uid, clean, len(raw), growth, limits)
     return len(raw)
 
 
