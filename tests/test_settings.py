@@ -142,7 +142,7 @@ def test_the_docs_settings_table_is_the_declaration() -> None:
     begin = text.index("<!-- settings table:")
     begin = text.index("\n", begin) + 1
     end = text.index("<!-- end of settings table -->")
-    assert text[begin:end] == markdown_table()
+    assert text[begin:end] == markdown_table(), "paste `think settings --markdown` there"
     rows = {v.name: markdown_row(v) for v in VARIABLES}
     for line in text.splitlines():  # the Limits and Workspace quotas tables repeat some rows
         named = re.match(r"\| `([A-Z_]+)` \|", line)

@@ -64,6 +64,11 @@ _ORIGIN = re.compile(r"https?://[^/\s]+")
 _IMPORT_PATH = re.compile(r"[\w.]+:[\w.]+")
 _HOST_PORT = re.compile(r"[^\s/]+:\d{1,5}")
 _NAMESPACE = re.compile(r"[\w.-]+")
+_URL_EXAMPLES = {
+    "public_url": "https://chat.example.com",
+    "temporal_ui_url": "http://localhost:8233",
+    "openai_base_url": "https://api.openai.com/v1",
+}
 _POSTGRES_SCHEMES = ("postgresql+psycopg://", "postgresql://", "postgres://")
 
 
@@ -423,7 +428,8 @@ class Settings(BaseSettings):
         if isinstance(value, str) and info.field_name != "openai_base_url":
             value = value.rstrip("/") or None  # the base of URLs the gateway builds
         if isinstance(value, str) and not _WEB_URL.fullmatch(value):
-            raise ValueError("expected an http:// or https:// URL such as https://chat.example.com")
+            example = _URL_EXAMPLES[info.field_name or ""]
+            raise ValueError(f"expected an http:// or https:// URL such as {example}")
         return value
 
     @field_validator("database_url")

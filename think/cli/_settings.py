@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import textwrap
+from pathlib import Path
 
 from think._settings import Settings, Variable, variables
 
@@ -73,7 +74,8 @@ def _check() -> int:
     settings = Settings.from_env(find_dev_stack=False)
     found = [v for v in variables() if os.environ.get(v.name, "").strip()]
     for variable in found:
-        value = "(set)" if variable.secret else repr(getattr(settings, variable.field))
+        read = getattr(settings, variable.field)
+        value = "(set)" if variable.secret else str(read) if isinstance(read, Path) else repr(read)
         print(f"{variable.name} = {value}")
     print(f"{len(found)} of {len(variables())} variables set; every value reads")
     return 0
