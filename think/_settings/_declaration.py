@@ -303,6 +303,7 @@ class Settings(BaseSettings):
     model_endpoints: Annotated[dict[str, Endpoint], NoDecode] = Field(
         default_factory=dict,
         validation_alias=MODEL_ENDPOINTS_VAR,
+        repr=False,  # an entry may hold a literal `api_key`
         description="named endpoints beside the default one, a JSON object: "
         '`{"cheap": {"base_url": "https://…/v1", "api_key_env": "CHEAP_KEY"}}`; the model '
         "`cheap/gpt-4o-mini` is then `gpt-4o-mini` there",
