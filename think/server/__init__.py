@@ -7,7 +7,8 @@ named here, so the framework's insides can move without breaking them.
 - turns, the one front door shared with `ThinkService`: `admit_submission` (a submission's
   mode, request and idempotency fingerprint, then `admit`), `dispatch` (what follows an
   admission's commit, a regenerate's too), `turn_fingerprint`, `request_hash`,
-  `resolve_concurrency`, `wait_for_turn`, `settled`, `follow` (the SSE replay loop),
+  `resolve_concurrency`, `wait_for_turn`, `wait_for_answer` (and what it ended with,
+  `Waited`), `settled`, `follow` (the SSE replay loop),
   `cancel_turn`, `hand_off`, `DispatchFailed`, `RESEND_AFTER`;
 - the turn view every door shows: `turn_view`, `TurnView`, `TurnFields` (what HTTP's `Turn`
   shows of it as it is), `PendingApproval`, `PendingClientTool`, `client_tool_names`,
@@ -30,6 +31,7 @@ from think.turns import (
     PendingClientTool,
     ThinkService,
     TurnView,
+    Waited,
     admit,
     admit_submission,
     cancel_turn,
@@ -41,6 +43,7 @@ from think.turns import (
     tool_part_name,
     turn_fingerprint,
     turn_view,
+    wait_for_answer,
     wait_for_turn,
 )
 from think.turns._admission import RESEND_AFTER, resolve_concurrency, settled
@@ -68,6 +71,7 @@ __all__ = [
     "TurnFields",
     "TurnView",
     "UIMessage",
+    "Waited",
     "Workspace",
     "WorkspacePathError",
     "admit",
@@ -89,6 +93,7 @@ __all__ = [
     "turn_fingerprint",
     "turn_view",
     "turn_workflow_id",
+    "wait_for_answer",
     "wait_for_turn",
     "workflow_runner",
     "workspace_path",
