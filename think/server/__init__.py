@@ -3,7 +3,7 @@
 named here, so the framework's insides can move without breaking them.
 
 - connecting: `Settings`, `connect` (Temporal, with the data converter and tracing),
-  `AgentRegistry`;
+  `AgentRegistry`, `ChunkListener` (one LISTEN per process: what waits and streams wake on);
 - turns, the one front door shared with `ThinkService`: `admit_submission` (a submission's
   mode, request and idempotency fingerprint, then `admit`), `dispatch` (what follows an
   admission's commit, a regenerate's too), `turn_fingerprint`, `request_hash`,
@@ -25,6 +25,7 @@ from think._settings import Settings
 from think.agent import AgentRegistry, Think
 from think.engine._worker import build_worker, run_worker, sweep_once, workflow_runner
 from think.storage import Workspace, WorkspacePathError, workspace_path
+from think.streaming import ChunkListener
 from think.turns import (
     DispatchFailed,
     PendingApproval,
@@ -60,6 +61,7 @@ __all__ = [
     "SUBMIT_TOOL_RESULT",
     "WORKFLOWS",
     "AgentRegistry",
+    "ChunkListener",
     "DispatchFailed",
     "PendingApproval",
     "PendingClientTool",

@@ -10,7 +10,6 @@ through `current_conversation()`.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -28,6 +27,7 @@ from think.storage import (
     TurnRecord,
     public_turn_id,
 )
+from think.tools._tool import maybe_await
 from think.turns._admission import admit_submission, cancel_turn, wait_for_answer
 from think.turns._conversation_state import ConversationState
 from think.turns._results import Submission, TurnResult
@@ -338,7 +338,7 @@ class ConversationHandle(ConversationState, TurnAPI):
     async def _evaluate(self, fn: MessagesFunction) -> list[UIMessage]:
         current = await self.messages()
         answer = fn(list(current))
-        produced = await answer if inspect.isawaitable(answer) else answer
+        produced = await maybe_await(answer)
         known = {m.id for m in current}
         fresh = [m for m in messages_of(list(produced)) if m.id not in known]
         if not fresh:

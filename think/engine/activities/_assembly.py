@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import inspect
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -44,7 +43,7 @@ from think.models._transcript import to_chat_messages
 from think.sessions._chat_history import ChatHistories
 from think.sessions._eviction import eviction_settings, preserve
 from think.storage import TurnRecord
-from think.tools._tool import Tool
+from think.tools._tool import Tool, maybe_await
 
 if TYPE_CHECKING:
     from think.engine.activities._context import PromptSetup
@@ -121,11 +120,6 @@ class StepSetup:
     """`before_turn`'s overrides, as stored with the turn."""
     new_config: bool = False
     """True when this step ran `before_turn`: its result must be stored."""
-    overridden: set[str] = field(default_factory=set)
-
-
-async def maybe_await(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
 
 
 def import_tool(path: str) -> Tool:

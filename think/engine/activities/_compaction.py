@@ -21,7 +21,7 @@ from think._messages import UIMessage
 from think.agent._compactor import compact, model_view
 from think.agent._think import Think
 from think.agent._turn_hooks import ChatErrorContext
-from think.engine.activities._assembly import HookFailed, maybe_await, overrides
+from think.engine.activities._assembly import HookFailed, overrides
 from think.engine.activities._heartbeat import heartbeating
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._step_stream import StepStream
@@ -30,6 +30,7 @@ from think.sessions._session import session_for
 from think.storage import TurnRecord, bounded_failures, is_transient
 from think.storage._compactions import Compaction, turn_compactions
 from think.streaming import Fence, append
+from think.tools._tool import maybe_await
 from think.workflows._inputs import TurnInput
 from think.workflows._names import COMPACT_ACTIVITY
 
