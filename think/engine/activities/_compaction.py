@@ -20,7 +20,7 @@ from temporalio.exceptions import ApplicationError
 from think._messages import UIMessage
 from think.agent._compactor import compact, model_view
 from think.agent._think import Think
-from think.agent._turn_hooks import ChatErrorContext
+from think.agent._turn_hooks import ChatErrorContext, StoredTurnConfig
 from think.engine.activities._assembly import HookFailed, overrides
 from think.engine.activities._heartbeat import heartbeating
 from think.engine.activities._resources import ActivityResources
@@ -79,7 +79,7 @@ class Compactions:
                     trigger="between_turns",
                     turn_id=turn.id,
                     over=session.threshold,
-                    model=(turn.config or {}).get("model"),
+                    model=StoredTurnConfig.read(turn.config).model,
                 )
         except ModelError as exc:
             if exc.retryable and activity.info().attempt < COMPACT_MODEL_ATTEMPTS:
@@ -194,7 +194,7 @@ class Compactions:
                 leaf_id=turn.parent_id,
                 trigger=trigger,
                 turn_id=turn.id,
-                model=(turn.config or {}).get("model"),
+                model=StoredTurnConfig.read(turn.config).model,
             )
 
     async def _compact_for_retry(self, agent: Think, turn: TurnRecord, budget: int) -> str | None:
