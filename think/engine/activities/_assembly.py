@@ -269,25 +269,8 @@ async def assemble(
     config = None if turn.config is None else StoredTurnConfig.read(turn.config)
     new_config = False
     if config is None and step == 0 and overrides(agent, "before_turn"):
-        context = TurnContext(
-            **turn_ids(turn, agent.name),
-            system=system,
-            messages=history,
-            tools=[*agent_tools, *(s.name for s in client_specs(turn, agent_tools))],
-            model=model_id if isinstance(model_id, str) else model_id.name,
-            body=turn.request.body,
-            continuation=turn.request.continuation,
-        )
-        try:
-            answer = await maybe_await(agent.before_turn(context))
-        except Exception as exc:
-            raise HookFailed("before_turn", exc) from exc
-        if isinstance(answer, TurnConfig):
-            with agent_code("TurnConfig", stage="before_turn"):
-                config, new_config = answer.kept(), True
-                for path in config.tools or []:
-                    extra = import_tool(path)
-                    agent_tools[extra.name] = extra
+        config = await before_turn(agent, turn, system, history, agent_tools, model_name(model_id))
+        new_config = config is not None
     config = config or StoredTurnConfig()
     if mcp is not None:
         config.mcp, new_config = mcp, True
@@ -303,17 +286,17 @@ async def assemble(
     # Unless a hook replaces it, the history goes to the model as the worker encoded it.
     encoded_history = chat.json if history is chat.messages else None
     if overrides(agent, "before_step"):
-        context_step = StepContext(
+        context = StepContext(
             **turn_ids(turn, agent.name),
             step=step,
             system=system,
             messages=messages,
             tools=[n for n in agent_tools if active is None or n in active],
-            model=model_id if isinstance(model_id, str) else model_id.name,
+            model=model_name(model_id),
             previous_steps=previous_steps(draft, turn.usage),
         )
         try:
-            step_config = await maybe_await(agent.before_step(context_step))
+            step_config = await maybe_await(agent.before_step(context))
         except Exception as exc:
             raise HookFailed("before_step", exc) from exc
         if isinstance(step_config, StepConfig):
@@ -346,6 +329,44 @@ async def assemble(
         config=config if config.as_json() else None,
         new_config=new_config,
     )
+
+
+async def before_turn(
+    agent: Think,
+    turn: TurnRecord,
+    system: str,
+    history: list[dict[str, Any]],
+    tools: dict[str, Tool],
+    model: str,
+) -> StoredTurnConfig | None:
+    """What the turn keeps of `before_turn`'s `TurnConfig` (None: it returned none); the
+    tools it added join `tools`. Raises `HookFailed`."""
+    context = TurnContext(
+        **turn_ids(turn, agent.name),
+        system=system,
+        messages=history,
+        tools=[*tools, *(s.name for s in client_specs(turn, tools))],
+        model=model,
+        body=turn.request.body,
+        continuation=turn.request.continuation,
+    )
+    try:
+        answer = await maybe_await(agent.before_turn(context))
+    except Exception as exc:
+        raise HookFailed("before_turn", exc) from exc
+    if not isinstance(answer, TurnConfig):
+        return None
+    with agent_code("TurnConfig", stage="before_turn"):
+        kept = answer.kept()
+        for path in kept.tools or []:
+            extra = import_tool(path)
+            tools[extra.name] = extra
+    return kept
+
+
+def model_name(model: str | ModelClient) -> str:
+    """How a hook's context names the model: its id, or the client's name."""
+    return model if isinstance(model, str) else model.name
 
 
 def overrides(agent: Think, hook: str) -> bool:
