@@ -47,7 +47,7 @@ def _ping() -> ServerSentEvent:
 async def follow(
     res: Resources, turn_id: str, after: int, live_since: float | None
 ) -> AsyncIterator[ServerSentEvent]:
-    """The turn's chunks after `after`, then live ones (`think.turns.server.follow`, which the
+    """The turn's chunks after `after`, then live ones (`think.server.follow`, which the
     Python turn API streams from too), and always `[DONE]` at the end."""
     try:
         # Closed here, not by the garbage collector, when the client goes away mid-stream.
@@ -99,7 +99,7 @@ def stream_response(
     live_since: float | None = None,
 ) -> EventSourceResponse:
     """`release` gives back the stream slot taken from the tenant's limit (`TenantLimits`);
-    `live_since` is `think.turns.server.follow`'s."""
+    `live_since` is `think.server.follow`'s."""
     # sse-starlette sends the keep-alive comments and notices disconnects; resume is ours.
     return _CountedStream(
         release,

@@ -11,7 +11,6 @@ limits first and answer with `_admitted`.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -29,13 +28,11 @@ from api.schemas import QueuedBehind, RegenerateBody, SubmitTurnBody, TurnOut
 from think import server
 from think.server import DispatchFailed, Think
 from think.storage import (
-    PAUSED_STATUSES,
     Admission,
     Conversation,
     TurnRecord,
     public_turn_id,
     public_turn_id_or_none,
-    queue_head,
 )
 
 log = logging.getLogger("think.api.turns")
@@ -47,12 +44,10 @@ __all__ = [
     "regenerate",
     "submit",
     "turn_out",
-    "wait_for_turn",
 ]
 
 DEFAULT_WAIT = 600.0
-HEAD_CHECK_EVERY = 1.0
-"""Seconds between looks at the turn ahead while a wait-mode request's turn is pending."""
+"""A wait-mode request's bound without `wait_timeout` (API.md)."""
 SHOWN_AS_VIEWED = frozenset(TurnOut.model_fields) - {"message"}
 """The fields of `Turn` that are the turn view's as they are; `message` is shown only when
 the turn has settled or the request waited for it."""
@@ -209,9 +204,15 @@ async def _admitted(
     status = 202 if admission.accepted else 200
     queued_behind = None
     if mode == "wait":
-        turn, queued_behind = await wait_for_turn(
-            res, turn, wait_timeout, queued=not admission.runs_now
+        # Until it settles, or at once when a turn ahead, paused for a person, holds it.
+        waited = await server.wait_for_answer(
+            res.store,
+            res.listener,
+            turn.id,
+            wait_timeout or DEFAULT_WAIT,
+            queued=not admission.runs_now,
         )
+        turn, queued_behind = waited.turn, waited.queued_behind
         status = 200
     out = turn_out(
         turn,
@@ -221,37 +222,6 @@ async def _admitted(
         queued_behind=queued_behind,
     )
     return JSONResponse(out.model_dump(mode="json"), status_code=status)
-
-
-async def wait_for_turn(
-    res: Resources, turn: TurnRecord, wait_timeout: float | None, *, queued: bool = True
-) -> tuple[TurnRecord, TurnRecord | None]:
-    """Until the turn is terminal or paused for a person, or `wait_timeout` passes (API.md);
-    and the turn ahead of it, when it is the reason the wait ended.
-
-    A turn queued behind one that waits for a person cannot start before someone decides,
-    which may take days: such a wait answers at once, with the turn as it stands (pending)
-    and the paused turn that holds it, instead of hanging for the whole `wait_timeout`.
-    A turn its admission started (`queued=False`) is at the head of its queue, so nothing can
-    hold it: it is only waited for, with no look at the queue.
-    """
-    if not queued:
-        waited = wait_timeout or DEFAULT_WAIT
-        return await server.wait_for_turn(res.store, res.listener, turn.id, waited), None
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + (wait_timeout or DEFAULT_WAIT)
-    step = 0.0  # the first look is immediate
-    while True:
-        left = max(0.0, min(deadline - loop.time(), step))
-        current = await server.wait_for_turn(res.store, res.listener, turn.id, left)
-        if server.settled(current) or loop.time() >= deadline:
-            return current, None
-        if current.status == "pending":
-            async with res.store.db.connection() as conn:
-                head = await queue_head(conn, turn.id)
-            if head is not None and head.id != turn.id and head.status in PAUSED_STATUSES:
-                return current, head
-        step = HEAD_CHECK_EVERY
 
 
 async def cancel(res: Resources, turn: TurnRecord, reason: str) -> bool:

@@ -17,12 +17,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import _docs, _openapi, _ui, errors
 from api._limits import TenantLimits
-from api._listener import ChunkListener
 from api._unique_keys import UniqueKeys
 from api.deps import Resources, require_tenant
 from api.routes import agents, conversations, health, schedules, search, tree, turns, workspace
 from think import metrics
-from think.server import AgentRegistry, Settings, connect
+from think.server import AgentRegistry, ChunkListener, Settings, connect
 from think.storage import Store, open_database
 from think.tools import close_mcp_pool
 

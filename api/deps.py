@@ -11,10 +11,9 @@ from pydantic import AfterValidator
 from temporalio.client import Client
 
 from api._limits import TenantLimits
-from api._listener import ChunkListener
 from api.errors import Problem
 from api.schemas import ID_PATTERN
-from think.server import AgentRegistry, Settings, Think
+from think.server import AgentRegistry, ChunkListener, Settings, Think
 from think.storage import Conversation, Store
 
 

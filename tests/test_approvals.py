@@ -25,8 +25,11 @@ from temporalio.service import RPCError
 from tests._sse import chunks, read_stream
 from tests._stack import Stack, own_stack
 from tests._turn_helpers import tool_part, until_status
+from tests.agents import Gatekeeper
+from think import ThinkService
 from think._settings import Settings
 from think.testing import FakeOpenAIServer, text, tool_call
+from think.turns._results import QueuedBehind
 from think.workflows._connect import connect
 from think.workflows._inputs import ToolDecision, TurnStatusView
 from think.workflows._names import turn_workflow_id
@@ -299,6 +302,37 @@ async def test_a_wait_behind_a_paused_turn_answers_at_once_naming_it(
     final = await until_status(api, second["status_url"], {"completed", "error"})
     assert final["status"] == "completed", final
     assert final["queued_behind"] is None
+
+
+async def test_a_python_wait_behind_a_paused_turn_answers_at_once_naming_it(
+    api: httpx.AsyncClient, service: ThinkService, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """Issue 32: the wait that stops at a paused turn ahead lived in the gateway only, so
+    `run_turn(mode="wait")` from Python hung for its whole `wait_timeout`. It answers as HTTP
+    does: at once, pending, naming the paused turn."""
+    fake_model.script(
+        cid, tool_call("delete_file", {"path": "a"}, id="call_a"), text("Gone."), text("Hi.")
+    )
+    conversation = service.conversation(Gatekeeper, cid)
+    first = await conversation.run_turn("go", wait_timeout=30)
+    assert first.status == "awaiting_approval", first
+    assert first.queued_behind is None
+    started = time.monotonic()
+    second = await conversation.run_turn("hello?", wait_timeout=60)
+    assert time.monotonic() - started < 10
+    assert second.status == "pending", second
+    assert second.queued_behind == QueuedBehind(turn_id=first.turn_id, status="awaiting_approval")
+    # `result` waits the same way; once the turn ahead is decided, nothing holds it.
+    again = await conversation.result(second.turn_id, wait_timeout=60)
+    assert again.queued_behind == second.queued_behind
+    approval_id = tool_part(first.model_dump(mode="json"), "call_a")["approval"]["id"]
+    decided = await api.post(
+        f"{path(cid)}/turns/{first.turn_id}/approvals/{approval_id}", json={"approved": True}
+    )
+    assert decided.status_code in (200, 202), decided.text
+    final = await conversation.result(second.turn_id, wait_timeout=60)
+    assert final.status == "completed", final
+    assert final.queued_behind is None
 
 
 async def test_policy_function_decides_per_call(

@@ -183,6 +183,7 @@ def test_exports() -> None:
         "PAUSED_STATUSES",
         "PendingApproval",
         "PendingClientTool",
+        "QueuedBehind",
         "SearchHit",
         "StreamChunk",
         "TERMINAL_STATUSES",
@@ -418,6 +419,23 @@ async def test_approve_while_streaming(
         await client.approve("assistant", cid, stream.turn_id or "", approval["approvalId"], False)
     with pytest.raises(NotFoundError):
         await client.approve("assistant", cid, stream.turn_id or "", "appr_nope", True)
+
+
+async def test_a_wait_behind_a_paused_turn_names_it(
+    client: AsyncThinkClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """The client reads HTTP's `queued_behind` typed: the wait answered at once, pending."""
+    fake_model.script(cid, tool_call("delete_file", {"path": "a"}, id="call_a"), text("Gone."))
+    first = await client.wait("assistant", cid, "delete a", wait_timeout=30)
+    assert first.paused and first.queued_behind is None
+    second = await client.wait("assistant", cid, "and then?", wait_timeout=60)
+    assert second.status == "pending", second
+    assert second.queued_behind is not None
+    assert second.queued_behind.turn_id == first.turn_id
+    assert second.queued_behind.status == "awaiting_approval"
+    assert second.queued_behind.status_url == first.status_url
+    await client.cancel("assistant", cid, second.turn_id)
+    await client.cancel("assistant", cid, first.turn_id)
 
 
 async def test_client_tool_results(

@@ -13,7 +13,9 @@ from tests._logs import hook_calls
 from tests._sse import chunks, read_stream
 from tests._stack import Stack
 from tests._turn_helpers import wait_turn
-from think import ThinkService
+from tests.agents import Verdict, shout
+from think import ThinkService, TurnConfig
+from think.agent._turn_hooks import StoredTurnConfig
 from think.testing import FakeOpenAIServer, error, reasoning, reply, stall, text, tool_call
 
 BASE = "/v1/agents/hooks/conversations"
@@ -256,3 +258,37 @@ async def test_hooks_run_on_every_entry_path(
     assert sent_body(fake_model, cid, 1)["messages"][0]["content"].endswith("Speak like a judge.")
     responses = await hook_calls(stack, cid, "on_chat_response", at_least=2)
     assert len(responses) == 2
+
+
+def test_a_turn_config_is_stored_as_before_and_read_back_typed() -> None:
+    """Issue 32: the stored form (`turns.config`) is typed (`StoredTurnConfig`) from the hook
+    to the request, and is the same JSON as before, so turns stored by an older worker read
+    back unchanged (tools and the output class by import path, a schema as it is)."""
+    config = TurnConfig(
+        system="Be brief.",
+        tools=[shout],
+        active_tools=["shout"],
+        output=Verdict,
+        max_steps=2,
+        chat_stream_stall_timeout=0,
+        turn_budget_seconds=5,
+    )
+    stored = {
+        "system": "Be brief.",
+        "active_tools": ["shout"],
+        "max_steps": 2,
+        "chat_stream_stall_timeout": 0,
+        "turn_budget_seconds": 5,
+        "tools": ["tests.agents:shout"],
+        "output": {"class": "tests.agents:Verdict"},
+    }
+    assert config.stored() == stored
+    read = StoredTurnConfig.read({**stored, "mcp": {"servers": []}})
+    assert read.tools == ["tests.agents:shout"]
+    assert read.output is not None and read.output.resolve() is Verdict
+    assert read.as_json() == {**stored, "mcp": {"servers": []}}
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+    with_schema = TurnConfig(output=schema).kept()
+    assert with_schema.as_json() == {"output": {"schema": schema}}
+    assert StoredTurnConfig.read(with_schema.as_json()).output == with_schema.output
+    assert StoredTurnConfig.read(None).as_json() == {}

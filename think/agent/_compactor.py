@@ -9,7 +9,6 @@ settings, no Temporal.
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Sequence
 
@@ -30,6 +29,7 @@ from think.sessions._compaction import (
 from think.sessions._session import session_for
 from think.storage import Conn, Store
 from think.storage._compactions import Compaction, insert_summary, summaries_on_path
+from think.tools._tool import maybe_await
 
 log = logging.getLogger("think.compaction")
 
@@ -84,7 +84,7 @@ async def compact(
     if over is not None and total <= over:
         return None
     answer = session.compaction(ctx)
-    result = await answer if inspect.isawaitable(answer) else answer
+    result = await maybe_await(answer)
     if result is None:
         return None
     if not isinstance(result, CompactionResult):

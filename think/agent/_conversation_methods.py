@@ -2,7 +2,7 @@
 rest, for an agent's hooks and tools.
 
 The worker makes a fresh agent instance per activity, and the activity runs with its turn
-bound (`think.turns._service.BindTurns`); these methods act on that turn's conversation, exactly as
+bound (`think._current.BindTurns`); these methods act on that turn's conversation, exactly as
 `await think.current_conversation()` does. Called outside a turn they raise `UserError`: code
 that is not serving a turn names its conversation through `ThinkService.conversation(...)`.
 """

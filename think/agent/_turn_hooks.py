@@ -10,12 +10,14 @@ and names rather than live objects.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from think.exceptions import UserError
 from think.tools._tool import Tool
+
+T = TypeVar("T")
 
 
 class TurnContext(BaseModel):
@@ -63,33 +65,99 @@ class TurnConfig(BaseModel):
     turn_budget_seconds: float | None = Field(default=None, gt=0)
     turn_budget_tokens: int | None = Field(default=None, ge=1)
 
-    def stored(self) -> dict[str, Any]:
-        """The JSON form kept with the turn for its later steps."""
-        data = self.model_dump(exclude={"tools", "output"}, exclude_none=True)
-        if self.tools:
-            data["tools"] = [t.name for t in self.tools]
+    def kept(self) -> StoredTurnConfig:
+        """What the turn keeps of this for its later steps: data and names, not objects (a
+        tool and an output class by import path, which every worker can import)."""
+        output: StoredOutput | None = None
         if isinstance(self.output, dict):
-            data["output"] = {"schema": self.output}
+            output = StoredOutput(schema_=self.output)
         elif self.output is not None:
-            data["output"] = {"class": f"{self.output.__module__}:{self.output.__qualname__}"}
-        return data
-
-
-def output_type(stored: dict[str, Any]) -> type[BaseModel] | dict[str, Any]:
-    """The `output` of a stored `TurnConfig`: the JSON Schema, or the class, imported again."""
-    if "schema" in stored:
-        schema: dict[str, Any] = stored["schema"]
-        return schema
-    module_name, _, qualname = str(stored["class"]).partition(":")
-    target: Any = importlib.import_module(module_name)
-    for attribute in qualname.split("."):
-        target = getattr(target, attribute, None)
-    if not (isinstance(target, type) and issubclass(target, BaseModel)):
-        raise UserError(
-            f"TurnConfig.output {stored['class']!r} is not an importable pydantic model: "
-            "define the class at module level"
+            output = StoredOutput(class_path=import_path(self.output))
+        return StoredTurnConfig(
+            model=self.model,
+            system=self.system,
+            messages=self.messages,
+            tools=[import_path(t.fn) for t in self.tools] if self.tools else None,
+            active_tools=self.active_tools,
+            send_reasoning=self.send_reasoning,
+            output=output,
+            max_steps=self.max_steps,
+            chat_stream_stall_timeout=self.chat_stream_stall_timeout,
+            turn_budget_seconds=self.turn_budget_seconds,
+            turn_budget_tokens=self.turn_budget_tokens,
         )
-    return target
+
+    def stored(self) -> dict[str, Any]:
+        """The JSON form kept with the turn for its later steps (`kept`)."""
+        return self.kept().as_json()
+
+
+def stored_or(value: T | None, default: T) -> T:
+    """A turn's stored setting, else the agent's default (None is never stored)."""
+    return default if value is None else value
+
+
+def import_path(target: Any) -> str:
+    """`module:qualname`: how a stored config names a module-level object."""
+    return f"{target.__module__}:{target.__qualname__}"
+
+
+class StoredOutput(BaseModel):
+    """A stored `TurnConfig.output`: the JSON Schema (`{"schema": ...}`), or the pydantic
+    class by import path (`{"class": "module:qualname"}`)."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    class_path: str | None = Field(default=None, alias="class")
+
+    def resolve(self) -> type[BaseModel] | dict[str, Any]:
+        """The JSON Schema, or the class, imported again."""
+        if self.schema_ is not None:
+            return self.schema_
+        module_name, _, qualname = str(self.class_path).partition(":")
+        target: Any = importlib.import_module(module_name)
+        for attribute in qualname.split("."):
+            target = getattr(target, attribute, None)
+        if not (isinstance(target, type) and issubclass(target, BaseModel)):
+            raise UserError(
+                f"TurnConfig.output {self.class_path!r} is not an importable pydantic model: "
+                "define the class at module level"
+            )
+        return target
+
+
+class StoredTurnConfig(BaseModel):
+    """A turn's configuration as kept with it (`turns.config`, JSON), read back by every
+    later step on whatever worker: `before_turn`'s `TurnConfig` (`TurnConfig.kept`), and the
+    MCP tools its first step found (`mcp`). `None` keeps the agent's default; only what is
+    set is stored. Unknown keys are kept as they are."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str | None = None
+    system: str | None = None
+    messages: list[dict[str, Any]] | None = None
+    tools: list[str] | None = None
+    """Tools `before_turn` added, by import path (`module:qualname`)."""
+    active_tools: list[str] | None = None
+    send_reasoning: bool | None = None
+    output: StoredOutput | None = None
+    max_steps: int | None = None
+    chat_stream_stall_timeout: float | None = None
+    turn_budget_seconds: float | None = None
+    turn_budget_tokens: int | None = None
+    mcp: dict[str, Any] | None = None
+    """The turn's MCP record (`think.engine.activities._mcp`)."""
+
+    @classmethod
+    def read(cls, stored: dict[str, Any] | None) -> StoredTurnConfig:
+        """A turn's stored config (`TurnRecord.config`; None: nothing stored)."""
+        return cls.model_validate(stored or {})
+
+    def as_json(self) -> dict[str, Any]:
+        """The JSON form stored with the turn: only what is set."""
+        return self.model_dump(by_alias=True, exclude_none=True)
 
 
 class StepContext(BaseModel):

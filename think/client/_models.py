@@ -92,6 +92,15 @@ class PendingClientTool(_Answer):
     input: Any = None
 
 
+class QueuedBehind(_Answer):
+    """The turn a waited-for turn cannot start before: one paused for a person."""
+
+    turn_id: str
+    status: str
+    """awaiting_approval or awaiting_client_tool."""
+    status_url: str
+
+
 class ClientTool(BaseModel):
     """A tool the caller runs itself: the turn pauses (`awaiting_client_tool`) until
     `submit_tool_result` brings its output."""
@@ -123,6 +132,9 @@ class Turn(_Answer):
     usage: dict[str, Any] = Field(default_factory=dict)
     pending_approvals: list[PendingApproval] = Field(default_factory=list)
     pending_client_tools: list[PendingClientTool] = Field(default_factory=list)
+    queued_behind: QueuedBehind | None = None
+    """Wait mode: the turn is still pending because the turn ahead of it waits for a person;
+    the wait answered at once. Decide that turn, then wait for this one again."""
     stream_url: str
     status_url: str
 

@@ -73,7 +73,6 @@ class TemporalDevServer:
     ip: str
     port: int
     ui_port: int | None
-    db_file: Path
     log_file: Path
     log_offset: int
     """Where this run's output begins in `log_file` (earlier runs' stays above it)."""
@@ -271,7 +270,6 @@ def launch_temporal(
         ip=ip,
         port=port,
         ui_port=ui_port,
-        db_file=db_file,
         log_file=log_file,
         log_offset=offset,
         namespace=namespace,

@@ -3,11 +3,12 @@
 named here, so the framework's insides can move without breaking them.
 
 - connecting: `Settings`, `connect` (Temporal, with the data converter and tracing),
-  `AgentRegistry`;
+  `AgentRegistry`, `ChunkListener` (one LISTEN per process: what waits and streams wake on);
 - turns, the one front door shared with `ThinkService`: `admit_submission` (a submission's
   mode, request and idempotency fingerprint, then `admit`), `dispatch` (what follows an
   admission's commit, a regenerate's too), `turn_fingerprint`, `request_hash`,
-  `resolve_concurrency`, `wait_for_turn`, `settled`, `follow` (the SSE replay loop),
+  `resolve_concurrency`, `wait_for_turn`, `wait_for_answer` (and what it ended with,
+  `Waited`), `settled`, `follow` (the SSE replay loop),
   `cancel_turn`, `hand_off`, `DispatchFailed`, `RESEND_AFTER`;
 - the turn view every door shows: `turn_view`, `TurnView`, `TurnFields` (what HTTP's `Turn`
   shows of it as it is), `PendingApproval`, `PendingClientTool`, `client_tool_names`,
@@ -24,12 +25,14 @@ from think._settings import Settings
 from think.agent import AgentRegistry, Think
 from think.engine._worker import build_worker, run_worker, sweep_once, workflow_runner
 from think.storage import Workspace, WorkspacePathError, workspace_path
+from think.streaming import ChunkListener
 from think.turns import (
     DispatchFailed,
     PendingApproval,
     PendingClientTool,
     ThinkService,
     TurnView,
+    Waited,
     admit,
     admit_submission,
     cancel_turn,
@@ -41,6 +44,7 @@ from think.turns import (
     tool_part_name,
     turn_fingerprint,
     turn_view,
+    wait_for_answer,
     wait_for_turn,
 )
 from think.turns._admission import RESEND_AFTER, resolve_concurrency, settled
@@ -57,6 +61,7 @@ __all__ = [
     "SUBMIT_TOOL_RESULT",
     "WORKFLOWS",
     "AgentRegistry",
+    "ChunkListener",
     "DispatchFailed",
     "PendingApproval",
     "PendingClientTool",
@@ -68,6 +73,7 @@ __all__ = [
     "TurnFields",
     "TurnView",
     "UIMessage",
+    "Waited",
     "Workspace",
     "WorkspacePathError",
     "admit",
@@ -89,6 +95,7 @@ __all__ = [
     "turn_fingerprint",
     "turn_view",
     "turn_workflow_id",
+    "wait_for_answer",
     "wait_for_turn",
     "workflow_runner",
     "workspace_path",

@@ -18,7 +18,6 @@ is frozen per conversation so that providers can cache it.
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from think.exceptions import UserError
 from think.models import ModelClient, ModelRequest, TextDelta, resolve_model
 from think.models._transcript import to_chat_messages
 from think.storage._compactions import Compaction
+from think.tools._tool import maybe_await
 
 CompactionTrigger = Literal["between_turns", "proactive", "reactive", "manual"]
 """After a turn (`compact_after`), before a step that nears the window, after a provider's
@@ -307,7 +307,4 @@ async def _run_summarizer(
             if isinstance(event, TextDelta):
                 text.append(event.delta)
         return "".join(text)
-    answer = summarize(prompt)
-    if inspect.isawaitable(answer):
-        answer = await answer
-    return str(answer)
+    return str(await maybe_await(summarize(prompt)))

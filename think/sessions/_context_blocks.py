@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import inspect
 import math
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -35,7 +34,7 @@ from typing import Any, Literal, Protocol, TypeAlias
 from think._current import BOUND
 from think.exceptions import ToolError, UserError
 from think.storage import write_memory
-from think.tools._tool import Tool
+from think.tools._tool import Tool, maybe_await
 
 SET_CONTEXT = "set_context"
 """The built-in tool that writes memory blocks, added when an agent declares one."""
@@ -133,9 +132,7 @@ async def read_block(block: ContextBlock, memory: dict[str, str]) -> str:
         return memory.get(block.label, "")
     provider: Any = block.provider
     getter = getattr(provider, "get", None)
-    value = getter() if callable(getter) else provider()
-    if inspect.isawaitable(value):
-        value = await value
+    value = await maybe_await(getter() if callable(getter) else provider())
     if value is None:
         return ""
     if not isinstance(value, str):

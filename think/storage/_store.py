@@ -615,11 +615,6 @@ class Store:
 
     # -- the tree (think/storage/_tree.py) -------------------------------------------------
 
-    async def message_node(self, conversation_uid: str, message_id: str) -> _tree.TreeNode | None:
-        """Where a message sits in the tree (its parent and role), or None if unknown."""
-        async with self.db.connection() as conn:
-            return await _tree.node(conn, conversation_uid, message_id)
-
     # The tree's operations take the store as their first argument, so they are its methods
     # as they are, rather than forwarders that would repeat each signature.
     add_messages = _tree.add_messages

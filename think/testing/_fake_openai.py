@@ -288,7 +288,7 @@ class _Transcripts:
     transcript took it 3-6 ms a request, most of what a benchmark measured as the turn's
     growth. A real model's server does that work in native code, or from a prompt cache.
 
-    The worker sends `messages` last and compactly (`think.models.request_json`), so a
+    The worker sends `messages` last and compactly (`think.models._openai.request_json`), so a
     transcript that grew is the last request's bytes up to its last message, a comma, the new
     messages, and `]}`; the same bytes up to there are the same messages. Any other request is
     parsed whole (and, if it ends so, kept as the next one's start)."""

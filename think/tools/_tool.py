@@ -37,6 +37,18 @@ from think.tools._schema import (
 if typing.TYPE_CHECKING:
     from think.turns._service import ConversationHandle
 
+
+T = typing.TypeVar("T")
+
+
+async def maybe_await(value: T | Awaitable[T]) -> T:
+    """`value`, awaited first if it is awaitable: the one way the framework calls what a user
+    may write sync or async (a hook, a policy, a provider, a callback), as a tool may be."""
+    if inspect.isawaitable(value):
+        return typing.cast(T, await value)
+    return value
+
+
 # What OpenAI (and most compatible servers) accept as a function name.
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -207,9 +219,7 @@ class Tool:
         policy = self.needs_approval
         if isinstance(policy, bool):
             return policy
-        decision = policy(dict(arguments), ctx)
-        if inspect.isawaitable(decision):
-            decision = await decision
+        decision = await maybe_await(policy(dict(arguments), ctx))
         if not isinstance(decision, bool):
             raise UserError(
                 f"the approval policy of tool {self.name!r} returned {decision!r}; "

@@ -10,11 +10,13 @@ by `Store.regenerate`, is started by the same rule (`dispatch`). Imported by `en
 """
 
 from think.turns._admission import (
+    Waited,
     admit,
     admit_submission,
     cancel_turn,
     dispatch,
     follow,
+    wait_for_answer,
     wait_for_turn,
 )
 from think.turns._dispatch import DispatchFailed, hand_off, host_queue, start_turn_workflow
@@ -36,6 +38,7 @@ __all__ = [
     "PendingClientTool",
     "ThinkService",
     "TurnView",
+    "Waited",
     "admit",
     "admit_submission",
     "cancel_turn",
@@ -49,5 +52,6 @@ __all__ = [
     "tool_part_name",
     "turn_fingerprint",
     "turn_view",
+    "wait_for_answer",
     "wait_for_turn",
 ]

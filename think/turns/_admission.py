@@ -25,6 +25,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast, get_args
 
@@ -44,6 +45,7 @@ from think.storage import (
     Store,
     TurnRecord,
     TurnRequest,
+    queue_head,
 )
 from think.streaming import (
     CANCEL_CHANNEL,
@@ -64,6 +66,8 @@ log = logging.getLogger("think.admission")
 # still in flight and a re-send would only add load.
 RESEND_AFTER = timedelta(seconds=1)
 RECHECK_EVERY = 5.0
+HEAD_CHECK_EVERY = 1.0
+"""Seconds between looks at the turn ahead while a waited-for turn is pending."""
 MODES: tuple[str, ...] = get_args(MessageConcurrency)
 
 
@@ -248,6 +252,51 @@ async def wait_for_turn(
             # missed while the listener reconnected.
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), timeout=min(left, RECHECK_EVERY))
+
+
+@dataclass(frozen=True)
+class Waited:
+    """What a wait for a turn's answer ended with: the turn as it stands, and the turn ahead
+    of it when that is why the wait ended (`queued_behind`: paused for a person)."""
+
+    turn: TurnRecord
+    queued_behind: TurnRecord | None = None
+
+
+async def wait_for_answer(
+    store: Store,
+    listener: ChunkListener,
+    turn_id: str,
+    wait_timeout: float | None,
+    *,
+    queued: bool = True,
+) -> Waited:
+    """Until the turn is terminal or paused for a person, or `wait_timeout` passes (None: no
+    limit); and the turn ahead of it, when it is the reason the wait ended. Every door's wait
+    for an answer (HTTP's wait mode, `run_turn(mode="wait")`, `result`).
+
+    A turn queued behind one that waits for a person cannot start before someone decides,
+    which may take days: such a wait answers at once, with the turn as it stands (pending)
+    and the paused turn that holds it, instead of hanging for the whole `wait_timeout`.
+    A turn its admission started (`queued=False`) is at the head of its queue, so nothing can
+    hold it: it is only waited for, with no look at the queue.
+    """
+    if not queued:
+        return Waited(await wait_for_turn(store, listener, turn_id, wait_timeout))
+    loop = asyncio.get_running_loop()
+    deadline = None if wait_timeout is None else loop.time() + wait_timeout
+    step = 0.0  # the first look is immediate
+    while True:
+        left = step if deadline is None else max(0.0, min(deadline - loop.time(), step))
+        current = await wait_for_turn(store, listener, turn_id, left)
+        if settled(current) or (deadline is not None and loop.time() >= deadline):
+            return Waited(current)
+        if current.status == "pending":
+            async with store.db.connection() as conn:
+                head = await queue_head(conn, turn_id)
+            if head is not None and head.id != turn_id and head.status in PAUSED_STATUSES:
+                return Waited(current, queued_behind=head)
+        step = HEAD_CHECK_EVERY
 
 
 async def follow(

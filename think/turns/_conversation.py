@@ -10,7 +10,6 @@ through `current_conversation()`.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -28,7 +27,8 @@ from think.storage import (
     TurnRecord,
     public_turn_id,
 )
-from think.turns._admission import admit_submission, cancel_turn, wait_for_turn
+from think.tools._tool import maybe_await
+from think.turns._admission import admit_submission, cancel_turn, wait_for_answer
 from think.turns._conversation_state import ConversationState
 from think.turns._results import Submission, TurnResult
 from think.turns._stream import TurnStream, call_back
@@ -110,7 +110,10 @@ class ConversationHandle(ConversationState, TurnAPI):
             return TurnStream(self, admission)
         try:
             return await self.result_of(
-                admission.turn, wait_timeout=wait_timeout, accepted=admission.accepted
+                admission.turn,
+                wait_timeout=wait_timeout,
+                accepted=admission.accepted,
+                queued=not admission.runs_now,
             )
         except asyncio.CancelledError:
             await asyncio.shield(self._caller_cancelled(admission.turn.id))
@@ -267,8 +270,9 @@ class ConversationHandle(ConversationState, TurnAPI):
         self, turn_id: str, *, wait_timeout: float | None = None, accepted: bool = True
     ) -> TurnResult:
         """Wait for a turn of this conversation to end (or pause for a person), or for
-        `wait_timeout` seconds, and say how it stands. Raises `TurnNotFound` when the
-        conversation has no turn `turn_id`."""
+        `wait_timeout` seconds, and say how it stands; at once, still pending, when the turn
+        ahead of it waits for a person (`TurnResult.queued_behind`). Raises `TurnNotFound`
+        when the conversation has no turn `turn_id`."""
         await self._refuse_nested("waiting for a turn")
         turn = await self._turn(turn_id)
         if turn is None:
@@ -276,13 +280,21 @@ class ConversationHandle(ConversationState, TurnAPI):
         return await self.result_of(turn, wait_timeout=wait_timeout, accepted=accepted)
 
     async def result_of(
-        self, turn: TurnRecord, *, wait_timeout: float | None = None, accepted: bool = True
+        self,
+        turn: TurnRecord,
+        *,
+        wait_timeout: float | None = None,
+        accepted: bool = True,
+        queued: bool = True,
     ) -> TurnResult:
         """`result` of a turn whose record the caller has (an admission's, a stream's): no
-        lookup of its name first. The caller refused nested waits already."""
+        lookup of its name first. The caller refused nested waits already. `queued=False`:
+        its admission started it, so no turn ahead can hold it (`wait_for_answer`)."""
         listener = await self.service.listener()
-        turn = await wait_for_turn(self.service.store, listener, turn.id, wait_timeout)
-        return turn_view(turn, accepted=accepted).result()
+        waited = await wait_for_answer(
+            self.service.store, listener, turn.id, wait_timeout, queued=queued
+        )
+        return turn_view(waited.turn, accepted=accepted).result(waited.queued_behind)
 
     # -- internals -------------------------------------------------------------------------
 
@@ -326,7 +338,7 @@ class ConversationHandle(ConversationState, TurnAPI):
     async def _evaluate(self, fn: MessagesFunction) -> list[UIMessage]:
         current = await self.messages()
         answer = fn(list(current))
-        produced = await answer if inspect.isawaitable(answer) else answer
+        produced = await maybe_await(answer)
         known = {m.id for m in current}
         fresh = [m for m in messages_of(list(produced)) if m.id not in known]
         if not fresh:

@@ -13,6 +13,17 @@ from think._messages import UIMessage
 from think.storage import TERMINAL_STATUSES, TurnStatus
 
 
+class QueuedBehind(BaseModel):
+    """The turn a waited-for turn cannot start before: one paused for a person (its approval
+    or client tool result). HTTP's wait mode names it the same way (`Turn.queued_behind`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    turn_id: str
+    status: TurnStatus
+    """`awaiting_approval` or `awaiting_client_tool`."""
+
+
 class TurnResult(BaseModel):
     """How a turn ended (or, with a `wait_timeout`, where it stands).
 
@@ -37,6 +48,10 @@ class TurnResult(BaseModel):
     continuation: bool = False
     accepted: bool = True
     """False when this call repeated a known idempotency key or submission id."""
+    queued_behind: QueuedBehind | None = None
+    """Set when the wait answered early, the turn still `pending`, because the turn ahead of
+    it waits for a person: decide that turn (`approve`, `submit_tool_result`), then wait
+    again (`result`)."""
 
     @property
     def request_id(self) -> str:

@@ -4,11 +4,11 @@ replayed by the same loop as HTTP's SSE, `follow`) and the callback `chat()` dri
 from __future__ import annotations
 
 import contextlib
-import inspect
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from think.storage import Admission, public_turn_id
+from think.tools._tool import maybe_await
 from think.turns._admission import follow
 from think.turns._results import TurnResult
 
@@ -49,6 +49,4 @@ async def call_back(callback: Any, name: str, *args: Any) -> None:
     method = getattr(callback, name, None)
     if method is None:
         return
-    answer = method(*args)
-    if inspect.isawaitable(answer):
-        await answer
+    await maybe_await(method(*args))

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from think._messages import UIMessage
 from think.storage import TurnRecord, TurnStatus, public_turn_id, public_turn_id_or_none
-from think.turns._results import Submission, TurnResult
+from think.turns._results import QueuedBehind, Submission, TurnResult
 
 TOOL_PART_PREFIX = "tool-"
 """A static tool call's part type is `tool-<name>`."""
@@ -130,13 +130,21 @@ class TurnView(TurnFields):
             **{name: value for name, value in self if name in Submission.model_fields}
         )
 
-    def result(self) -> TurnResult:
+    def result(self, queued_behind: TurnRecord | None = None) -> TurnResult:
         """How the turn ended, or where it stands (`wait` mode): the message only when it
-        has parts."""
+        has parts; and the paused turn ahead that ended the wait early, if one did."""
         message = self.message if self.message and self.message.get("parts") else None
         fields = {name: value for name, value in self if name in TurnResult.model_fields}
         return TurnResult(
-            **{**fields, "message": UIMessage.model_construct(**message) if message else None}
+            **{
+                **fields,
+                "message": UIMessage.model_construct(**message) if message else None,
+                "queued_behind": None
+                if queued_behind is None
+                else QueuedBehind(
+                    turn_id=public_turn_id(queued_behind.id), status=queued_behind.status
+                ),
+            }
         )
 
 

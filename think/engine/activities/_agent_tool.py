@@ -36,7 +36,7 @@ from think.agent._agent_tool import (
 from think.agent._think import Think
 from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
 from think.engine.activities import _observe as observe
-from think.engine.activities._assembly import maybe_await, turn_tools
+from think.engine.activities._assembly import turn_tools
 from think.engine.activities._ids import tool_call_ids
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._tool_call import ToolCalls, is_settled, tool_call_of
@@ -51,7 +51,7 @@ from think.storage import (
 )
 from think.streaming import StaleAttempt, TurnEnded, append
 from think.streaming._builder import MessageBuilder
-from think.tools._tool import tool_output_json
+from think.tools._tool import maybe_await, tool_output_json
 from think.turns._admission import admit_submission, cancel_turn
 from think.workflows._inputs import (
     AgentToolFinished,

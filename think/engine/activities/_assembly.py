@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import inspect
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -26,10 +25,11 @@ from think.agent._turn_hooks import (
     StepConfig,
     StepContext,
     StepResult,
+    StoredTurnConfig,
     ToolCallRecord,
     TurnConfig,
     TurnContext,
-    output_type,
+    stored_or,
 )
 from think.engine.activities._ids import turn_ids
 from think.engine.activities._mcp import recorded_tools
@@ -44,7 +44,7 @@ from think.models._transcript import to_chat_messages
 from think.sessions._chat_history import ChatHistories
 from think.sessions._eviction import eviction_settings, preserve
 from think.storage import TurnRecord
-from think.tools._tool import Tool
+from think.tools._tool import Tool, maybe_await
 
 if TYPE_CHECKING:
     from think.engine.activities._context import PromptSetup
@@ -117,15 +117,12 @@ class StepSetup:
     """`chat_stream_stall_timeout`: None or 0, no stall watchdog."""
     time_budget: float | None = None
     """`turn_budget_seconds`: the whole turn's wall-clock budget."""
-    config: dict[str, Any] | None = None
-    """`before_turn`'s overrides, as stored with the turn."""
+    config: StoredTurnConfig | None = None
+    """The turn's stored configuration (`before_turn`'s overrides, the MCP record); None
+    when nothing is set."""
     new_config: bool = False
-    """True when this step ran `before_turn`: its result must be stored."""
-    overridden: set[str] = field(default_factory=set)
-
-
-async def maybe_await(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
+    """True when this step made `config` (it ran `before_turn`, or found the MCP tools): it
+    must be stored."""
 
 
 def import_tool(path: str) -> Tool:
@@ -149,7 +146,8 @@ def turn_tools(
     recorded them (or `mcp`, the record the first step is making), and those `before_turn`
     added. Raises `HookFailed` when `get_tools` (or `configure_context`, or
     `get_mcp_servers`) raises or returns what is not a tool."""
-    record = mcp if mcp is not None else (turn.config or {}).get("mcp")
+    stored = StoredTurnConfig.read(turn.config)
+    record = mcp if mcp is not None else stored.mcp
     with agent_code("get_tools"):
         tools = agent.tools_by_name()
         for name, value in tools.items():
@@ -160,7 +158,7 @@ def turn_tools(
             for name, mcp_tool in recorded_tools(agent, record).items():
                 tools.setdefault(name, mcp_tool)  # a Python tool of the same name wins
     with agent_code("get_tools"):
-        for path in (turn.config or {}).get("tools", []):
+        for path in stored.tools or []:
             extra = import_tool(path)
             tools[extra.name] = extra
     return tools
@@ -172,13 +170,6 @@ def step_model(spec: str | ModelClient, settings: Settings) -> ModelClient:
     nor a client)."""
     with agent_code("resolving the model"):
         return resolve_model(spec, settings)
-
-
-def stored_config(config: TurnConfig) -> dict[str, Any]:
-    data = config.stored()
-    if config.tools:
-        data["tools"] = [f"{t.fn.__module__}:{t.fn.__qualname__}" for t in config.tools]
-    return data
 
 
 def client_specs(turn: TurnRecord, taken: dict[str, Tool]) -> list[ToolSpec]:
@@ -275,36 +266,19 @@ async def assemble(
         model_id: str | ModelClient = agent.get_model()
         if not isinstance(model_id, str | ModelClient):
             raise TypeError(f"get_model returned {model_id!r}, neither a model id nor a client")
-    config = turn.config
+    config = None if turn.config is None else StoredTurnConfig.read(turn.config)
     new_config = False
     if config is None and step == 0 and overrides(agent, "before_turn"):
-        context = TurnContext(
-            **turn_ids(turn, agent.name),
-            system=system,
-            messages=history,
-            tools=[*agent_tools, *(s.name for s in client_specs(turn, agent_tools))],
-            model=model_id if isinstance(model_id, str) else model_id.name,
-            body=turn.request.body,
-            continuation=turn.request.continuation,
-        )
-        try:
-            answer = await maybe_await(agent.before_turn(context))
-        except Exception as exc:
-            raise HookFailed("before_turn", exc) from exc
-        if isinstance(answer, TurnConfig):
-            with agent_code("TurnConfig", stage="before_turn"):
-                config, new_config = stored_config(answer), True
-                for path in config.get("tools", []):
-                    extra = import_tool(path)
-                    agent_tools[extra.name] = extra
+        config = await before_turn(agent, turn, system, history, agent_tools, model_name(model_id))
+        new_config = config is not None
+    config = config or StoredTurnConfig()
     if mcp is not None:
-        config, new_config = {**(config or {}), "mcp": mcp}, True
-    config = config or {}
-    system = config.get("system", system)
-    history = config.get("messages", history)
-    if "model" in config:
-        model_id = config["model"]
-    active = config.get("active_tools")
+        config.mcp, new_config = mcp, True
+    system = config.system if config.system is not None else system
+    history = config.messages if config.messages is not None else history
+    if config.model is not None:
+        model_id = config.model
+    active = config.active_tools
     draft_messages = (
         to_chat_messages("", [UIMessage.model_construct(**draft)]) if draft.get("parts") else []
     )
@@ -312,17 +286,17 @@ async def assemble(
     # Unless a hook replaces it, the history goes to the model as the worker encoded it.
     encoded_history = chat.json if history is chat.messages else None
     if overrides(agent, "before_step"):
-        context_step = StepContext(
+        context = StepContext(
             **turn_ids(turn, agent.name),
             step=step,
             system=system,
             messages=messages,
             tools=[n for n in agent_tools if active is None or n in active],
-            model=model_id if isinstance(model_id, str) else model_id.name,
+            model=model_name(model_id),
             previous_steps=previous_steps(draft, turn.usage),
         )
         try:
-            step_config = await maybe_await(agent.before_step(context_step))
+            step_config = await maybe_await(agent.before_step(context))
         except Exception as exc:
             raise HookFailed("before_step", exc) from exc
         if isinstance(step_config, StepConfig):
@@ -339,7 +313,7 @@ async def assemble(
     )
     tools = {n: t for n, t in agent_tools.items() if active is None or n in active}
     clients = [s for s in client_specs(turn, agent_tools) if active is None or s.name in active]
-    output = output_type(config["output"]) if "output" in config else None
+    output = config.output.resolve() if config.output is not None else None
     return StepSetup(
         system=system,
         messages=([{"role": "system", "content": system}] if system else []) + messages,
@@ -347,14 +321,52 @@ async def assemble(
         tools=tools,
         client_specs=clients,
         model=step_model(model_id, settings),
-        send_reasoning=config.get("send_reasoning", agent.send_reasoning),
+        send_reasoning=stored_or(config.send_reasoning, agent.send_reasoning),
         output=output,
-        max_steps=config.get("max_steps", agent.max_steps),
-        stall_timeout=config.get("chat_stream_stall_timeout", agent.chat_stream_stall_timeout),
-        time_budget=config.get("turn_budget_seconds", agent.turn_budget_seconds),
-        config=config or None,
+        max_steps=stored_or(config.max_steps, agent.max_steps),
+        stall_timeout=stored_or(config.chat_stream_stall_timeout, agent.chat_stream_stall_timeout),
+        time_budget=stored_or(config.turn_budget_seconds, agent.turn_budget_seconds),
+        config=config if config.as_json() else None,
         new_config=new_config,
     )
+
+
+async def before_turn(
+    agent: Think,
+    turn: TurnRecord,
+    system: str,
+    history: list[dict[str, Any]],
+    tools: dict[str, Tool],
+    model: str,
+) -> StoredTurnConfig | None:
+    """What the turn keeps of `before_turn`'s `TurnConfig` (None: it returned none); the
+    tools it added join `tools`. Raises `HookFailed`."""
+    context = TurnContext(
+        **turn_ids(turn, agent.name),
+        system=system,
+        messages=history,
+        tools=[*tools, *(s.name for s in client_specs(turn, tools))],
+        model=model,
+        body=turn.request.body,
+        continuation=turn.request.continuation,
+    )
+    try:
+        answer = await maybe_await(agent.before_turn(context))
+    except Exception as exc:
+        raise HookFailed("before_turn", exc) from exc
+    if not isinstance(answer, TurnConfig):
+        return None
+    with agent_code("TurnConfig", stage="before_turn"):
+        kept = answer.kept()
+        for path in kept.tools or []:
+            extra = import_tool(path)
+            tools[extra.name] = extra
+    return kept
+
+
+def model_name(model: str | ModelClient) -> str:
+    """How a hook's context names the model: its id, or the client's name."""
+    return model if isinstance(model, str) else model.name
 
 
 def overrides(agent: Think, hook: str) -> bool:

@@ -20,8 +20,8 @@ from temporalio.exceptions import ApplicationError
 from think._messages import UIMessage
 from think.agent._compactor import compact, model_view
 from think.agent._think import Think
-from think.agent._turn_hooks import ChatErrorContext
-from think.engine.activities._assembly import HookFailed, maybe_await, overrides
+from think.agent._turn_hooks import ChatErrorContext, StoredTurnConfig
+from think.engine.activities._assembly import HookFailed, overrides
 from think.engine.activities._heartbeat import heartbeating
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._step_stream import StepStream
@@ -30,6 +30,7 @@ from think.sessions._session import session_for
 from think.storage import TurnRecord, bounded_failures, is_transient
 from think.storage._compactions import Compaction, turn_compactions
 from think.streaming import Fence, append
+from think.tools._tool import maybe_await
 from think.workflows._inputs import TurnInput
 from think.workflows._names import COMPACT_ACTIVITY
 
@@ -78,7 +79,7 @@ class Compactions:
                     trigger="between_turns",
                     turn_id=turn.id,
                     over=session.threshold,
-                    model=(turn.config or {}).get("model"),
+                    model=StoredTurnConfig.read(turn.config).model,
                 )
         except ModelError as exc:
             if exc.retryable and activity.info().attempt < COMPACT_MODEL_ATTEMPTS:
@@ -193,7 +194,7 @@ class Compactions:
                 leaf_id=turn.parent_id,
                 trigger=trigger,
                 turn_id=turn.id,
-                model=(turn.config or {}).get("model"),
+                model=StoredTurnConfig.read(turn.config).model,
             )
 
     async def _compact_for_retry(self, agent: Think, turn: TurnRecord, budget: int) -> str | None:

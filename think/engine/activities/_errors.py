@@ -12,10 +12,11 @@ import logging
 
 from think.agent._think import Think
 from think.agent._turn_hooks import ChatErrorContext, ChatErrorStage
-from think.engine.activities._assembly import maybe_await, overrides
+from think.engine.activities._assembly import overrides
 from think.exceptions import ModelError, OutputValidationError, TurnFailed, UserError
 from think.models._overflow import ChatErrorClass, classify_model_error
 from think.storage import TurnRecord
+from think.tools._tool import maybe_await
 
 log = logging.getLogger("think.engine.activities")
 

@@ -33,6 +33,7 @@ from think import metrics
 from think._messages import UIMessage
 from think._protocol import is_static_tool_part
 from think.agent._think import Think
+from think.agent._turn_hooks import StoredTurnConfig, stored_or
 from think.engine.activities import _observe as observe
 from think.engine.activities._agent_tool import ParentProgress
 from think.engine.activities._assembly import (
@@ -442,7 +443,7 @@ class StepAttempt:
         transcript = await self.compactions.model_context(agent, turn, transcript, step)
         prompt = await step_prompt(agent, turn, step, self.res.store)  # context blocks
         mcp = None
-        if step == 0 and "mcp" not in (turn.config or {}):
+        if step == 0 and StoredTurnConfig.read(turn.config).mcp is None:
             with agent_code("get_mcp_servers"):
                 declared = declared_servers(agent) if agent.include_mcp_tools else []
             mcp = await discover(agent, turn, self.res.store, declared)  # recorded with the turn
@@ -672,7 +673,9 @@ class StepAttempt:
             "steps": steps,
         }
         ended = not step.called_tools
-        config: dict[str, Any] = {"config": setup.config} if setup.new_config else {}
+        config: dict[str, Any] = {}
+        if setup.new_config:
+            config["config"] = None if setup.config is None else setup.config.as_json()
         if ended and setup.output is not None:
             try:
                 value = validate_output(setup.output, step.partial_text)
@@ -761,7 +764,7 @@ def _recorded_step(turn: TurnRecord, step: int, agent: Think) -> ModelStepResult
     parts = steps[step] if step < len(steps) else []
     called = any(is_static_tool_part(p) for p in parts)
     return ModelStepResult(
-        max_steps=(turn.config or {}).get("max_steps", agent.max_steps),
+        max_steps=stored_or(StoredTurnConfig.read(turn.config).max_steps, agent.max_steps),
         tool_calls=recorded_calls(turn, parts, turn_tools(agent, turn)),
         called_tools=called,
         finish_reason="tool-calls" if called else "stop",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from think.agent._think import Think
+from think.agent._turn_hooks import StoredTurnConfig, stored_or
 from think.engine.activities._observe import Which
 from think.storage import TurnRecord
 
@@ -13,9 +14,9 @@ from think.storage import TurnRecord
 def budget_spent(agent: Think, turn: TurnRecord) -> tuple[Which, float, float] | None:
     """Which budget forbids another model step, with what was used of it, if one does (the
     agent's, or what `before_turn` set for this turn)."""
-    config = turn.config or {}
-    max_tokens = config.get("turn_budget_tokens", agent.turn_budget_tokens)
-    max_seconds = config.get("turn_budget_seconds", agent.turn_budget_seconds)
+    config = StoredTurnConfig.read(turn.config)
+    max_tokens = stored_or(config.turn_budget_tokens, agent.turn_budget_tokens)
+    max_seconds = stored_or(config.turn_budget_seconds, agent.turn_budget_seconds)
     tokens = turn.usage.get("input_tokens", 0) + turn.usage.get("output_tokens", 0)
     if max_tokens is not None and tokens >= max_tokens:
         return "tokens", tokens, max_tokens

@@ -8,7 +8,6 @@ anywhere in the step: `StepAttempt.run` settles it, in one place.
 
 from __future__ import annotations
 
-import inspect
 import logging
 from typing import Any
 
@@ -18,7 +17,7 @@ from think.agent._recovery import ChatRecoveryContext, ChatRecoveryOptions
 from think.agent._think import Think
 from think.agent._turn_hooks import ChatErrorStage, StepFinishContext
 from think.engine.activities import _observe as observe
-from think.engine.activities._assembly import maybe_await, overrides, previous_steps
+from think.engine.activities._assembly import overrides, previous_steps
 from think.engine.activities._errors import chat_error_text
 from think.engine.activities._ids import turn_ids
 from think.engine.activities._resources import ActivityResources
@@ -38,6 +37,7 @@ from think.streaming import (
     step_is_open,
 )
 from think.streaming._builder import MessageBuilder
+from think.tools._tool import maybe_await
 from think.workflows._inputs import ModelStepResult
 
 log = logging.getLogger("think.engine.activities")
@@ -313,7 +313,5 @@ async def recovery_options(
         cause=cause,
         partial_text=step.partial_text,
     )
-    answer = agent.on_chat_recovery(context)
-    if inspect.isawaitable(answer):
-        answer = await answer
+    answer = await maybe_await(agent.on_chat_recovery(context))
     return answer if isinstance(answer, ChatRecoveryOptions) else ChatRecoveryOptions()

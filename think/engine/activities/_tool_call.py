@@ -22,7 +22,7 @@ from think._protocol import ToolApprovalResponseChunk, UIMessageChunk
 from think.agent._think import Think
 from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
 from think.engine.activities import _observe as observe
-from think.engine.activities._assembly import maybe_await, turn_tools
+from think.engine.activities._assembly import turn_tools
 from think.engine.activities._heartbeat import heartbeating
 from think.engine.activities._ids import tool_call_ids
 from think.engine.activities._resources import ActivityResources
@@ -31,7 +31,7 @@ from think.exceptions import ToolError
 from think.storage import Store, TurnRecord, bounded_failures, first_answer
 from think.streaming import TurnChanged, TurnEnded, append
 from think.streaming._builder import MessageBuilder
-from think.tools._tool import Tool, ToolContext, tool_output_json
+from think.tools._tool import Tool, ToolContext, maybe_await, tool_output_json
 from think.workflows._inputs import (
     ToolCallInput,
     ToolCallResult,

@@ -19,7 +19,7 @@ from think import metrics
 from think.agent._turn_hooks import ChatResponseResult
 from think.engine.activities import _observe as observe
 from think.engine.activities._agent_tool import AgentToolCalls
-from think.engine.activities._assembly import maybe_await, overrides
+from think.engine.activities._assembly import overrides
 from think.engine.activities._compaction import Compactions
 from think.engine.activities._early_steps import EarlySteps
 from think.engine.activities._errors import chat_error_text
@@ -31,6 +31,7 @@ from think.engine.activities._step_outcomes import StepOutcomes
 from think.engine.activities._tool_call import ToolCalls
 from think.engine.activities._turn_state import end_turn
 from think.storage import bounded_failures, gives_up
+from think.tools._tool import maybe_await
 from think.workflows._inputs import (
     CommitInput,
     CommitResult,

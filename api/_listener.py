@@ -1,6 +1,0 @@
-"""The gateway's LISTEN connection: `think.streaming.ChunkListener`, shared with the Python turn
-API (`think.ThinkService`), which waits for turns the same way."""
-
-from think.streaming import ChunkListener
-
-__all__ = ["ChunkListener"]
