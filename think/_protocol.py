@@ -505,6 +505,11 @@ def is_data_chunk(chunk: UIMessageChunk) -> TypeIs[DataChunk]:
     return chunk["type"].startswith(DATA_PREFIX)
 
 
+def is_error_chunk(chunk: UIMessageChunk) -> TypeIs[ErrorChunk]:
+    """An `error` chunk: the turn failed, and `errorText` says what a client may be told."""
+    return chunk["type"] == "error"
+
+
 def is_content_chunk(chunk: UIMessageChunk) -> bool:
     """A chunk of what the model says (`CONTENT_CHUNKS`)."""
     return chunk["type"] in CONTENT_CHUNKS
@@ -662,3 +667,8 @@ def data_part(parts: Iterable[PartLike], kind: str, id: str) -> DataUIPart | Non
         if is_data_part(part) and part["type"] == kind and part.get("id") == id:
             return part
     return None
+
+
+def has_output(part: ToolCallPart | None) -> bool:
+    """Whether the call (if there is one) ended with an output, not an error or a denial."""
+    return part is not None and part["state"] == "output-available"

@@ -31,7 +31,7 @@ from temporalio.exceptions import ApplicationError
 
 from think import metrics
 from think._messages import UIMessage
-from think._protocol import is_static_tool_part
+from think._protocol import ToolApprovalRequestChunk, UIMessageChunk, is_static_tool_part
 from think.agent._think import Think
 from think.engine.activities import _observe as observe
 from think.engine.activities._agent_tool import ParentProgress
@@ -209,8 +209,8 @@ class _Streamed:
 
     finish: Finish
     calls: list[Any]
-    approvals: list[dict[str, Any]]
-    rest: list[dict[str, Any]]
+    approvals: list[ToolApprovalRequestChunk]
+    rest: list[UIMessageChunk]
     """Chunks still buffered, written in `record`'s transaction."""
 
 
