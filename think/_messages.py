@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from think._protocol import is_static_tool_part, is_tool_part, tool_name
+from think._protocol import is_static_tool_part, is_tool_part, part_kind, tool_name
 
 Role = Literal["user", "assistant", "system"]
 
@@ -41,8 +41,8 @@ class UIMessage(BaseModel):
     @classmethod
     def _parts_have_types(cls, parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for i, part in enumerate(parts):
-            kind = part.get("type")
-            if not isinstance(kind, str) or not kind:
+            kind = part_kind(part)
+            if not kind:
                 raise ValueError(f"part {i} has no 'type'")
             if kind == "text" and not isinstance(part.get("text"), str):
                 raise ValueError(f"part {i} is a text part without a string 'text'")

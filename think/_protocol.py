@@ -27,7 +27,7 @@ Its keys are the union of the states' keys; a key some state lacks is `NotRequir
 # No `from __future__ import annotations`: on Python 3.11 a TypedDict's `NotRequired[...]` is
 # seen at run time (`__required_keys__`, which the conformance test reads) only when unquoted.
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, NotRequired, TypeAlias, TypedDict, cast
+from typing import Any, Literal, NotRequired, TypeAlias, TypedDict, TypeVar, cast
 
 from typing_extensions import TypeIs
 
@@ -532,7 +532,8 @@ def chunk_kind(chunk: UIMessageChunk) -> str:
 
 # ---- part queries: what the framework asks of a message's parts, answered in one place ----
 # Like the tool-part predicates above they take any mapping (a typed part, or the plain dict a
-# stored message holds), and read only keys the protocol defines.
+# stored message holds), and read only keys the protocol defines; the predicates return `bool`
+# for the reason given there. The queries that hand parts back give them their type.
 
 PartLike: TypeAlias = Mapping[str, Any]
 """A part as a query takes it: a typed `UIMessagePart` or the plain dict read from JSONB."""
@@ -543,20 +544,20 @@ def is_step_start(part: PartLike) -> bool:
     return part.get("type") == "step-start"
 
 
-def is_text_part(part: PartLike) -> TypeIs[TextUIPart]:
+def is_text_part(part: PartLike) -> bool:
     """A text part (one with a string `text`, as `UIMessage` admits it)."""
     return part.get("type") == "text"
 
 
-def is_reasoning_part(part: PartLike) -> TypeIs[ReasoningUIPart]:
+def is_reasoning_part(part: PartLike) -> bool:
     return part.get("type") == "reasoning"
 
 
-def is_file_part(part: PartLike) -> TypeIs[FileUIPart]:
+def is_file_part(part: PartLike) -> bool:
     return part.get("type") == "file"
 
 
-def is_image_part(part: PartLike) -> TypeIs[FileUIPart]:
+def is_image_part(part: PartLike) -> bool:
     """A file part whose media type is an image: what a model is shown as one."""
     return is_file_part(part) and str(part.get("mediaType", "")).startswith("image/")
 
@@ -568,11 +569,11 @@ def part_kind(part: PartLike) -> str:
 
 
 def text_parts(parts: Iterable[PartLike]) -> list[TextUIPart]:
-    return [p for p in parts if is_text_part(p)]
+    return [cast(TextUIPart, p) for p in parts if is_text_part(p)]
 
 
 def image_parts(parts: Iterable[PartLike]) -> list[FileUIPart]:
-    return [p for p in parts if is_image_part(p)]
+    return [cast(FileUIPart, p) for p in parts if is_image_part(p)]
 
 
 def joined_text(parts: Iterable[PartLike]) -> str:
@@ -586,10 +587,13 @@ def joined_reasoning(parts: Iterable[PartLike]) -> str:
     return "".join(str(p.get("text", "")) for p in parts if is_reasoning_part(p))
 
 
-def split_steps(parts: Sequence[PartLike]) -> list[list[PartLike]]:
+_Part = TypeVar("_Part", bound=PartLike)
+
+
+def split_steps(parts: Sequence[_Part]) -> list[list[_Part]]:
     """An assistant message's parts cut at each `step-start`, which is dropped: first what
     came before the first one (often nothing), then one list per step."""
-    steps: list[list[PartLike]] = [[]]
+    steps: list[list[_Part]] = [[]]
     for part in parts:
         if is_step_start(part):
             steps.append([])
@@ -598,7 +602,7 @@ def split_steps(parts: Sequence[PartLike]) -> list[list[PartLike]]:
     return steps
 
 
-def last_step(parts: Sequence[PartLike]) -> Sequence[PartLike]:
+def last_step(parts: Sequence[_Part]) -> Sequence[_Part]:
     """The parts after the last `step-start` (all of them when there is none)."""
     for i in range(len(parts) - 1, -1, -1):
         if is_step_start(parts[i]):
@@ -639,9 +643,10 @@ def is_decided(part: ToolCallPart) -> bool:
     return "approved" in part.get("approval", {})
 
 
-def is_settled(part: ToolCallPart) -> bool:
-    """Whether the call has its outcome: an output, an error, or a denial."""
-    return part["state"].startswith("output-")
+def is_settled(part: PartLike) -> bool:
+    """Whether a tool call's part has its outcome: an output, an error, or a denial."""
+    state = part.get("state")
+    return isinstance(state, str) and state.startswith("output-")
 
 
 def awaits_approval(part: PartLike) -> bool:
@@ -655,7 +660,7 @@ def awaits_result(part: PartLike) -> bool:
     return is_tool_part(part) and part.get("state") == "input-available"
 
 
-def is_data_part(part: PartLike) -> TypeIs[DataUIPart]:
+def is_data_part(part: PartLike) -> bool:
     """A `data-<name>` part."""
     kind = part.get("type")
     return isinstance(kind, str) and kind.startswith(DATA_PREFIX)
@@ -665,10 +670,19 @@ def data_part(parts: Iterable[PartLike], kind: str, id: str) -> DataUIPart | Non
     """The data part of type `kind` and id `id`, which a data chunk of the same two replaces."""
     for part in parts:
         if is_data_part(part) and part["type"] == kind and part.get("id") == id:
-            return part
+            return cast(DataUIPart, part)
     return None
 
 
 def has_output(part: ToolCallPart | None) -> bool:
     """Whether the call (if there is one) ended with an output, not an error or a denial."""
     return part is not None and part["state"] == "output-available"
+
+
+def parts_of(message: Mapping[str, Any] | None) -> list[UIMessagePart]:
+    """The parts of a message as stored (`TurnRecord.message`, a `UIMessage.wire()`), none for
+    a turn without a message yet."""
+    if message is None:
+        return []
+    parts: list[UIMessagePart] = message.get("parts", [])
+    return parts

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from think._messages import UIMessage
+from think._protocol import joined_text
 
 TERMINAL_STATUSES = frozenset({"completed", "error", "aborted", "skipped", "interrupted"})
 PAUSED_STATUSES = frozenset({"awaiting_approval", "awaiting_client_tool"})
@@ -39,7 +40,7 @@ class Message(UIMessage):
     @property
     def text(self) -> str:
         """The message's text parts, joined."""
-        return "".join(str(p.get("text", "")) for p in self.parts if p.get("type") == "text")
+        return joined_text(self.parts)
 
 
 class AgentTool(_Answer):

@@ -14,7 +14,15 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from think._messages import UIMessage
-from think._protocol import is_tool_part, tool_name
+from think._protocol import (
+    image_parts,
+    is_settled,
+    is_tool_part,
+    joined_text,
+    split_steps,
+    text_parts,
+    tool_name,
+)
 
 INTERRUPTED_TOOL_RESULT = "The tool call was interrupted before it produced a result."
 
@@ -106,12 +114,8 @@ def converted(message: UIMessage, repair: Repair) -> tuple[list[dict[str, Any]],
 
 
 def _user_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
-    texts = [p["text"] for p in parts if p.get("type") == "text"]
-    images = [
-        p
-        for p in parts
-        if p.get("type") == "file" and str(p.get("mediaType", "")).startswith("image/")
-    ]
+    texts = [p["text"] for p in text_parts(parts)]
+    images = image_parts(parts)
     if not images:
         return "\n".join(texts)
     content: list[dict[str, Any]] = [{"type": "text", "text": t} for t in texts]
@@ -120,16 +124,9 @@ def _user_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
 
 
 def _assistant(parts: list[dict[str, Any]], repair: Repair) -> list[dict[str, Any]]:
-    steps: list[list[dict[str, Any]]] = [[]]
-    for part in parts:
-        if part.get("type") == "step-start":
-            if steps[-1]:
-                steps.append([])
-        else:
-            steps[-1].append(part)
     out: list[dict[str, Any]] = []
-    for step in steps:
-        text = "".join(p["text"] for p in step if p.get("type") == "text")
+    for step in split_steps(parts):
+        text = joined_text(step)
         calls = [p for p in step if is_tool_part(p)]
         if not text and not calls:
             continue
@@ -149,7 +146,7 @@ def _assistant(parts: list[dict[str, Any]], repair: Repair) -> list[dict[str, An
         out.append(message)
         media: list[dict[str, Any]] = []
         for p in calls:
-            if not str(p.get("state", "")).startswith("output-"):
+            if not is_settled(p):
                 p = repair(p)
             out.append({"role": "tool", "tool_call_id": p["toolCallId"], "content": _result(p)})
             if p.get("state") == "output-available" and is_media(p.get("output")):

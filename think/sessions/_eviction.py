@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from think._current import BOUND
 from think._messages import UIMessage
+from think._protocol import is_file_part
 from think.models._transcript import ByIdentity, is_media
 from think.sessions._truncation import KEEP_WHOLE
 from think.storage import Workspace
@@ -116,7 +117,7 @@ def evict_message(message: UIMessage, min_bytes: int) -> tuple[UIMessage, list[E
     evicted: list[Evicted] = []
     for index, part in enumerate(message.parts):
         new = part
-        if part.get("type") == "file" and isinstance(part.get("url"), str):
+        if is_file_part(part) and isinstance(part.get("url"), str):
             decoded = _decoded(part["url"])
             if decoded is not None and len(decoded[1]) >= min_bytes:
                 media_type = str(part.get("mediaType") or decoded[0])

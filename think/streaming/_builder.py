@@ -14,7 +14,11 @@ from typing import Any, Never
 from think._protocol import (
     DataChunk,
     DataUIPart,
+    ReasoningDeltaChunk,
+    ReasoningEndChunk,
     ReasoningUIPart,
+    TextDeltaChunk,
+    TextEndChunk,
     TextUIPart,
     ToolApproval,
     ToolApprovalRequestChunk,
@@ -84,16 +88,14 @@ class MessageBuilder:
                     reasoning["providerMetadata"] = chunk["providerMetadata"]
                 self._reasoning[chunk["id"]] = reasoning
                 self.parts.append(reasoning)
-            case "text-delta" | "reasoning-delta":
-                active = self._text if chunk["type"] == "text-delta" else self._reasoning
-                delta = active[chunk["id"]]
-                delta["text"] += chunk["delta"]
-                _provider_metadata(delta, chunk.get("providerMetadata"))
-            case "text-end" | "reasoning-end":
-                active = self._text if chunk["type"] == "text-end" else self._reasoning
-                ended = active.pop(chunk["id"])
-                ended["state"] = "done"
-                _provider_metadata(ended, chunk.get("providerMetadata"))
+            case "text-delta":
+                _grow(self._text[chunk["id"]], chunk)
+            case "reasoning-delta":
+                _grow(self._reasoning[chunk["id"]], chunk)
+            case "text-end":
+                _end(self._text.pop(chunk["id"]), chunk)
+            case "reasoning-end":
+                _end(self._reasoning.pop(chunk["id"]), chunk)
             case "tool-input-start":
                 started: ToolUIPart = {
                     "type": tool_part_type(chunk["toolName"]),
@@ -204,6 +206,16 @@ def _unknown(chunk: Never) -> None:
     """A chunk of a type this protocol does not name: mypy proves no producer here makes one,
     and one read back from an older or newer stream log is passed over, as the SDK's client
     does, rather than failing the fold."""
+
+
+def _grow(part: TextUIPart | ReasoningUIPart, chunk: TextDeltaChunk | ReasoningDeltaChunk) -> None:
+    part["text"] += chunk["delta"]
+    _provider_metadata(part, chunk.get("providerMetadata"))
+
+
+def _end(part: TextUIPart | ReasoningUIPart, chunk: TextEndChunk | ReasoningEndChunk) -> None:
+    part["state"] = "done"
+    _provider_metadata(part, chunk.get("providerMetadata"))
 
 
 def _provider_metadata(part: TextUIPart | ReasoningUIPart, metadata: Any) -> None:

@@ -18,7 +18,14 @@ from pydantic import BaseModel
 from temporalio.exceptions import ApplicationError
 
 from think._messages import UIMessage
-from think._protocol import tool_name
+from think._protocol import (
+    joined_reasoning,
+    joined_text,
+    parts_of,
+    split_steps,
+    tool_calls,
+    tool_name,
+)
 from think._settings import Settings
 from think.agent._think import Think
 from think.agent._turn_hooks import (
@@ -196,12 +203,7 @@ def client_specs(turn: TurnRecord, taken: dict[str, Tool]) -> list[ToolSpec]:
 
 def previous_steps(message: dict[str, Any] | None, usage: dict[str, Any]) -> list[StepResult]:
     """The finished steps of the turn's draft message, with the usage recorded for each."""
-    steps: list[list[dict[str, Any]]] = []
-    for part in (message or {}).get("parts", []):
-        if part.get("type") == "step-start":
-            steps.append([])
-        elif steps:
-            steps[-1].append(part)
+    steps = split_steps(parts_of(message))[1:]  # what comes before the first: nothing
     recorded: list[dict[str, Any]] = usage.get("steps", [])
     results = []
     for i, parts in enumerate(steps):
@@ -209,8 +211,8 @@ def previous_steps(message: dict[str, Any] | None, usage: dict[str, Any]) -> lis
         results.append(
             StepResult(
                 step=i,
-                text="".join(p.get("text", "") for p in parts if p.get("type") == "text"),
-                reasoning="".join(p.get("text", "") for p in parts if p.get("type") == "reasoning"),
+                text=joined_text(parts),
+                reasoning=joined_reasoning(parts),
                 tool_calls=[
                     ToolCallRecord(
                         tool_call_id=p["toolCallId"],
@@ -220,8 +222,7 @@ def previous_steps(message: dict[str, Any] | None, usage: dict[str, Any]) -> lis
                         output=p.get("output"),
                         error=p.get("errorText"),
                     )
-                    for p in parts
-                    if "toolCallId" in p
+                    for p in tool_calls(parts)
                 ],
                 finish_reason=str(facts.get("finish_reason", "stop")),
                 model=str(facts.get("model", "")),

@@ -31,7 +31,13 @@ from temporalio.exceptions import ApplicationError
 
 from think import metrics
 from think._messages import UIMessage
-from think._protocol import ToolApprovalRequestChunk, UIMessageChunk, is_static_tool_part
+from think._protocol import (
+    ToolApprovalRequestChunk,
+    UIMessageChunk,
+    is_static_tool_part,
+    parts_of,
+    split_steps,
+)
 from think.agent._think import Think
 from think.engine.activities import _observe as observe
 from think.engine.activities._agent_tool import ParentProgress
@@ -752,12 +758,7 @@ class StepAttempt:
 
 
 def _recorded_step(turn: TurnRecord, step: int, agent: Think) -> ModelStepResult:
-    steps: list[list[dict[str, Any]]] = []
-    for part in (turn.message or {}).get("parts", []):
-        if part.get("type") == "step-start":
-            steps.append([])
-        elif steps:
-            steps[-1].append(part)
+    steps = split_steps(parts_of(turn.message))[1:]  # what comes before the first: nothing
     parts = steps[step] if step < len(steps) else []
     called = any(is_static_tool_part(p) for p in parts)
     return ModelStepResult(

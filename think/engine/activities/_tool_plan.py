@@ -10,10 +10,17 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from think._messages import new_id
-from think._protocol import ToolApprovalRequestChunk, is_static_tool_part, tool_name
+from think._protocol import (
+    PartLike,
+    ToolApprovalRequestChunk,
+    is_settled,
+    is_static_tool_part,
+    tool_name,
+)
 from think.agent._agent_tool import AgentTool
 from think.agent._think import Think
 from think.engine.activities._ids import tool_call_ids
@@ -125,14 +132,14 @@ async def _needs_approval(
 
 
 def recorded_calls(
-    turn: TurnRecord, parts: list[dict[str, Any]], tools: dict[str, Tool]
+    turn: TurnRecord, parts: Sequence[PartLike], tools: dict[str, Tool]
 ) -> list[ToolCallRef]:
     """The plan of a step that is already recorded, from its stored parts: calls without a
     settled result, with the approval ids the step announced."""
     clients = client_tool_names(turn)
     planned: list[ToolCallRef] = []
     for part in parts:
-        if not is_static_tool_part(part) or str(part.get("state", "")).startswith("output-"):
+        if not is_static_tool_part(part) or is_settled(part):
             continue
         name = tool_name(part)
         tool = tools.get(name)
