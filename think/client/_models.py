@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from think._messages import UIMessage
+from think._messages import Parts, UIMessage
 from think._protocol import joined_text
 
 TERMINAL_STATUSES = frozenset({"completed", "error", "aborted", "skipped", "interrupted"})
@@ -35,7 +35,7 @@ class Message(UIMessage):
 
     model_config = ConfigDict(extra="ignore")
 
-    parts: list[dict[str, Any]] = Field(default_factory=list)
+    parts: Parts = Field(default_factory=list)
 
     @property
     def text(self) -> str:

@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar, cast
 
 from think._messages import UIMessage
 from think._protocol import (
+    PartLike,
     image_parts,
     is_settled,
     is_tool_part,
@@ -113,7 +114,7 @@ def converted(message: UIMessage, repair: Repair) -> tuple[list[dict[str, Any]],
     return result, repaired
 
 
-def _user_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+def _user_content(parts: Sequence[PartLike]) -> str | list[dict[str, Any]]:
     texts = [p["text"] for p in text_parts(parts)]
     images = image_parts(parts)
     if not images:
@@ -123,7 +124,7 @@ def _user_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
     return content
 
 
-def _assistant(parts: list[dict[str, Any]], repair: Repair) -> list[dict[str, Any]]:
+def _assistant(parts: Sequence[PartLike], repair: Repair) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for step in split_steps(parts):
         text = joined_text(step)
@@ -147,7 +148,8 @@ def _assistant(parts: list[dict[str, Any]], repair: Repair) -> list[dict[str, An
         media: list[dict[str, Any]] = []
         for p in calls:
             if not is_settled(p):
-                p = repair(p)
+                # A repair takes and gives the plain dict a part is at run time.
+                p = repair(cast(dict[str, Any], p))
             out.append({"role": "tool", "tool_call_id": p["toolCallId"], "content": _result(p)})
             if p.get("state") == "output-available" and is_media(p.get("output")):
                 media.append(p["output"])
@@ -175,7 +177,7 @@ def _media_part(media: dict[str, Any]) -> dict[str, Any]:
     return {"type": "file", "file": {"filename": name, "file_data": media["url"]}}
 
 
-def _result(part: dict[str, Any]) -> str:
+def _result(part: PartLike) -> str:
     state = part.get("state")
     if state == "output-available":
         output = part.get("output")
