@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from think._protocol import (
     PartLike,
+    UIMessageJSON,
     UIMessagePart,
     is_static_tool_part,
     is_tool_part,
@@ -27,10 +28,14 @@ from think._protocol import (
 
 if TYPE_CHECKING:
     Parts: TypeAlias = list[UIMessagePart]
+    MessageJSON: TypeAlias = UIMessageJSON
 else:
     # What pydantic validates (and the OpenAPI document shows): JSON objects with a `type`,
     # checked by `_parts_have_types`, not per part type: a part is a plain dict at run time.
     Parts: TypeAlias = list[dict[str, Any]]
+    # A message as JSON, as a record holds it (`TurnRecord.message`): any JSON object to
+    # pydantic, as before it was typed.
+    MessageJSON: TypeAlias = dict[str, Any]
 
 Role = Literal["user", "assistant", "system"]
 

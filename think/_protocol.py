@@ -443,6 +443,16 @@ ToolCallPart: TypeAlias = ToolUIPart | DynamicToolUIPart
 """A tool call's part, static (`tool-<name>`) or dynamic."""
 
 
+class UIMessageJSON(TypedDict):
+    """A UIMessage as JSON (`UIMessage.wire()`): what a turn's draft and stored message are
+    (`TurnRecord.message`), folded by `MessageBuilder`."""
+
+    id: str
+    role: Literal["user", "assistant", "system"]
+    parts: list[UIMessagePart]
+    metadata: NotRequired[dict[str, JSONValue]]
+
+
 # ---- tool parts by name: the one place a tool's name meets a part's type ----
 # These take any mapping, not only the typed parts: stored parts come back from JSONB as the plain
 # dicts of `UIMessage.parts`, and a part that is not a tool part must answer False, not fail.

@@ -13,7 +13,7 @@ activity, while the child's steps show their progress in the parent's stream
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Unpack
 
 from pydantic import BaseModel, ConfigDict
@@ -71,7 +71,7 @@ class AgentToolResult(BaseModel):
         return self.model_dump(exclude={"error"})
 
 
-def answer_text(message: dict[str, Any] | None) -> str:
+def answer_text(message: Mapping[str, Any] | None) -> str:
     """The text of a message's last step: a turn's final answer (earlier steps' text came
     before tool calls)."""
     parts = parts_of(message)

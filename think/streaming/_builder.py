@@ -27,6 +27,7 @@ from think._protocol import (
     ToolInputErrorChunk,
     ToolUIPart,
     UIMessageChunk,
+    UIMessageJSON,
     UIMessagePart,
     approval_part,
     data_part,
@@ -38,8 +39,8 @@ from think._protocol import (
 
 
 class MessageBuilder:
-    def __init__(self, message: dict[str, Any] | None = None) -> None:
-        self.message: dict[str, Any] = (
+    def __init__(self, message: UIMessageJSON | None = None) -> None:
+        self.message: UIMessageJSON = (
             copy.deepcopy(message) if message else {"id": "", "role": "assistant", "parts": []}
         )
         self._text: dict[str, TextUIPart] = {}
@@ -47,8 +48,7 @@ class MessageBuilder:
 
     @property
     def parts(self) -> list[UIMessagePart]:
-        parts: list[UIMessagePart] = self.message["parts"]
-        return parts
+        return self.message["parts"]
 
     def tool_part(self, tool_call_id: str) -> ToolCallPart | None:
         return tool_part(self.parts, tool_call_id)

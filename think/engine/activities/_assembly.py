@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import inspect
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ from temporalio.exceptions import ApplicationError
 
 from think._messages import UIMessage
 from think._protocol import (
+    UIMessageJSON,
     joined_reasoning,
     joined_text,
     parts_of,
@@ -201,7 +202,7 @@ def client_specs(turn: TurnRecord, taken: dict[str, Tool]) -> list[ToolSpec]:
     ]
 
 
-def previous_steps(message: dict[str, Any] | None, usage: dict[str, Any]) -> list[StepResult]:
+def previous_steps(message: Mapping[str, Any] | None, usage: dict[str, Any]) -> list[StepResult]:
     """The finished steps of the turn's draft message, with the usage recorded for each."""
     steps = split_steps(parts_of(message))[1:]  # what comes before the first: nothing
     recorded: list[dict[str, Any]] = usage.get("steps", [])
@@ -237,7 +238,7 @@ async def assemble(
     agent: Think,
     turn: TurnRecord,
     transcript: list[UIMessage],
-    draft: dict[str, Any],
+    draft: UIMessageJSON,
     step: int,
     settings: Settings,
     histories: ChatHistories,

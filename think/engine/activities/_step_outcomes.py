@@ -14,7 +14,7 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from think._protocol import UIMessageChunk
+from think._protocol import UIMessageChunk, UIMessageJSON
 from think.agent._recovery import ChatRecoveryContext, ChatRecoveryOptions
 from think.agent._think import Think
 from think.agent._turn_hooks import ChatErrorStage, StepFinishContext
@@ -133,7 +133,7 @@ class StepOutcomes:
         self,
         agent: Think,
         turn: TurnRecord,
-        message: dict[str, Any],
+        message: UIMessageJSON,
         chunks: list[UIMessageChunk],
         text: str,
         fence: Fence | None,

@@ -22,6 +22,7 @@ from think._protocol import (
     ToolApprovalResponseChunk,
     ToolCallPart,
     UIMessageChunk,
+    UIMessageJSON,
     chunk_kind,
     has_output,
     is_decided,
@@ -337,7 +338,7 @@ async def tool_call_of(
     return turn, part
 
 
-def _status(turn: TurnRecord, message: dict[str, Any], agent: Think) -> str:
+def _status(turn: TurnRecord, message: UIMessageJSON, agent: Think) -> str:
     if turn.status not in ("running", "awaiting_approval", "awaiting_client_tool"):
         return turn.status
     return paused_status(message, client_tool_names(turn), turn_tools(agent, turn))

@@ -17,6 +17,7 @@ from think._messages import new_id
 from think._protocol import (
     PartLike,
     ToolApprovalRequestChunk,
+    UIMessageJSON,
     is_settled,
     is_static_tool_part,
     tool_name,
@@ -160,7 +161,7 @@ def recorded_calls(
     return planned
 
 
-def paused_status(message: dict[str, Any], clients: set[str], tools: dict[str, Tool]) -> str:
+def paused_status(message: UIMessageJSON, clients: set[str], tools: dict[str, Tool]) -> str:
     """The turn's status as its message says: waiting for a person, for the client, or not."""
     waiting_client = False
     for part in message.get("parts", []):

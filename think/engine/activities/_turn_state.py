@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from typing import Any, cast
 
 from think._messages import UIMessage
-from think._protocol import FinishReason, UIMessageChunk
+from think._protocol import FinishReason, UIMessageChunk, UIMessageJSON
 from think.storage import (
     NOW,
     Conn,
@@ -64,7 +64,7 @@ async def end_turn(
     queue: QueueLock,
     *,
     status: str,
-    message: dict[str, Any],
+    message: UIMessageJSON,
     chunks: list[UIMessageChunk],
     fence: Fence | None = None,
     error: str | None = None,
