@@ -9,7 +9,7 @@ the attempt that replaced it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from psycopg.pq import TransactionStatus
@@ -178,7 +178,7 @@ async def claim(conn: Conn, turn_id: str, key: str) -> Fence:
 async def append(
     conn: Conn,
     turn_id: str,
-    chunks: Sequence[Mapping[str, Any]],
+    chunks: Sequence[UIMessageChunk],
     fence: Fence | None = None,
     *,
     while_open: bool = False,

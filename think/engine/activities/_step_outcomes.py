@@ -14,7 +14,7 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from think._protocol import UIMessageChunk, UIMessageJSON
+from think._protocol import DataChunk, UIMessageChunk, UIMessageJSON
 from think.agent._recovery import ChatRecoveryContext, ChatRecoveryOptions
 from think.agent._think import Think
 from think.agent._turn_hooks import ChatErrorStage, StepFinishContext
@@ -212,14 +212,19 @@ class StepOutcomes:
         options = ChatRecoveryOptions()
         if failures < budget:
             options = await recovery_options(agent, turn, step, failures, cause)
-        recovering = {
+        recovering: DataChunk = {
             "type": "data-recovering",
             "data": {"attempt": failures + 1, "max_attempts": budget, "cause": cause},
             "transient": True,
         }
         if failures < budget and options.continue_ and options.persist and step.has_output:
             # Keep what the model said as a finished step; the next step continues from it.
-            kept = [*rest, *step.interrupt(), {"type": "finish-step"}, recovering]
+            kept: list[UIMessageChunk] = [
+                *rest,
+                *step.interrupt(),
+                {"type": "finish-step"},
+                recovering,
+            ]
             step.builder.apply({"type": "finish-step"})
             async with self.res.store.db.transaction() as conn:
                 await append(
