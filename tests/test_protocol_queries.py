@@ -19,6 +19,7 @@ from think._protocol import (
 )
 from think.storage import TurnRecord
 from think.storage._records import TurnRequest
+from think.streaming._builder import MessageBuilder
 from think.turns._views import (
     approval_decided,
     approval_request,
@@ -117,3 +118,14 @@ def test_steps_and_their_text() -> None:
     assert tool_part(parts, "c1") is parts[3] and tool_part(parts, "c2") is None
     assert approval_part(parts, "a") is None
     assert parts_of(None) == [] and parts_of({"parts": parts}) is parts
+
+
+def test_the_builder_passes_over_a_chunk_type_it_does_not_know() -> None:
+    # A stream log written by a newer version may hold one: the fold goes on, as the SDK's does.
+    builder = MessageBuilder()
+    builder.apply({"type": "start-step"})
+    builder.apply({"type": "some-future-chunk", "id": "x"})
+    builder.apply({"type": "data-note", "data": 1, "transient": True})
+    builder.apply({"type": "data-note", "id": "n", "data": 1})
+    builder.apply({"type": "data-note", "id": "n", "data": 2})
+    assert builder.parts == [{"type": "step-start"}, {"type": "data-note", "id": "n", "data": 2}]
