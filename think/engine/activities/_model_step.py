@@ -29,11 +29,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from think._messages import UIMessage
-from think._protocol import (
-    is_static_tool_part,
-    parts_of,
-    split_steps,
-)
+from think._protocol import is_static_tool_part, parts_of, split_steps
 from think.agent._think import Think
 from think.engine.activities import _observe as observe
 from think.engine.activities._agent_tool import ParentProgress
