@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from pydantic import BaseModel
 from temporalio.service import RPCError
@@ -26,8 +25,10 @@ from think.server import (
     SUBMIT_TOOL_RESULT,
     ToolDecision,
     ToolResultSubmission,
-    client_tool_names,
-    tool_part_name,
+    approval_decided,
+    approval_request,
+    client_tool_call,
+    tool_call_answered,
     turn_workflow_id,
     wait_for_turn,
 )
@@ -45,30 +46,12 @@ APPLY_WAIT = 0.5
 """How long a decision route waits to see its answer applied before answering 202."""
 
 
-def _parts(turn: TurnRecord) -> list[dict[str, Any]]:
-    return list((turn.message or {}).get("parts", []))
-
-
-def _approval_part(turn: TurnRecord, approval_id: str) -> dict[str, Any] | None:
-    for part in _parts(turn):
-        if (part.get("approval") or {}).get("id") == approval_id:
-            return part
-    return None
-
-
-def _tool_part(turn: TurnRecord, tool_call_id: str) -> dict[str, Any] | None:
-    for part in _parts(turn):
-        if part.get("toolCallId") == tool_call_id:
-            return part
-    return None
-
-
 def _decided(approval_id: str) -> Callable[[TurnRecord], bool]:
-    return lambda t: "approved" in ((_approval_part(t, approval_id) or {}).get("approval") or {})
+    return lambda t: approval_decided(t, approval_id)
 
 
 def _answered(tool_call_id: str) -> Callable[[TurnRecord], bool]:
-    return lambda t: str((_tool_part(t, tool_call_id) or {}).get("state", "")).startswith("output-")
+    return lambda t: tool_call_answered(t, tool_call_id)
 
 
 async def decide(
@@ -76,7 +59,7 @@ async def decide(
 ) -> tuple[TurnRecord, bool]:
     """Record and send a decision; the turn as it stands, and whether the decision shows in
     it yet."""
-    if _approval_part(turn, decision.approval_id) is None:
+    if approval_request(turn, decision.approval_id) is None:
         raise Problem(
             404,
             f"turn {public_turn_id(turn.id)!r} has no approval request {decision.approval_id!r}",
@@ -90,8 +73,7 @@ async def submit_tool_result(
     res: Resources, turn: TurnRecord, result: ToolResultSubmission
 ) -> tuple[TurnRecord, bool]:
     """Record and send a client tool's result; as `decide` answers."""
-    part = _tool_part(turn, result.tool_call_id)
-    if part is None or tool_part_name(part) not in client_tool_names(turn):
+    if client_tool_call(turn, result.tool_call_id) is None:
         raise Problem(
             404,
             f"turn {public_turn_id(turn.id)!r} has no client tool call "

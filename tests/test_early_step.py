@@ -18,12 +18,8 @@ from tests._logs import hook_calls
 from tests._stack import Stack
 from tests._turn_helpers import wait_turn
 from think.engine.activities._early_steps import _given_up
-from think.engine.activities._model_step import (
-    EarlyStep,
-    _CancelSubscription,
-    _Prepared,
-    _SentRequest,
-)
+from think.engine.activities._model_step import EarlyStep
+from think.engine.activities._model_stream import CancelSubscription, PreparedStep, SentRequest
 from think.models import Finish, ModelEvent, TextDelta
 from think.testing import FakeOpenAIServer, text
 
@@ -106,7 +102,7 @@ class _Stream:
 
 async def test_a_sent_request_is_on_its_way_before_its_first_read() -> None:
     stream = _Stream([TextDelta(delta="a"), TextDelta(delta="b"), Finish()])
-    sent = _SentRequest(stream.run())
+    sent = SentRequest(stream.run())
     await asyncio.wait_for(stream.started.wait(), 1)  # nobody has read yet
     assert [e async for e in sent] == stream.events
     await sent.aclose()
@@ -115,13 +111,13 @@ async def test_a_sent_request_is_on_its_way_before_its_first_read() -> None:
 
 async def test_a_sent_request_that_answers_nothing_ends() -> None:
     stream = _Stream([])
-    sent = _SentRequest(stream.run())
+    sent = SentRequest(stream.run())
     assert [e async for e in sent] == []
 
 
 async def test_a_sent_request_given_up_on_its_way_is_cut_off() -> None:
     stream = _Stream([TextDelta(delta="never")], block_first=True)
-    sent = _SentRequest(stream.run())
+    sent = SentRequest(stream.run())
     await asyncio.wait_for(stream.started.wait(), 1)
     await asyncio.wait_for(sent.aclose(), 1)  # no "generator is already running"
     assert stream.closed
@@ -129,7 +125,7 @@ async def test_a_sent_request_given_up_on_its_way_is_cut_off() -> None:
 
 async def test_a_reader_cancelled_while_it_waits_for_the_first_event_leaves_it_closable() -> None:
     stream = _Stream([TextDelta(delta="never")], block_first=True)
-    sent = _SentRequest(stream.run())
+    sent = SentRequest(stream.run())
     reader = asyncio.create_task(anext(sent))
     await asyncio.wait_for(stream.started.wait(), 1)
     reader.cancel()
@@ -143,7 +139,7 @@ async def test_a_failed_first_event_reaches_the_reader() -> None:
         raise RuntimeError("model down")
         yield Finish()  # pragma: no cover - makes this a generator
 
-    sent = _SentRequest(failing())
+    sent = SentRequest(failing())
     try:
         await anext(sent)
     except RuntimeError as exc:
@@ -155,14 +151,14 @@ async def test_a_failed_first_event_reaches_the_reader() -> None:
 def _early(events: AsyncIterator[ModelEvent]) -> EarlyStep:
     """An early step holding `events`; what else it holds plays no part in giving it up."""
     unused = cast(Any, None)
-    prepared = _Prepared(unused, unused, unused, None, events, 0.0)
+    prepared = PreparedStep(unused, unused, unused, None, events, 0.0)
     no_listener = cast(Any, SimpleNamespace(cancels=None))
-    return EarlyStep(unused, unused, [], prepared, _CancelSubscription(no_listener, "t"))
+    return EarlyStep(unused, unused, [], prepared, CancelSubscription(no_listener, "t"))
 
 
 async def test_an_early_step_given_up_cuts_its_request_off() -> None:
     stream = _Stream([TextDelta(delta="never")], block_first=True)
-    sent = _SentRequest(stream.run())
+    sent = SentRequest(stream.run())
 
     async def begun() -> EarlyStep | None:
         return _early(sent)

@@ -11,11 +11,31 @@ import html
 import json
 import re
 import secrets
-from typing import Any, Literal, TypeVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from think._protocol import is_static_tool_part, is_tool_part, tool_name
+from think._protocol import (
+    PartLike,
+    UIMessageJSON,
+    UIMessagePart,
+    is_static_tool_part,
+    is_tool_part,
+    part_kind,
+    tool_name,
+)
+
+if TYPE_CHECKING:
+    Parts: TypeAlias = list[UIMessagePart]
+    MessageJSON: TypeAlias = UIMessageJSON
+else:
+    # What pydantic validates (and the OpenAPI document shows): JSON objects with a `type`,
+    # checked by `_parts_have_types`, not per part type: a part is a plain dict at run time.
+    Parts: TypeAlias = list[dict[str, Any]]
+    # A message as JSON, as a record holds it (`TurnRecord.message`): any JSON object to
+    # pydantic, as before it was typed.
+    MessageJSON: TypeAlias = dict[str, Any]
 
 Role = Literal["user", "assistant", "system"]
 
@@ -34,15 +54,15 @@ class UIMessage(BaseModel):
 
     id: str = Field(default_factory=lambda: new_id("msg"), min_length=1, max_length=200)
     role: Role
-    parts: list[dict[str, Any]] = Field(min_length=1)
+    parts: Parts = Field(min_length=1)
     metadata: dict[str, Any] | None = None
 
     @field_validator("parts")
     @classmethod
     def _parts_have_types(cls, parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for i, part in enumerate(parts):
-            kind = part.get("type")
-            if not isinstance(kind, str) or not kind:
+            kind = part_kind(part)
+            if not kind:
                 raise ValueError(f"part {i} has no 'type'")
             if kind == "text" and not isinstance(part.get("text"), str):
                 raise ValueError(f"part {i} is a text part without a string 'text'")
@@ -80,7 +100,7 @@ SEARCH_TEXT_LIMIT = 100_000
 worth indexing past its start."""
 
 
-def text_of(parts: list[dict[str, Any]]) -> str:
+def text_of(parts: Sequence[PartLike]) -> str:
     """The text of a message as a person reads it in a transcript: its text parts, and for
     each tool call the tool's name, input and output (or error). Reasoning is left out: it is
     the model's working, often long, and would outrank what was actually said."""
@@ -103,7 +123,7 @@ def text_of(parts: list[dict[str, Any]]) -> str:
     return "\n".join(s for s in out if s)
 
 
-def search_text(parts: list[dict[str, Any]]) -> str:
+def search_text(parts: Sequence[PartLike]) -> str:
     """What `messages.text_content` stores for full-text search: `text_of`, cut at
     `SEARCH_TEXT_LIMIT` and HTML-escaped.
 

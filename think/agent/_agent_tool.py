@@ -13,12 +13,13 @@ activity, while the child's steps show their progress in the parent's stream
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Unpack
 
 from pydantic import BaseModel, ConfigDict
 
 from think._messages import ID
+from think._protocol import joined_text, last_step_text, parts_of
 from think.agent._turn_api import AddOptions, ChatOptions, TurnAPI
 from think.exceptions import ToolError, UserError
 from think.tools._tool import Tool
@@ -70,16 +71,11 @@ class AgentToolResult(BaseModel):
         return self.model_dump(exclude={"error"})
 
 
-def answer_text(message: dict[str, Any] | None) -> str:
+def answer_text(message: Mapping[str, Any] | None) -> str:
     """The text of a message's last step: a turn's final answer (earlier steps' text came
     before tool calls)."""
-    parts = (message or {}).get("parts", [])
-    starts = [i for i, p in enumerate(parts) if p.get("type") == "step-start"]
-    tail = parts[starts[-1] + 1 :] if starts else parts
-    text = "".join(str(p.get("text", "")) for p in tail if p.get("type") == "text")
-    if text:
-        return text
-    return "".join(str(p.get("text", "")) for p in parts if p.get("type") == "text")
+    parts = parts_of(message)
+    return last_step_text(parts) or joined_text(parts)
 
 
 class AgentTool(Tool):

@@ -12,6 +12,7 @@ import re
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from think._protocol import UIMessageChunk
 from think.agent._conversation_methods import ConversationMethods
 from think.agent._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptions
 from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
@@ -274,9 +275,10 @@ class Think(ConversationMethods):
         Runs in that step's activity, again if the step is retried."""
         return None
 
-    def on_chunk(self, chunk: dict[str, Any]) -> None:
+    def on_chunk(self, chunk: UIMessageChunk) -> None:
         """Observe each UI message chunk as it is produced (sync; keep it fast: it runs on the
-        stream's hot path, in the model-step activity)."""
+        stream's hot path, in the model-step activity). The chunk is typed
+        (`think.streaming.UIMessageChunk`): a `match` on its `type` narrows it to its fields."""
 
     def on_step_finish(self, ctx: StepFinishContext) -> Awaitable[None] | None:
         """Observe a finished step with its tool results (sync or async). Runs in the next

@@ -12,7 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from think._messages import UIMessage
+from think._messages import Parts, UIMessage
+from think._protocol import joined_text
 
 TERMINAL_STATUSES = frozenset({"completed", "error", "aborted", "skipped", "interrupted"})
 PAUSED_STATUSES = frozenset({"awaiting_approval", "awaiting_client_tool"})
@@ -34,12 +35,12 @@ class Message(UIMessage):
 
     model_config = ConfigDict(extra="ignore")
 
-    parts: list[dict[str, Any]] = Field(default_factory=list)
+    parts: Parts = Field(default_factory=list)
 
     @property
     def text(self) -> str:
         """The message's text parts, joined."""
-        return "".join(str(p.get("text", "")) for p in self.parts if p.get("type") == "text")
+        return joined_text(self.parts)
 
 
 class AgentTool(_Answer):

@@ -10,11 +10,20 @@ from __future__ import annotations
 import json
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar, cast
 
 from think._messages import UIMessage
-from think._protocol import is_tool_part, tool_name
+from think._protocol import (
+    PartLike,
+    image_parts,
+    is_settled,
+    is_tool_part,
+    joined_text,
+    split_steps,
+    text_parts,
+    tool_name,
+)
 
 INTERRUPTED_TOOL_RESULT = "The tool call was interrupted before it produced a result."
 
@@ -105,13 +114,9 @@ def converted(message: UIMessage, repair: Repair) -> tuple[list[dict[str, Any]],
     return result, repaired
 
 
-def _user_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
-    texts = [p["text"] for p in parts if p.get("type") == "text"]
-    images = [
-        p
-        for p in parts
-        if p.get("type") == "file" and str(p.get("mediaType", "")).startswith("image/")
-    ]
+def _user_content(parts: Sequence[PartLike]) -> str | list[dict[str, Any]]:
+    texts = [p["text"] for p in text_parts(parts)]
+    images = image_parts(parts)
     if not images:
         return "\n".join(texts)
     content: list[dict[str, Any]] = [{"type": "text", "text": t} for t in texts]
@@ -119,17 +124,10 @@ def _user_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
     return content
 
 
-def _assistant(parts: list[dict[str, Any]], repair: Repair) -> list[dict[str, Any]]:
-    steps: list[list[dict[str, Any]]] = [[]]
-    for part in parts:
-        if part.get("type") == "step-start":
-            if steps[-1]:
-                steps.append([])
-        else:
-            steps[-1].append(part)
+def _assistant(parts: Sequence[PartLike], repair: Repair) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for step in steps:
-        text = "".join(p["text"] for p in step if p.get("type") == "text")
+    for step in split_steps(parts):
+        text = joined_text(step)
         calls = [p for p in step if is_tool_part(p)]
         if not text and not calls:
             continue
@@ -149,8 +147,9 @@ def _assistant(parts: list[dict[str, Any]], repair: Repair) -> list[dict[str, An
         out.append(message)
         media: list[dict[str, Any]] = []
         for p in calls:
-            if not str(p.get("state", "")).startswith("output-"):
-                p = repair(p)
+            if not is_settled(p):
+                # A repair takes and gives the plain dict a part is at run time.
+                p = repair(cast(dict[str, Any], p))
             out.append({"role": "tool", "tool_call_id": p["toolCallId"], "content": _result(p)})
             if p.get("state") == "output-available" and is_media(p.get("output")):
                 media.append(p["output"])
@@ -178,7 +177,7 @@ def _media_part(media: dict[str, Any]) -> dict[str, Any]:
     return {"type": "file", "file": {"filename": name, "file_data": media["url"]}}
 
 
-def _result(part: dict[str, Any]) -> str:
+def _result(part: PartLike) -> str:
     state = part.get("state")
     if state == "output-available":
         output = part.get("output")

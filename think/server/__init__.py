@@ -11,8 +11,9 @@ named here, so the framework's insides can move without breaking them.
   `Waited`), `settled`, `follow` (the SSE replay loop),
   `cancel_turn`, `hand_off`, `DispatchFailed`, `RESEND_AFTER`;
 - the turn view every door shows: `turn_view`, `TurnView`, `TurnFields` (what HTTP's `Turn`
-  shows of it as it is), `PendingApproval`, `PendingClientTool`, `client_tool_names`,
-  `tool_part_name`;
+  shows of it as it is), `PendingApproval`, `PendingClientTool`, `client_tool_names`;
+- what a paused turn waits for, read from its message: `approval_request`,
+  `approval_decided`, `client_tool_call`, `tool_call_answered`;
 - decisions sent to a paused turn: `ToolDecision`, `ToolResultSubmission`, `APPROVE`,
   `SUBMIT_TOOL_RESULT`, `turn_workflow_id`;
 - a conversation's workspace, for the gateway's reads: `Workspace`, `workspace_path`,
@@ -35,13 +36,16 @@ from think.turns import (
     Waited,
     admit,
     admit_submission,
+    approval_decided,
+    approval_request,
     cancel_turn,
+    client_tool_call,
     client_tool_names,
     dispatch,
     follow,
     hand_off,
     request_hash,
-    tool_part_name,
+    tool_call_answered,
     turn_fingerprint,
     turn_view,
     wait_for_answer,
@@ -78,8 +82,11 @@ __all__ = [
     "WorkspacePathError",
     "admit",
     "admit_submission",
+    "approval_decided",
+    "approval_request",
     "build_worker",
     "cancel_turn",
+    "client_tool_call",
     "client_tool_names",
     "connect",
     "dispatch",
@@ -91,7 +98,7 @@ __all__ = [
     "run_worker",
     "settled",
     "sweep_once",
-    "tool_part_name",
+    "tool_call_answered",
     "turn_fingerprint",
     "turn_view",
     "turn_workflow_id",

@@ -26,7 +26,14 @@ from typing import Any, Literal, TypeAlias
 from pydantic import BaseModel, Field
 
 from think._messages import UIMessage
-from think._protocol import is_tool_part, tool_name
+from think._protocol import (
+    PartLike,
+    is_file_part,
+    is_text_part,
+    is_tool_part,
+    joined_text,
+    tool_name,
+)
 from think._settings import Settings
 from think.exceptions import UserError
 from think.models import ModelClient, ModelRequest, TextDelta, resolve_model
@@ -264,25 +271,31 @@ def render_transcript(messages: Sequence[UIMessage]) -> str:
     lines: list[str] = []
     for message in messages:
         if is_summary(message):
-            text = "".join(str(p.get("text", "")) for p in message.parts)
+            text = joined_text(message.parts)
             lines.append("Earlier summary: " + text.removeprefix(SUMMARY_HEADER).strip())
             continue
         who = {"user": "User", "assistant": "Assistant"}.get(message.role, "System")
         for part in message.parts:
-            kind = str(part.get("type", ""))
-            if kind == "text" and str(part.get("text", "")).strip():
-                lines.append(f"{who}: {part['text']}")
-            elif is_tool_part(part):
-                call = f"{tool_name(part)}({_short(part.get('input'), 500)})"
-                if part.get("state") == "output-available":
-                    lines.append(f"Tool {call} returned: {_short(part.get('output'))}")
-                elif part.get("state") == "output-error":
-                    lines.append(f"Tool {call} failed: {_short(part.get('errorText'))}")
-                else:
-                    lines.append(f"Tool {call} did not run.")
-            elif kind == "file":
-                lines.append(f"{who} attached a file ({part.get('mediaType', 'unknown type')}).")
+            line = _line(who, part)
+            if line is not None:
+                lines.append(line)
     return "\n".join(lines)
+
+
+def _line(who: str, part: PartLike) -> str | None:
+    """One part as a line of the plain-text transcript; None for what it leaves out."""
+    if is_text_part(part):
+        return f"{who}: {part['text']}" if str(part.get("text", "")).strip() else None
+    if is_tool_part(part):
+        call = f"{tool_name(part)}({_short(part.get('input'), 500)})"
+        if part.get("state") == "output-available":
+            return f"Tool {call} returned: {_short(part.get('output'))}"
+        if part.get("state") == "output-error":
+            return f"Tool {call} failed: {_short(part.get('errorText'))}"
+        return f"Tool {call} did not run."
+    if is_file_part(part):
+        return f"{who} attached a file ({part.get('mediaType', 'unknown type')})."
+    return None
 
 
 def _short(value: Any, limit: int = TOOL_OUTPUT_CHARS) -> str:

@@ -25,12 +25,12 @@ import binascii
 import mimetypes
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from think._current import BOUND
 from think._messages import UIMessage
+from think._protocol import PartLike, is_file_part
 from think.models._transcript import ByIdentity, is_media
 from think.sessions._truncation import KEEP_WHOLE
 from think.storage import Workspace
@@ -112,28 +112,37 @@ def evict_message(message: UIMessage, min_bytes: int) -> tuple[UIMessage, list[E
     cached = _evictions.get(message)
     if cached is not None:
         return cached
-    parts: list[dict[str, Any]] = []
+    parts: list[PartLike] = []
     evicted: list[Evicted] = []
     for index, part in enumerate(message.parts):
-        new = part
-        if part.get("type") == "file" and isinstance(part.get("url"), str):
-            decoded = _decoded(part["url"])
-            if decoded is not None and len(decoded[1]) >= min_bytes:
-                media_type = str(part.get("mediaType") or decoded[0])
-                path = _path(message.id, index, media_type)
-                evicted.append(Evicted(path, media_type, decoded[1]))
-                new = {"type": "text", "text": marker(media_type, len(decoded[1]), path)}
-        elif is_media(part.get("output")) and part.get("state") == "output-available":
-            decoded = _decoded(part["output"]["url"])
-            if decoded is not None and len(decoded[1]) >= min_bytes:
-                media_type = str(part["output"]["mediaType"])
-                path = _path(message.id, index, media_type)
-                evicted.append(Evicted(path, media_type, decoded[1]))
-                new = {**part, "output": marker(media_type, len(decoded[1]), path)}
+        new, gone = _evict_part(message.id, index, part, min_bytes)
+        if gone is not None:
+            evicted.append(gone)
         parts.append(new)
     result = (message.model_copy(update={"parts": parts}) if evicted else message, evicted)
     _evictions.put(message, result)
     return result
+
+
+def _evict_part(
+    message_id: str, index: int, part: PartLike, min_bytes: int
+) -> tuple[PartLike, Evicted | None]:
+    """`part`, or what stands in for its media once evicted, and the media evicted."""
+    if is_file_part(part) and isinstance(part.get("url"), str):
+        decoded = _decoded(part["url"])
+        if decoded is not None and len(decoded[1]) >= min_bytes:
+            media_type = str(part.get("mediaType") or decoded[0])
+            path = _path(message_id, index, media_type)
+            new = {"type": "text", "text": marker(media_type, len(decoded[1]), path)}
+            return new, Evicted(path, media_type, decoded[1])
+    elif is_media(part.get("output")) and part.get("state") == "output-available":
+        decoded = _decoded(part["output"]["url"])
+        if decoded is not None and len(decoded[1]) >= min_bytes:
+            media_type = str(part["output"]["mediaType"])
+            path = _path(message_id, index, media_type)
+            new = {**part, "output": marker(media_type, len(decoded[1]), path)}
+            return new, Evicted(path, media_type, decoded[1])
+    return part, None
 
 
 def evict(

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
 
 from think._messages import UIMessage
-from think._protocol import is_tool_part
+from think._protocol import PartLike, is_text_part, is_tool_part
 from think.exceptions import UserError
 from think.models._transcript import ByIdentity
 
@@ -84,9 +83,8 @@ def _cut(message: UIMessage) -> UIMessage:
     return message
 
 
-def _cut_part(part: dict[str, Any]) -> dict[str, Any]:
-    kind = part.get("type")
-    if kind == "text":
+def _cut_part(part: PartLike) -> PartLike:
+    if is_text_part(part):
         text = part.get("text")
         if isinstance(text, str) and len(text) > TEXT_LIMIT:
             return {**part, "text": _shorten(text, TEXT_LIMIT)}

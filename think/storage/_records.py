@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from think._messages import UIMessage, storable
+from think._messages import MessageJSON, UIMessage, storable
 
 TurnStatus = Literal[
     "pending",
@@ -125,7 +125,7 @@ class TurnRecord(BaseModel):
     completed_at: datetime | None
     message_id: str
     parent_id: str | None
-    message: dict[str, Any] | None
+    message: MessageJSON | None
     error: str | None
     steps_done: int
     usage: dict[str, Any]

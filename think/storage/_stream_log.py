@@ -9,8 +9,8 @@ the attempt that replaced it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Awaitable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from psycopg.pq import TransactionStatus
 from pydantic import BaseModel, PrivateAttr
@@ -18,6 +18,11 @@ from pydantic import BaseModel, PrivateAttr
 from think.exceptions import ThinkError
 from think.storage._db import Conn, fetch_all, fetch_one, storable_json
 from think.storage._turn_columns import assignments
+
+if TYPE_CHECKING:
+    # Named in annotations only: the log keeps chunks as opaque JSONB; what it reads back is
+    # what was appended, chunks of the protocol `think._protocol` types.
+    from think._protocol import UIMessageChunk
 
 CHANNEL = "think_chunks"
 CANCEL_CHANNEL = "think_cancel"
@@ -173,7 +178,7 @@ async def claim(conn: Conn, turn_id: str, key: str) -> Fence:
 async def append(
     conn: Conn,
     turn_id: str,
-    chunks: Sequence[Mapping[str, Any]],
+    chunks: Sequence[UIMessageChunk],
     fence: Fence | None = None,
     *,
     while_open: bool = False,
@@ -234,7 +239,7 @@ async def append(
 
 async def read(
     conn: Conn, turn_id: str, after: int, limit: int = 1000
-) -> list[tuple[int, dict[str, Any]]]:
+) -> list[tuple[int, UIMessageChunk]]:
     rows = await fetch_all(conn, _READ, {"turn": turn_id, "after": after, "limit": limit})
     return [(int(r["seq"]), r["chunk"]) for r in rows]
 
@@ -248,7 +253,7 @@ _READ_TIMED = """
 
 async def read_timed(
     conn: Conn, turn_id: str, after: int, limit: int = 1000
-) -> list[tuple[int, dict[str, Any], float]]:
+) -> list[tuple[int, UIMessageChunk, float]]:
     """`read`, with each chunk's write time (Unix seconds, Postgres's clock: the start of the
     transaction that appended it), for the stream-lag metric."""
     rows = await fetch_all(conn, _READ_TIMED, {"turn": turn_id, "after": after, "limit": limit})

@@ -9,174 +9,237 @@ same stream by construction (a Node conformance test checks it against the real 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, Never
 
-from think._protocol import tool_part_type
+from think._protocol import (
+    DataChunk,
+    DataUIPart,
+    ReasoningDeltaChunk,
+    ReasoningEndChunk,
+    ReasoningUIPart,
+    TextDeltaChunk,
+    TextEndChunk,
+    TextUIPart,
+    ToolApproval,
+    ToolApprovalRequestChunk,
+    ToolCallPart,
+    ToolInputAvailableChunk,
+    ToolInputErrorChunk,
+    ToolUIPart,
+    UIMessageChunk,
+    UIMessageJSON,
+    UIMessagePart,
+    approval_part,
+    data_part,
+    is_data_chunk,
+    is_step_start,
+    tool_part,
+    tool_part_type,
+)
 
 
 class MessageBuilder:
-    def __init__(self, message: dict[str, Any] | None = None) -> None:
-        self.message: dict[str, Any] = (
+    def __init__(self, message: UIMessageJSON | None = None) -> None:
+        self.message: UIMessageJSON = (
             copy.deepcopy(message) if message else {"id": "", "role": "assistant", "parts": []}
         )
-        self._text: dict[str, dict[str, Any]] = {}
-        self._reasoning: dict[str, dict[str, Any]] = {}
+        self._text: dict[str, TextUIPart] = {}
+        self._reasoning: dict[str, ReasoningUIPart] = {}
 
     @property
-    def parts(self) -> list[dict[str, Any]]:
-        parts: list[dict[str, Any]] = self.message["parts"]
-        return parts
+    def parts(self) -> list[UIMessagePart]:
+        return self.message["parts"]
 
-    def tool_part(self, tool_call_id: str) -> dict[str, Any] | None:
-        for part in self.parts:
-            if part.get("toolCallId") == tool_call_id:
-                return part
-        return None
+    def tool_part(self, tool_call_id: str) -> ToolCallPart | None:
+        return tool_part(self.parts, tool_call_id)
 
-    def apply(self, chunk: Mapping[str, Any]) -> None:
-        """Fold one chunk in. Any mapping will do: the typed chunks the activities make
-        (`UIMessageChunk`) and the plain dicts the stream log reads back alike."""
-        kind = chunk["type"]
-        if kind == "start":
-            if chunk.get("messageId"):
-                self.message["id"] = chunk["messageId"]
-            self._merge_metadata(chunk)
-        elif kind == "start-step":
-            self.parts.append({"type": "step-start"})
-        elif kind == "finish-step":
-            self._text.clear()
-            self._reasoning.clear()
-        elif kind in ("text-start", "reasoning-start"):
-            part: dict[str, Any] = {"type": kind.split("-")[0], "text": "", "state": "streaming"}
-            if kind == "reasoning-start":
+    def apply(self, chunk: UIMessageChunk) -> None:
+        """Fold one chunk in: the typed chunks the activities make and the chunks the stream
+        log reads back alike (JSON objects of the same shape)."""
+        if is_data_chunk(chunk):
+            if not chunk.get("transient"):
+                self._apply_data(chunk)
+            return
+        match chunk["type"]:
+            case "start":
+                if chunk.get("messageId"):
+                    self.message["id"] = chunk["messageId"]
+                self._merge_metadata(chunk.get("messageMetadata"))
+            case "start-step":
+                self.parts.append({"type": "step-start"})
+            case "finish-step":
+                self._text.clear()
+                self._reasoning.clear()
+            case "text-start":
+                text: TextUIPart = {"type": "text", "text": "", "state": "streaming"}
+                if chunk.get("providerMetadata") is not None:
+                    text["providerMetadata"] = chunk["providerMetadata"]
+                self._text[chunk["id"]] = text
+                self.parts.append(text)
+            case "reasoning-start":
                 # The AI SDK keeps the chunk id on reasoning parts, not on text parts.
-                part = {"type": "reasoning", "id": chunk["id"], "text": "", "state": "streaming"}
-            if chunk.get("providerMetadata") is not None:
-                part["providerMetadata"] = chunk["providerMetadata"]
-            (self._text if kind == "text-start" else self._reasoning)[chunk["id"]] = part
-            self.parts.append(part)
-        elif kind in ("text-delta", "reasoning-delta"):
-            active = self._text if kind == "text-delta" else self._reasoning
-            part = active[chunk["id"]]
-            part["text"] += chunk["delta"]
-            self._provider_metadata(part, chunk)
-        elif kind in ("text-end", "reasoning-end"):
-            active = self._text if kind == "text-end" else self._reasoning
-            part = active.pop(chunk["id"])
-            part["state"] = "done"
-            self._provider_metadata(part, chunk)
-        elif kind == "tool-input-start":
-            self.parts.append(
-                {
+                reasoning: ReasoningUIPart = {
+                    "type": "reasoning",
+                    "id": chunk["id"],
+                    "text": "",
+                    "state": "streaming",
+                }
+                if chunk.get("providerMetadata") is not None:
+                    reasoning["providerMetadata"] = chunk["providerMetadata"]
+                self._reasoning[chunk["id"]] = reasoning
+                self.parts.append(reasoning)
+            case "text-delta":
+                _grow(self._text[chunk["id"]], chunk)
+            case "reasoning-delta":
+                _grow(self._reasoning[chunk["id"]], chunk)
+            case "text-end":
+                _end(self._text.pop(chunk["id"]), chunk)
+            case "reasoning-end":
+                _end(self._reasoning.pop(chunk["id"]), chunk)
+            case "tool-input-start":
+                started: ToolUIPart = {
                     "type": tool_part_type(chunk["toolName"]),
                     "toolCallId": chunk["toolCallId"],
                     "state": "input-streaming",
                 }
-            )
-        elif kind == "tool-input-delta":
-            # The AI SDK's client keeps the partial text to show it parsed as it streams; a
-            # stored message holds the input only once it is whole (`tool-input-available`).
-            # Kept here, it was a second copy of every call's arguments for the step's length,
-            # grown by `+=` (a copy of the whole string per delta).
-            pass
-        elif kind == "tool-input-available":
-            part = self._tool_or_new(chunk)
-            part["state"] = "input-available"
-            part["input"] = chunk["input"]
-        elif kind == "tool-input-error":
-            part = self._tool_or_new(chunk)
-            part["state"] = "output-error"
-            part["input"] = chunk.get("input")
-            part["errorText"] = chunk["errorText"]
-        elif kind == "reset-step":
-            # Drop the interrupted attempt's partial step; its step-start part stays.
-            starts = [i for i, p in enumerate(self.parts) if p.get("type") == "step-start"]
-            del self.parts[starts[-1] + 1 if starts else 0 :]
-            self._text.clear()
-            self._reasoning.clear()
-        elif kind == "tool-output-available":
-            part = self._require_tool(chunk["toolCallId"])
-            part["state"] = "output-available"
-            part["output"] = chunk["output"]
-            part.pop("errorText", None)
-        elif kind == "tool-output-error":
-            part = self._require_tool(chunk["toolCallId"])
-            part["state"] = "output-error"
-            part.pop("output", None)
-            part["errorText"] = chunk["errorText"]
-        elif kind == "tool-approval-request":
-            part = self._require_tool(chunk["toolCallId"])
-            part["state"] = "approval-requested"
-            approval: dict[str, Any] = {"id": chunk["approvalId"]}
-            for key, name in _APPROVAL_KEYS:
-                if key in chunk and (key == "inputSchemaInput" or chunk[key] is not None):
-                    approval[name] = chunk[key]
-            if chunk.get("isAutomatic") is True:
-                approval["isAutomatic"] = True
-            part["approval"] = approval
-        elif kind == "tool-approval-response":
-            part = self._approval_part(chunk["approvalId"])
-            part["state"] = "approval-responded"
-            part["approval"] = {**part.get("approval", {}), "approved": chunk["approved"]}
-            if chunk.get("reason") is not None:
-                part["approval"]["reason"] = chunk["reason"]
-        elif kind == "tool-output-denied":
-            self._require_tool(chunk["toolCallId"])["state"] = "output-denied"
-        elif kind in ("finish", "message-metadata"):
-            self._merge_metadata(chunk)
-        elif kind.startswith("data-") and not chunk.get("transient"):
-            self._apply_data(chunk)
+                self.parts.append(started)
+            case "tool-input-delta":
+                # The AI SDK's client keeps the partial text to show it parsed as it streams; a
+                # stored message holds the input only once it is whole (`tool-input-available`).
+                # Kept here, it was a second copy of every call's arguments for the step's
+                # length, grown by `+=` (a copy of the whole string per delta).
+                pass
+            case "tool-input-available":
+                call = self._tool_or_new(chunk)
+                call["state"] = "input-available"
+                call["input"] = chunk["input"]
+            case "tool-input-error":
+                call = self._tool_or_new(chunk)
+                call["state"] = "output-error"
+                call["input"] = chunk.get("input")
+                call["errorText"] = chunk["errorText"]
+            case "reset-step":
+                # Drop the interrupted attempt's partial step; its step-start part stays.
+                starts = [i for i, p in enumerate(self.parts) if is_step_start(p)]
+                del self.parts[starts[-1] + 1 if starts else 0 :]
+                self._text.clear()
+                self._reasoning.clear()
+            case "tool-output-available":
+                call = self._require_tool(chunk["toolCallId"])
+                call["state"] = "output-available"
+                call["output"] = chunk["output"]
+                call.pop("errorText", None)
+            case "tool-output-error":
+                call = self._require_tool(chunk["toolCallId"])
+                call["state"] = "output-error"
+                call.pop("output", None)
+                call["errorText"] = chunk["errorText"]
+            case "tool-approval-request":
+                call = self._require_tool(chunk["toolCallId"])
+                call["state"] = "approval-requested"
+                call["approval"] = _requested_approval(chunk)
+            case "tool-approval-response":
+                call = self._require_approval(chunk["approvalId"])
+                call["state"] = "approval-responded"
+                answered: ToolApproval = {**call["approval"], "approved": chunk["approved"]}
+                if chunk.get("reason") is not None:
+                    answered["reason"] = chunk["reason"]
+                call["approval"] = answered
+            case "tool-output-denied":
+                self._require_tool(chunk["toolCallId"])["state"] = "output-denied"
+            case "finish" | "message-metadata":
+                self._merge_metadata(chunk.get("messageMetadata"))
+            case (
+                "abort"
+                | "error"
+                | "custom"
+                | "source-url"
+                | "source-document"
+                | "file"
+                | "reasoning-file"
+                | "steering-message"
+            ):
+                pass  # as before: the stream carries them, the stored message does not
+            case _:
+                _unknown(chunk)
 
-    def _tool_or_new(self, chunk: Mapping[str, Any]) -> dict[str, Any]:
-        part = self.tool_part(chunk["toolCallId"])
-        if part is None:
-            part = {"type": tool_part_type(chunk["toolName"]), "toolCallId": chunk["toolCallId"]}
-            self.parts.append(part)
-        return part
+    def _tool_or_new(self, chunk: ToolInputAvailableChunk | ToolInputErrorChunk) -> ToolCallPart:
+        call = self.tool_part(chunk["toolCallId"])
+        if call is None:
+            new: ToolUIPart = {
+                "type": tool_part_type(chunk["toolName"]),
+                "toolCallId": chunk["toolCallId"],
+            }  # type: ignore[typeddict-item]  # its `state` is set by the caller, next
+            self.parts.append(new)
+            return new
+        return call
 
-    def _approval_part(self, approval_id: str) -> dict[str, Any]:
-        for part in self.parts:
-            if (part.get("approval") or {}).get("id") == approval_id:
-                return part
-        raise ValueError(f"no approval request {approval_id!r} in the message")
+    def _require_approval(self, approval_id: str) -> ToolCallPart:
+        call = approval_part(self.parts, approval_id)
+        if call is None:
+            raise ValueError(f"no approval request {approval_id!r} in the message")
+        return call
 
-    def _require_tool(self, tool_call_id: str) -> dict[str, Any]:
-        part = self.tool_part(tool_call_id)
-        if part is None:
+    def _require_tool(self, tool_call_id: str) -> ToolCallPart:
+        call = self.tool_part(tool_call_id)
+        if call is None:
             raise ValueError(f"no tool call {tool_call_id!r} in the message")
-        return part
+        return call
 
-    @staticmethod
-    def _provider_metadata(part: dict[str, Any], chunk: Mapping[str, Any]) -> None:
-        # The last non-null value wins, as in the SDK.
-        if chunk.get("providerMetadata") is not None:
-            part["providerMetadata"] = chunk["providerMetadata"]
+    def _merge_metadata(self, metadata: Any) -> None:
+        if metadata is not None:
+            self.message["metadata"] = _deep_merge(self.message.get("metadata") or {}, metadata)
 
-    def _merge_metadata(self, chunk: Mapping[str, Any]) -> None:
-        if chunk.get("messageMetadata") is not None:
-            self.message["metadata"] = _deep_merge(
-                self.message.get("metadata") or {}, chunk["messageMetadata"]
-            )
-
-    def _apply_data(self, chunk: Mapping[str, Any]) -> None:
-        part = {"type": chunk["type"], "data": chunk.get("data")}
-        if chunk.get("id") is not None:
-            part = {"type": chunk["type"], "id": chunk["id"], "data": chunk.get("data")}
-            for existing in self.parts:
-                if existing.get("type") == chunk["type"] and existing.get("id") == chunk["id"]:
-                    existing["data"] = chunk.get("data")
-                    return
+    def _apply_data(self, chunk: DataChunk) -> None:
+        if chunk.get("id") is None:
+            self.parts.append({"type": chunk["type"], "data": chunk.get("data")})
+            return
+        existing = data_part(self.parts, chunk["type"], chunk["id"])
+        if existing is not None:
+            existing["data"] = chunk.get("data")
+            return
+        part: DataUIPart = {"type": chunk["type"], "id": chunk["id"], "data": chunk.get("data")}
         self.parts.append(part)
 
 
-# Optional `tool-approval-request` fields and their names on the part's `approval` object.
-_APPROVAL_KEYS = (
-    ("approvalDescriptor", "descriptor"),
-    ("inputSchemaInput", "inputSchemaInput"),
-    ("reason", "requestReason"),
-    ("signature", "signature"),
-)
+def _unknown(chunk: Never) -> None:
+    """A chunk of a type this protocol does not name: mypy proves no producer here makes one,
+    and one read back from an older or newer stream log is passed over, as the SDK's client
+    does, rather than failing the fold."""
+
+
+def _grow(part: TextUIPart | ReasoningUIPart, chunk: TextDeltaChunk | ReasoningDeltaChunk) -> None:
+    part["text"] += chunk["delta"]
+    _provider_metadata(part, chunk.get("providerMetadata"))
+
+
+def _end(part: TextUIPart | ReasoningUIPart, chunk: TextEndChunk | ReasoningEndChunk) -> None:
+    part["state"] = "done"
+    _provider_metadata(part, chunk.get("providerMetadata"))
+
+
+def _provider_metadata(part: TextUIPart | ReasoningUIPart, metadata: Any) -> None:
+    # The last non-null value wins, as in the SDK.
+    if metadata is not None:
+        part["providerMetadata"] = metadata
+
+
+def _requested_approval(chunk: ToolApprovalRequestChunk) -> ToolApproval:
+    """A tool part's `approval` as the request set it: its optional fields under the part's
+    names, as the SDK keeps them (`approvalDescriptor` → `descriptor`, `reason` →
+    `requestReason`); `inputSchemaInput` kept even when null."""
+    approval: ToolApproval = {"id": chunk["approvalId"]}
+    if chunk.get("approvalDescriptor") is not None:
+        approval["descriptor"] = chunk["approvalDescriptor"]
+    if "inputSchemaInput" in chunk:
+        approval["inputSchemaInput"] = chunk["inputSchemaInput"]
+    if chunk.get("reason") is not None:
+        approval["requestReason"] = chunk["reason"]
+    if chunk.get("signature") is not None:
+        approval["signature"] = chunk["signature"]
+    if chunk.get("isAutomatic") is True:
+        approval["isAutomatic"] = True
+    return approval
 
 
 def _deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:

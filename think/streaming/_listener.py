@@ -15,11 +15,11 @@ import contextlib
 import logging
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import orjson
 import psycopg
 
+from think._protocol import UIMessageChunk
 from think.storage._records import PAUSED_STATUSES, TERMINAL_STATUSES
 from think.storage._stream_log import CHANNEL, STATUS_SUFFIX
 
@@ -30,7 +30,7 @@ them and the reader reads from the table."""
 
 log = logging.getLogger("think.streaming.listener")
 
-Announced = tuple[int, dict[str, Any], float]
+Announced = tuple[int, UIMessageChunk, float]
 """A chunk as announced: its sequence number, the chunk, and when it was written."""
 
 
@@ -45,7 +45,7 @@ class ChunkInbox:
         """Something may be in the table that was not announced here: on subscribing, after
         a bare announcement (a big batch) or a reconnect, and when chunks were dropped."""
 
-    def offer(self, start: int, chunks: list[dict[str, Any]], written: float) -> None:
+    def offer(self, start: int, chunks: list[UIMessageChunk], written: float) -> None:
         if len(self._chunks) + len(chunks) > INBOX_LIMIT:
             self._chunks.clear()
             self._must_read = True

@@ -14,21 +14,11 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
+from think._protocol import UIMessageChunk, is_content_chunk
 from think.storage import _stream_log as _log
 from think.storage._db import Conn, Database
 from think.storage._stream_log import Fence
-
-_CONTENT = frozenset(
-    {
-        "text-delta",
-        "reasoning-delta",
-        "tool-input-start",
-        "tool-input-delta",
-        "tool-input-available",
-    }
-)
 
 
 class ChunkWriter:
@@ -52,7 +42,7 @@ class ChunkWriter:
         self._turn_id = turn_id
         self._fence = fence
         self._interval = interval
-        self._buffer: list[dict[str, Any]] = []
+        self._buffer: list[UIMessageChunk] = []
         self._task: asyncio.Task[None] | None = None
         # Once content is sent, batches wait out `interval` since the last one: starting as if
         # it had been sent now is what batches the first words too.
@@ -67,12 +57,12 @@ class ChunkWriter:
     def fence(self) -> Fence:
         return self._fence
 
-    def emit(self, chunk: dict[str, Any]) -> None:
+    def emit(self, chunk: UIMessageChunk) -> None:
         """Queue a chunk; raises the write error (e.g. `StaleAttempt`) of an earlier batch."""
         if self._error is not None:
             raise self._error
         self._buffer.append(chunk)
-        if chunk["type"] in _CONTENT:
+        if is_content_chunk(chunk):
             self._content_arrived.set()
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._drain())
@@ -105,7 +95,7 @@ class ChunkWriter:
                     if self._after_flush is not None:
                         await self._after_flush(conn)
                 self._last_flush = time.monotonic()
-                self._content_sent = self._content_sent or any(c["type"] in _CONTENT for c in batch)
+                self._content_sent = self._content_sent or any(map(is_content_chunk, batch))
         except Exception as exc:
             # Surfaced to the producer by emit() and drain(), and only there: re-raised here,
             # it would also be the task's exception, which nobody retrieves when the producer
@@ -129,9 +119,9 @@ class ChunkWriter:
             await asyncio.sleep(0)
 
     def _has_content(self) -> bool:
-        return any(c["type"] in _CONTENT for c in self._buffer)
+        return any(map(is_content_chunk, self._buffer))
 
-    async def drain(self) -> list[dict[str, Any]]:
+    async def drain(self) -> list[UIMessageChunk]:
         """Stop batching; wait for a batch in flight and return the chunks not yet written.
         The fence's claim has landed when it returns (`Fence.held`): what the caller writes
         next may go in a transaction."""

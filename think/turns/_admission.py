@@ -34,6 +34,7 @@ from temporalio.service import RPCError
 
 from think import metrics
 from think._messages import UIMessage
+from think._protocol import UIMessageChunk, is_terminal_chunk
 from think.agent._think import Think
 from think.exceptions import UserError
 from think.storage import (
@@ -49,7 +50,6 @@ from think.storage import (
 )
 from think.streaming import (
     CANCEL_CHANNEL,
-    TERMINAL_CHUNKS,
     ChunkListener,
     append,
     read,
@@ -305,7 +305,7 @@ async def follow(
     turn_id: str,
     after: int = -1,
     live_since: float | None = None,
-) -> AsyncGenerator[tuple[int, dict[str, Any]], None]:
+) -> AsyncGenerator[tuple[int, UIMessageChunk], None]:
     """The turn's chunks after sequence number `after`, then its live ones, until the last
     (`finish`, `error` or `abort`), or until the turn has ended and its chunks were pruned.
     `live_since`: chunks written from then on are live (their lag is observed), by default
@@ -329,7 +329,7 @@ async def follow(
                     metrics.STREAM_LAG.observe(max(0.0, time.time() - written))
                 yield seq, chunk
                 after = seq
-                if chunk.get("type") in TERMINAL_CHUNKS:
+                if is_terminal_chunk(chunk):
                     return
             if rows:
                 continue

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from think._current import BOUND
 from think._messages import ID, UIMessage
+from think._protocol import chunk_kind, is_error_chunk
 from think.agent._agent_tool import AgentToolResult, answer_text, child_conversation_id
 from think.agent._think import Think
 from think.agent._turn_api import TurnAPI
@@ -153,11 +154,10 @@ class ConversationHandle(ConversationState, TurnAPI):
         await call_back(callback, "on_start", stream.turn_id)
         error_text: str | None = None
         async for chunk in stream:
-            kind = chunk.get("type")
-            if kind == "error":
+            if is_error_chunk(chunk):
                 error_text = str(chunk.get("errorText") or "")
             await call_back(callback, "on_event", chunk)
-            if kind == "reset-step":
+            if chunk_kind(chunk) == "reset-step":
                 await call_back(callback, "on_interrupted")
         result = await stream.result()
         if result.status in ("completed", "skipped"):

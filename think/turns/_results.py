@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from think._messages import UIMessage
+from think._protocol import UIMessageChunk
 from think.storage import TERMINAL_STATUSES, TurnStatus
 
 
@@ -100,7 +101,7 @@ class StreamCallback:
     def on_start(self, request_id: str) -> Awaitable[None] | None:
         return None
 
-    def on_event(self, chunk: dict[str, Any]) -> Awaitable[None] | None:
+    def on_event(self, chunk: UIMessageChunk) -> Awaitable[None] | None:
         return None
 
     def on_done(self) -> Awaitable[None] | None:

@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from think._protocol import UIMessageChunk
 from think.storage import Admission, public_turn_id
 from think.tools._tool import maybe_await
 from think.turns._admission import follow
@@ -29,10 +30,10 @@ class TurnStream:
         """The id stored for it (`TurnRecord.id`), which the service's own calls take."""
         self.accepted = admission.accepted
 
-    def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
+    def __aiter__(self) -> AsyncIterator[UIMessageChunk]:
         return self._chunks()
 
-    async def _chunks(self) -> AsyncIterator[dict[str, Any]]:
+    async def _chunks(self) -> AsyncIterator[UIMessageChunk]:
         service = self._conversation.service
         listener = await service.listener()
         async with contextlib.aclosing(follow(service.store, listener, self.stored_id)) as chunks:

@@ -15,11 +15,20 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from think._messages import UIMessage
+from think._protocol import (
+    ToolCallPart,
+    approval_part,
+    awaits_approval,
+    awaits_result,
+    is_decided,
+    is_settled,
+    parts_of,
+    tool_calls,
+    tool_name,
+    tool_part,
+)
 from think.storage import TurnRecord, TurnStatus, public_turn_id, public_turn_id_or_none
 from think.turns._results import QueuedBehind, Submission, TurnResult
-
-TOOL_PART_PREFIX = "tool-"
-"""A static tool call's part type is `tool-<name>`."""
 
 
 class PendingApproval(BaseModel):
@@ -39,18 +48,36 @@ class PendingClientTool(BaseModel):
     input: Any
 
 
-def tool_part_name(part: dict[str, Any]) -> str:
-    """The tool a `tool-<name>` part calls."""
-    return str(part.get("type", ""))[len(TOOL_PART_PREFIX) :]
-
-
 def client_tool_names(turn: TurnRecord) -> set[str]:
     """The client tools the turn's request declared: calls of these wait for the client."""
     return {str(t["name"]) for t in turn.request.client_tools}
 
 
-def _parts(turn: TurnRecord) -> list[dict[str, Any]]:
-    return list((turn.message or {}).get("parts", []))
+def approval_request(turn: TurnRecord, approval_id: str) -> ToolCallPart | None:
+    """The tool call of the turn's message whose approval `approval_id` was requested."""
+    return approval_part(parts_of(turn.message), approval_id)
+
+
+def approval_decided(turn: TurnRecord, approval_id: str) -> bool:
+    """Whether the turn's message shows approval `approval_id` answered."""
+    part = approval_request(turn, approval_id)
+    return part is not None and is_decided(part)
+
+
+def client_tool_call(turn: TurnRecord, tool_call_id: str) -> ToolCallPart | None:
+    """The call `tool_call_id` of one of the request's client tools, if the message holds it
+    (static or dynamic: `tool_name` reads either)."""
+    part = tool_part(parts_of(turn.message), tool_call_id)
+    if part is None or tool_name(part) not in client_tool_names(turn):
+        return None
+    return part
+
+
+def tool_call_answered(turn: TurnRecord, tool_call_id: str) -> bool:
+    """Whether the turn's message shows call `tool_call_id` settled (an output, an error or
+    a denial)."""
+    part = tool_part(parts_of(turn.message), tool_call_id)
+    return part is not None and is_settled(part)
 
 
 def pending_approvals(turn: TurnRecord) -> list[PendingApproval]:
@@ -62,11 +89,11 @@ def pending_approvals(turn: TurnRecord) -> list[PendingApproval]:
         PendingApproval(
             approval_id=part["approval"]["id"],
             tool_call_id=part["toolCallId"],
-            tool_name=tool_part_name(part),
+            tool_name=tool_name(part),
             input=part.get("input"),
         )
-        for part in _parts(turn)
-        if part.get("state") == "approval-requested"
+        for part in tool_calls(parts_of(turn.message))
+        if awaits_approval(part)
     ]
 
 
@@ -78,10 +105,10 @@ def pending_client_tools(turn: TurnRecord) -> list[PendingClientTool]:
     clients = client_tool_names(turn)
     return [
         PendingClientTool(
-            tool_call_id=part["toolCallId"], tool_name=tool_part_name(part), input=part.get("input")
+            tool_call_id=part["toolCallId"], tool_name=tool_name(part), input=part.get("input")
         )
-        for part in _parts(turn)
-        if part.get("state") == "input-available" and tool_part_name(part) in clients
+        for part in tool_calls(parts_of(turn.message))
+        if awaits_result(part) and tool_name(part) in clients
     ]
 
 

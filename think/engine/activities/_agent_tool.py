@@ -26,7 +26,7 @@ from typing import Any, Literal
 from temporalio import activity
 
 from think._messages import UIMessage
-from think._protocol import UIMessageChunk
+from think._protocol import ToolCallPart, UIMessageChunk, is_settled
 from think.agent._agent_tool import (
     AgentTool,
     AgentToolResult,
@@ -39,7 +39,7 @@ from think.engine.activities import _observe as observe
 from think.engine.activities._assembly import turn_tools
 from think.engine.activities._ids import tool_call_ids
 from think.engine.activities._resources import ActivityResources
-from think.engine.activities._tool_call import ToolCalls, is_settled, tool_call_of
+from think.engine.activities._tool_call import ToolCalls, tool_call_of
 from think.exceptions import ThinkError, ToolError
 from think.storage import (
     Conn,
@@ -305,7 +305,7 @@ class AgentToolCalls:
 
     # -- internals -------------------------------------------------------------------------
 
-    async def _call(self, inp: AgentToolInput) -> tuple[TurnRecord, dict[str, Any]]:
+    async def _call(self, inp: AgentToolInput) -> tuple[TurnRecord, ToolCallPart]:
         return await tool_call_of(self.res.store, inp.turn_id, inp.tool_call_id)
 
     async def _cancel(self, child: TurnRecord, reason: str) -> None:
@@ -341,8 +341,7 @@ class AgentToolCalls:
                 "toolCallId": inp.tool_call_id,
                 "output": output,
             }
-        part = MessageBuilder(turn.message).tool_part(inp.tool_call_id) or {}
-        call = _call_context(turn, inp, part)
+        call = _call_context(turn, inp, MessageBuilder(turn.message).tool_part(inp.tool_call_id))
         result = ToolCallResultContext(
             **call.model_dump(),
             outcome=how,
@@ -366,8 +365,10 @@ class AgentToolCalls:
         return AgentToolStarted()
 
 
-def _call_context(turn: TurnRecord, inp: AgentToolInput, part: dict[str, Any]) -> ToolCallContext:
-    raw = part.get("input")
+def _call_context(
+    turn: TurnRecord, inp: AgentToolInput, part: ToolCallPart | None
+) -> ToolCallContext:
+    raw = part.get("input") if part is not None else None
     return ToolCallContext(
         **tool_call_ids(turn, inp.tool_call_id, inp.tool_name),
         input=raw if isinstance(raw, dict) else {},

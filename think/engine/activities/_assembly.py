@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +17,15 @@ from pydantic import BaseModel
 from temporalio.exceptions import ApplicationError
 
 from think._messages import UIMessage
-from think._protocol import tool_name
+from think._protocol import (
+    UIMessageJSON,
+    joined_reasoning,
+    joined_text,
+    parts_of,
+    split_steps,
+    tool_calls,
+    tool_name,
+)
 from think._settings import Settings
 from think.agent._think import Think
 from think.agent._turn_hooks import (
@@ -185,14 +193,9 @@ def client_specs(turn: TurnRecord, taken: dict[str, Tool]) -> list[ToolSpec]:
     ]
 
 
-def previous_steps(message: dict[str, Any] | None, usage: dict[str, Any]) -> list[StepResult]:
+def previous_steps(message: Mapping[str, Any] | None, usage: dict[str, Any]) -> list[StepResult]:
     """The finished steps of the turn's draft message, with the usage recorded for each."""
-    steps: list[list[dict[str, Any]]] = []
-    for part in (message or {}).get("parts", []):
-        if part.get("type") == "step-start":
-            steps.append([])
-        elif steps:
-            steps[-1].append(part)
+    steps = split_steps(parts_of(message))[1:]  # what comes before the first: nothing
     recorded: list[dict[str, Any]] = usage.get("steps", [])
     results = []
     for i, parts in enumerate(steps):
@@ -200,8 +203,8 @@ def previous_steps(message: dict[str, Any] | None, usage: dict[str, Any]) -> lis
         results.append(
             StepResult(
                 step=i,
-                text="".join(p.get("text", "") for p in parts if p.get("type") == "text"),
-                reasoning="".join(p.get("text", "") for p in parts if p.get("type") == "reasoning"),
+                text=joined_text(parts),
+                reasoning=joined_reasoning(parts),
                 tool_calls=[
                     ToolCallRecord(
                         tool_call_id=p["toolCallId"],
@@ -211,8 +214,7 @@ def previous_steps(message: dict[str, Any] | None, usage: dict[str, Any]) -> lis
                         output=p.get("output"),
                         error=p.get("errorText"),
                     )
-                    for p in parts
-                    if "toolCallId" in p
+                    for p in tool_calls(parts)
                 ],
                 finish_reason=str(facts.get("finish_reason", "stop")),
                 model=str(facts.get("model", "")),
@@ -227,7 +229,7 @@ async def assemble(
     agent: Think,
     turn: TurnRecord,
     transcript: list[UIMessage],
-    draft: dict[str, Any],
+    draft: UIMessageJSON,
     step: int,
     settings: Settings,
     histories: ChatHistories,

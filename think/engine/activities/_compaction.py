@@ -18,6 +18,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from think._messages import UIMessage
+from think._protocol import DataChunk
 from think.agent._compactor import compact, model_view
 from think.agent._think import Think
 from think.agent._turn_hooks import ChatErrorContext, StoredTurnConfig
@@ -166,7 +167,7 @@ class Compactions:
                 status=exc.status,
             )
         rest = await step.writer.drain()  # a stale attempt: settled by StepAttempt.run
-        compacted = {
+        compacted: DataChunk = {
             "type": "data-context-compacted",
             "data": {"trigger": "reactive", "cause": str(exc)},
             "transient": True,

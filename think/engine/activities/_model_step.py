@@ -7,7 +7,7 @@
   conversation's and the turn's locks. A later step checks the budgets first.
 - `assemble`: the agent's hooks build the request (context, prompt, tools, output).
 - `stream`: the model's answer becomes chunks, batched into the stream log; the calls it made
-  are planned.
+  are planned (`_model_stream.py`: what runs while the model speaks).
 - `record`: the step is stored: in one statement when it called tools, else in the
   transaction that ends the turn.
 
@@ -18,10 +18,9 @@ stale attempt, wherever it is found, by `run` alone.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,9 +28,8 @@ from pydantic_core import to_jsonable_python
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from think import metrics
 from think._messages import UIMessage
-from think._protocol import is_static_tool_part
+from think._protocol import is_static_tool_part, parts_of, split_steps
 from think.agent._think import Think
 from think.agent._turn_hooks import StoredTurnConfig, stored_or
 from think.engine.activities import _observe as observe
@@ -44,32 +42,32 @@ from think.engine.activities._assembly import (
     overrides,
     turn_tools,
 )
-from think.engine.activities._cancels import cancel_noted, cancellable
 from think.engine.activities._compaction import Compactions
 from think.engine.activities._context import step_prompt
-from think.engine.activities._heartbeat import StreamStalled, heartbeating, within_stall_timeout
 from think.engine.activities._mcp import declared_servers, discover
+from think.engine.activities._model_stream import (
+    CancelSubscription,
+    LoadedStep,
+    PreparedStep,
+    SentRequest,
+    Streamed,
+    close_events,
+    stream_answer,
+)
 from think.engine.activities._resources import ActivityResources
-from think.engine.activities._step_budget import budget_message, budget_spent, time_left
+from think.engine.activities._step_budget import budget_message, budget_spent
 from think.engine.activities._step_outcomes import StepOutcomes
 from think.engine.activities._step_stream import StepStream
 from think.engine.activities._tool_plan import (
     client_tool_names,
     paused_status,
-    plan_calls,
     recorded_calls,
 )
 from think.engine.activities._turn_state import end_turn, start_turn
-from think.exceptions import STALE_ATTEMPT, ModelError, OutputValidationError
+from think.exceptions import STALE_ATTEMPT, OutputValidationError
 from think.models import (
-    Finish,
-    ModelEvent,
     ModelRequest,
     OutputSpec,
-    ReasoningDelta,
-    TextDelta,
-    ToolCallDelta,
-    ToolCallStart,
     ToolSpec,
     output_spec,
     supports_native_output,
@@ -101,32 +99,6 @@ ANSWER_TOOL = "final_answer"
 
 
 @dataclass
-class _Loaded:
-    """What `load` read for a step that is to call the model."""
-
-    turn: TurnRecord
-    agent: Think
-    fence: Fence
-    interrupted: bool
-    """A retry after a crash or a stall that left this step open in the stream."""
-    transcript: list[UIMessage]
-
-
-@dataclass
-class _Prepared:
-    """A step's request, assembled by the agent's hooks, and the model's answer to it, on its
-    way."""
-
-    builder: MessageBuilder
-    setup: StepSetup
-    request: ModelRequest
-    answer_tool: str | None
-    events: AsyncIterator[ModelEvent]
-    sent: float
-    """When the request went out (`time.monotonic`), for the time to its first token."""
-
-
-@dataclass
 class EarlyStep:
     """A turn's first step as far as it goes before the turn's workflow runs: made by the
     worker that starts the workflow, beside the start (`EarlySteps`), and taken on by the
@@ -136,8 +108,8 @@ class EarlyStep:
     turn: TurnRecord
     agent: Think
     transcript: list[UIMessage]
-    prepared: _Prepared
-    cancels: _CancelSubscription
+    prepared: PreparedStep
+    cancels: CancelSubscription
     """The turn's subscription to cancels, opened before its read: one announced since is
     seen by the step's stream."""
     claim: Awaitable[FirstClaim] | None = None
@@ -147,72 +119,7 @@ class EarlyStep:
     async def close(self) -> None:
         """Give it up: the model's answer on its way is cut off."""
         self.cancels.close()
-        await _close(self.prepared.events)
-
-
-class _CancelSubscription:
-    """The turn's subscription to cancels (`ActivityResources.cancels`), opened before a step
-    reads the turn and kept until the step ends: a cancel announced between the read, which
-    sees one noted before it, and the stream, which watches for one, is not missed."""
-
-    def __init__(self, res: ActivityResources, turn_id: str) -> None:
-        self._stack = contextlib.ExitStack()
-        self.event: asyncio.Event | None = None
-        if res.cancels is not None:
-            self.event = self._stack.enter_context(res.cancels.subscribe(turn_id))
-
-    def close(self) -> None:
-        self._stack.close()
-
-
-class _SentRequest:
-    """A model stream whose request is sent now, not at the first `anext`: a task waits for
-    its first event meanwhile. Iterated like the stream itself, by one consumer."""
-
-    def __init__(self, events: AsyncIterator[ModelEvent]) -> None:
-        self._events = events
-        self._first: asyncio.Task[ModelEvent] | None = asyncio.create_task(_first_of(events))
-
-    def __aiter__(self) -> _SentRequest:
-        return self
-
-    async def __anext__(self) -> ModelEvent:
-        first = self._first
-        if first is None:
-            return await anext(self._events)
-        try:
-            return await first  # a stream that ended at once raises StopAsyncIteration here
-        finally:
-            if first.done():
-                self._first = None
-
-    async def aclose(self) -> None:
-        first, self._first = self._first, None
-        if first is not None:
-            first.cancel()
-            await asyncio.wait([first])  # the stream must not be running when it is closed
-        await _close(self._events)
-
-
-async def _first_of(events: AsyncIterator[ModelEvent]) -> ModelEvent:
-    return await anext(events)
-
-
-async def _close(events: AsyncIterator[Any]) -> None:
-    close = getattr(events, "aclose", None)
-    if close is not None:
-        await close()
-
-
-@dataclass
-class _Streamed:
-    """What `stream` got from the model."""
-
-    finish: Finish
-    calls: list[Any]
-    approvals: list[dict[str, Any]]
-    rest: list[dict[str, Any]]
-    """Chunks still buffered, written in `record`'s transaction."""
+        await close_events(self.prepared.events)
 
 
 class StepAttempt:
@@ -239,7 +146,7 @@ class StepAttempt:
         if self.early is not None:
             self.cancels = self.early.cancels  # opened before the early read
         else:
-            self.cancels = _CancelSubscription(self.res, self.inp.turn_id)
+            self.cancels = CancelSubscription(self.res, self.inp.turn_id)
         try:
             if self.early is not None:
                 return await self._take_on(self.early)
@@ -267,7 +174,7 @@ class StepAttempt:
 
     # -- load ------------------------------------------------------------------------------
 
-    async def load(self) -> _Loaded | ModelStepResult:
+    async def load(self) -> LoadedStep | ModelStepResult:
         if self.inp.step > 0:
             return await self._load_later_step()
         try:
@@ -284,7 +191,7 @@ class StepAttempt:
             log.warning("turn %s was never recorded; its workflow ends", self.inp.turn_id)
             return ModelStepResult(ended=True, status="error")
 
-    async def _load_first_step(self) -> _Loaded | ModelStepResult:
+    async def _load_first_step(self) -> LoadedStep | ModelStepResult:
         inp, store = self.inp, self.res.store
         key = f"step-{inp.step}"
         # Most turns were started by their admission: one read then, and no transaction.
@@ -317,7 +224,7 @@ class StepAttempt:
 
     async def _claimed(
         self, conn: Conn, turn: TurnRecord, agent: Think, key: str
-    ) -> _Loaded | ModelStepResult:
+    ) -> LoadedStep | ModelStepResult:
         """`_loaded`, with the step's fence. A first attempt claims it beside the model request
         (`Fence.first`): what it writes waits for the claim to land, and should another attempt
         have claimed first, it stands down at its first write, having written nothing. A retry
@@ -338,7 +245,7 @@ class StepAttempt:
         admission started, has ended, or a step has begun): the step then does it all. Raises
         `HookFailed` as `assemble` does; the step then does it all too, in its activity, where
         the hook may have wanted to be (`activity.info()`), and reports what it raises there."""
-        cancels = _CancelSubscription(self.res, self.inp.turn_id)
+        cancels = CancelSubscription(self.res, self.inp.turn_id)
         try:
             early = await self._early_step(cancels)
         except BaseException:
@@ -348,7 +255,7 @@ class StepAttempt:
             cancels.close()
         return early
 
-    async def _early_step(self, cancels: _CancelSubscription) -> EarlyStep | None:
+    async def _early_step(self, cancels: CancelSubscription) -> EarlyStep | None:
         async with self.res.store.db.connection() as conn:
             started = await self._read_started(conn)
             if started is None:
@@ -365,7 +272,7 @@ class StepAttempt:
         attempt does, `Fence.first`), then stream the answer already on its way."""
         turn, agent, key = early.turn, early.agent, f"step-{self.inp.step}"
         fence = Fence.first(key, early.claim or self.res.store.claim_first(turn.id, key))
-        loaded = _Loaded(turn, agent, fence, False, early.transcript)
+        loaded = LoadedStep(turn, agent, fence, False, early.transcript)
         self.fence = fence
         return await self._call_model(loaded, early.prepared)
 
@@ -379,13 +286,13 @@ class StepAttempt:
             return _recorded_step(turn, self.inp.step, agent)
         return None
 
-    async def _loaded(self, conn: Conn, turn: TurnRecord, agent: Think, fence: Fence) -> _Loaded:
+    async def _loaded(self, conn: Conn, turn: TurnRecord, agent: Think, fence: Fence) -> LoadedStep:
         """The step's transcript, and whether this attempt must first reset what an abandoned
         one streamed of the step (a retry after a crash or a stall)."""
         self.fence = fence
         interrupted = fence.attempt > 1 and await step_is_open(conn, turn.id)
         transcript = await self._transcript(conn, turn, agent)
-        return _Loaded(turn, agent, fence, interrupted, transcript)
+        return LoadedStep(turn, agent, fence, interrupted, transcript)
 
     async def _transcript(self, conn: Conn, turn: TurnRecord, agent: Think) -> list[UIMessage]:
         return await self.res.paths.path(
@@ -396,7 +303,7 @@ class StepAttempt:
             byte_budget=agent.hydration_byte_budget,
         )
 
-    async def _load_later_step(self) -> _Loaded | ModelStepResult:
+    async def _load_later_step(self) -> LoadedStep | ModelStepResult:
         """`load` for a step after the first: the turn has started, so claiming the step's
         fence and reading the turn is one statement, with no transaction around it; a spent
         budget ends the turn in a transaction of its own (`end_once`, under the locks)."""
@@ -491,18 +398,18 @@ class StepAttempt:
 
     async def _prepare(
         self, turn: TurnRecord, agent: Think, transcript: list[UIMessage], *, send: bool = False
-    ) -> _Prepared:
+    ) -> PreparedStep:
         """Assemble the step's request; `send` it now, else at the stream's first `anext`.
         Raises `HookFailed`."""
         builder = MessageBuilder(turn.message)
         setup, request, answer_tool = await self.assemble(turn, agent, transcript, builder)
         events = setup.model.stream(request)
         if send:
-            events = _SentRequest(events)
-        return _Prepared(builder, setup, request, answer_tool, events, time.monotonic())
+            events = SentRequest(events)
+        return PreparedStep(builder, setup, request, answer_tool, events, time.monotonic())
 
     async def _call_model(
-        self, loaded: _Loaded, prepared: _Prepared | None = None
+        self, loaded: LoadedStep, prepared: PreparedStep | None = None
     ) -> ModelStepResult:
         agent, turn, fence = loaded.agent, loaded.turn, loaded.fence
         if prepared is None:
@@ -543,118 +450,23 @@ class StepAttempt:
             return await self.outcomes.fail(agent, turn, "model", exc, fence, step, streamed.rest)
 
     async def stream(
-        self, loaded: _Loaded, prepared: _Prepared, step: StepStream
-    ) -> _Streamed | ModelStepResult:
-        agent, turn, fence = loaded.agent, loaded.turn, loaded.fence
-        setup, builder, writer = prepared.setup, step.builder, step.writer
-        finish = Finish()
-        started = prepared.sent
-        first_token: float | None = None
-        try:
-            if loaded.interrupted:
-                # Clients keep the step's `step-start` and drop what followed it; the draft
-                # never held the abandoned attempt's parts, so it just starts the step.
-                step.writer.emit({"type": "reset-step"})
-                step.builder.apply({"type": "start-step"})
-            else:
-                step.emit({"type": "start-step"})
-            # Closed here, not by the garbage collector, when the step fails mid-stream (say
-            # Postgres went away): the model's HTTP stream ends now instead of generating on,
-            # and asyncio no longer logs "aclose(): asynchronous generator is already running".
-            async with (
-                heartbeating(),
-                cancellable(
-                    self.res.store,
-                    self.res.cancels,
-                    turn.id,
-                    noted=turn.error is not None,
-                    subscribed=self.cancels.event,
-                ) as cancel,
-                # The time budget also cuts a step short, not only the next one.
-                asyncio.timeout(time_left(turn, setup.time_budget)) as budget,
-                contextlib.aclosing(
-                    within_stall_timeout(prepared.events, setup.stall_timeout)
-                ) as events,
-            ):
-                async for event in events:
-                    if first_token is None and not isinstance(event, Finish):
-                        first_token = time.monotonic()
-                        metrics.TIME_TO_FIRST_TOKEN.labels(turn.agent).observe(
-                            first_token - started
-                        )
-                    if isinstance(event, TextDelta):
-                        step.text(event.delta)
-                        await writer.let_first_content_out()  # the words a user waits for
-                    elif isinstance(event, ReasoningDelta):
-                        step.reasoning(event.delta)
-                        await writer.let_first_content_out()
-                    elif isinstance(event, ToolCallStart):
-                        step.tool_start(event.tool_call_id, event.tool_name)
-                    elif isinstance(event, ToolCallDelta):
-                        step.tool_delta(event.tool_call_id, event.delta)
-                    elif isinstance(event, Finish):
-                        finish = event
-            calls, approvals = await plan_calls(agent, turn, step.close(), builder, setup.tools)
-            for chunk in approvals:
-                step.emit(chunk)
-            step.finish_step()
-            rest = await writer.drain()
-            metrics.STEP_DURATION.labels(turn.agent).observe(time.monotonic() - started)
-        except asyncio.CancelledError:
-            details = activity.cancellation_details()
-            if cancel.requested:
-                # The turn was cancelled (`POST …/cancel`, through Postgres): keep what the
-                # model said so far, end the stream with `abort`, and tell the workflow.
-                await asyncio.shield(self.outcomes.store_cancelled(turn.id, builder, step, writer))
-                return ModelStepResult(ended=True, status="aborted")
-            if (
-                details is not None
-                and details.cancel_requested
-                and await asyncio.shield(cancel_noted(self.res.store, turn.id))
-            ):
-                # Cancelled by the workflow (its cancel reached it through Temporal): the same.
-                # Only a cancel someone asked for counts: a local activity is also cancelled
-                # when its workflow task was lost (its worker froze past the task's timeout).
-                await asyncio.shield(self.outcomes.store_cancelled(turn.id, builder, step, writer))
-            else:
-                # Not a cancel: this attempt timed out (a heartbeat arrived late under load),
-                # or the worker is shutting down. Another attempt owns the step now; write
-                # nothing more (its fence would refuse it anyway).
-                await writer.abort()
-            raise
-        except StaleAttempt:
-            await writer.abort()
-            raise
-        except TimeoutError:
-            if not budget.expired():
-                raise
-            return await self.outcomes.out_of_time(agent, turn, step, fence, setup.time_budget or 0)
-        except ModelError as exc:
-            await observe.request_failed(turn, self.inp.step, fence.attempt, exc)
-            if isinstance(exc, StreamStalled):
-                await observe.stalled(turn, self.inp.step, exc.seconds)
-            # Context overflow: compacts and retries the step (raises), or ends the turn.
-            overflow = await self.compactions.on_overflow(agent, turn, step, fence, exc)
-            if overflow is not None:
-                return await self.outcomes.fail(
-                    agent, turn, "model", overflow, fence, step, classification="context_overflow"
-                )
-            if not exc.retryable:
-                return await self.outcomes.fail(agent, turn, "model", exc, fence, step)
-            return await self.outcomes.recover(agent, turn, step, fence, exc)
-        except Exception as exc:
-            # Neither the model's failure nor a cancel: an adapter that cannot read what the
-            # server streamed (a pydantic `ValidationError`), a write Postgres refuses. Retried
-            # while it may pass; then the turn ends `error`, keeping what the model said.
-            if not gives_up(exc):
-                raise
-            return await self.outcomes.fail(agent, turn, "model", exc, fence, step)
-        return _Streamed(finish, calls, approvals, rest)
+        self, loaded: LoadedStep, prepared: PreparedStep, step: StepStream
+    ) -> Streamed | ModelStepResult:
+        return await stream_answer(
+            self.res,
+            self.outcomes,
+            self.compactions,
+            self.cancels,
+            self.inp.step,
+            loaded,
+            prepared,
+            step,
+        )
 
     # -- record ----------------------------------------------------------------------------
 
     async def record(
-        self, loaded: _Loaded, setup: StepSetup, step: StepStream, streamed: _Streamed
+        self, loaded: LoadedStep, setup: StepSetup, step: StepStream, streamed: Streamed
     ) -> ModelStepResult:
         agent, turn, fence, store = loaded.agent, loaded.turn, loaded.fence, self.res.store
         builder, finish, index = step.builder, streamed.finish, self.inp.step
@@ -755,12 +567,7 @@ class StepAttempt:
 
 
 def _recorded_step(turn: TurnRecord, step: int, agent: Think) -> ModelStepResult:
-    steps: list[list[dict[str, Any]]] = []
-    for part in (turn.message or {}).get("parts", []):
-        if part.get("type") == "step-start":
-            steps.append([])
-        elif steps:
-            steps[-1].append(part)
+    steps = split_steps(parts_of(turn.message))[1:]  # what comes before the first: nothing
     parts = steps[step] if step < len(steps) else []
     called = any(is_static_tool_part(p) for p in parts)
     return ModelStepResult(

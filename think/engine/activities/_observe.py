@@ -11,9 +11,10 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any, Literal, ParamSpec
+from typing import Literal, ParamSpec
 
 from think import events
+from think._protocol import ToolApprovalRequestChunk
 from think.engine.activities._ids import turn_ids
 from think.exceptions import ModelError
 from think.models._base import Usage
@@ -122,7 +123,9 @@ async def tool_called(
 
 
 @_safe
-async def approval_requested(turn: TurnRecord, chunk: dict[str, Any], tool_name: str) -> None:
+async def approval_requested(
+    turn: TurnRecord, chunk: ToolApprovalRequestChunk, tool_name: str
+) -> None:
     await events.emit(
         events.ToolApprovalRequested(
             **turn_ids(turn),

@@ -13,6 +13,7 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
+from think._protocol import DataChunk, UIMessageChunk, UIMessageJSON
 from think.agent._recovery import ChatRecoveryContext, ChatRecoveryOptions
 from think.agent._think import Think
 from think.agent._turn_hooks import ChatErrorStage, StepFinishContext
@@ -108,13 +109,13 @@ class StepOutcomes:
         exc: BaseException,
         fence: Fence,
         step: StepStream | None = None,
-        drained: list[dict[str, Any]] | None = None,
+        drained: list[UIMessageChunk] | None = None,
         classification: ChatErrorClass | None = None,
     ) -> ModelStepResult:
         """End the turn as `error`, keeping what it produced, with what `on_chat_error` says.
         `drained`: chunks the caller already took from the step's writer; `classification`:
         what `on_chat_error` is told the failure was, when the caller knows better."""
-        chunks: list[dict[str, Any]] = []
+        chunks: list[UIMessageChunk] = []
         message = turn.message or {"id": turn.message_id, "role": "assistant", "parts": []}
         if step is not None:
             pending = drained if drained is not None else await step.writer.drain()
@@ -132,8 +133,8 @@ class StepOutcomes:
         self,
         agent: Think,
         turn: TurnRecord,
-        message: dict[str, Any],
-        chunks: list[dict[str, Any]],
+        message: UIMessageJSON,
+        chunks: list[UIMessageChunk],
         text: str,
         fence: Fence | None,
     ) -> ModelStepResult:
@@ -181,7 +182,7 @@ class StepOutcomes:
         agent = self.res.bound_agent(turn)
         draft = turn.message or {"id": turn.message_id, "role": "assistant", "parts": []}
         builder = MessageBuilder(draft)
-        chunks: list[dict[str, Any]] = []
+        chunks: list[UIMessageChunk] = []
         async with self.res.store.db.connection() as conn:
             if await step_is_open(conn, turn_id):
                 chunks.append({"type": "reset-step"})
@@ -211,14 +212,19 @@ class StepOutcomes:
         options = ChatRecoveryOptions()
         if failures < budget:
             options = await recovery_options(agent, turn, step, failures, cause)
-        recovering = {
+        recovering: DataChunk = {
             "type": "data-recovering",
             "data": {"attempt": failures + 1, "max_attempts": budget, "cause": cause},
             "transient": True,
         }
         if failures < budget and options.continue_ and options.persist and step.has_output:
             # Keep what the model said as a finished step; the next step continues from it.
-            kept = [*rest, *step.interrupt(), {"type": "finish-step"}, recovering]
+            kept: list[UIMessageChunk] = [
+                *rest,
+                *step.interrupt(),
+                {"type": "finish-step"},
+                recovering,
+            ]
             step.builder.apply({"type": "finish-step"})
             async with self.res.store.db.transaction() as conn:
                 await append(
@@ -247,7 +253,7 @@ class StepOutcomes:
         builder = MessageBuilder(turn.message)
         builder.apply({"type": "start-step"})
         notice = agent.chat_recovery.terminal_message
-        closing: list[dict[str, Any]] = [
+        closing: list[UIMessageChunk] = [
             {"type": "reset-step"},
             {"type": "text-start", "id": "interrupted"},
             {"type": "text-delta", "id": "interrupted", "delta": notice},

@@ -5,9 +5,17 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from think._messages import storable, storable_text
+from think._protocol import (
+    ReasoningEndChunk,
+    TextEndChunk,
+    UIMessageChunk,
+    chunk_kind,
+    is_reasoning_chunk,
+    last_step_text,
+)
 from think.streaming import ChunkWriter
 from think.streaming._builder import MessageBuilder
 from think.workflows._inputs import ToolCallRef
@@ -38,7 +46,7 @@ class StepStream:
         step: int,
         *,
         send_reasoning: bool = True,
-        on_chunk: Callable[[dict[str, Any]], object] | None = None,
+        on_chunk: Callable[[UIMessageChunk], object] | None = None,
         answer_tool: str | None = None,
     ) -> None:
         self.builder = builder
@@ -46,7 +54,7 @@ class StepStream:
         self.step = step
         self.send_reasoning = send_reasoning
         self.on_chunk = on_chunk
-        self._open: tuple[str, str] | None = None  # ("text" | "reasoning", part id)
+        self._open: tuple[Literal["text", "reasoning"], str] | None = None  # (kind, part id)
         self._count = 0
         self._calls: dict[str, tuple[str, list[str]]] = {}
         self._streamed: dict[str, int] = {}
@@ -57,26 +65,34 @@ class StepStream:
         self._answer: list[str] | None = None
         self._hidden = ""
 
-    def emit(self, chunk: dict[str, Any]) -> None:
+    def emit(self, chunk: UIMessageChunk) -> None:
         self.builder.apply(chunk)
-        if self.send_reasoning or not str(chunk["type"]).startswith("reasoning-"):
+        if self.send_reasoning or not is_reasoning_chunk(chunk):
             # Reasoning kept from clients is still stored: the builder saw it.
             self.writer.emit(chunk)
         if self.on_chunk is not None:
             try:
                 self.on_chunk(chunk)
             except Exception:
-                log.warning("on_chunk failed on a %s chunk", chunk["type"], exc_info=True)
+                log.warning("on_chunk failed on a %s chunk", chunk_kind(chunk), exc_info=True)
 
-    def _switch(self, kind: str | None) -> str | None:
+    def _switch(self, kind: Literal["text", "reasoning"] | None) -> str:
+        """Close the open text or reasoning part unless it is of `kind`, open one of `kind`
+        unless one is open; the id of the part of `kind` (`""` when `kind` is None)."""
         if self._open and self._open[0] != kind:
-            self.emit({"type": f"{self._open[0]}-end", "id": self._open[1]})
+            self.emit(_end(*self._open))
             self._open = None
-        if kind and not self._open:
+        if kind is None:
+            return ""
+        if not self._open:
             self._count += 1
-            self._open = (kind, f"{kind[0]}{self.step}-{self._count}")
-            self.emit({"type": f"{kind}-start", "id": self._open[1]})
-        return self._open[1] if self._open else None
+            part_id = f"{kind[0]}{self.step}-{self._count}"
+            self._open = (kind, part_id)
+            if kind == "text":
+                self.emit({"type": "text-start", "id": part_id})
+            else:
+                self.emit({"type": "reasoning-start", "id": part_id})
+        return self._open[1]
 
     def text(self, delta: str) -> None:
         delta = storable_text(delta)
@@ -115,20 +131,17 @@ class StepStream:
 
     @property
     def partial_text(self) -> str:
-        parts = self.builder.parts
-        starts = [i for i, p in enumerate(parts) if p.get("type") == "step-start"]
-        tail = parts[starts[-1] + 1 :] if starts else parts
-        return "".join(p.get("text", "") for p in tail if p.get("type") == "text")
+        return last_step_text(self.builder.parts)
 
-    def interrupt(self) -> list[dict[str, Any]]:
+    def interrupt(self) -> list[UIMessageChunk]:
         """Close what is open (a text or reasoning part) and hand back the chunks that do so,
         applied to the message but not yet written, for the caller's final transaction."""
         if not self._open:
             return []
-        chunk = {"type": f"{self._open[0]}-end", "id": self._open[1]}
+        chunk = _end(*self._open)
         self.builder.apply(chunk)
         self._open = None
-        return [chunk] if self.send_reasoning or chunk["type"] == "text-end" else []
+        return [chunk] if self.send_reasoning or not is_reasoning_chunk(chunk) else []
 
     @property
     def called_tools(self) -> bool:
@@ -173,6 +186,12 @@ class StepStream:
 
     def finish_step(self) -> None:
         self.emit({"type": "finish-step"})
+
+
+def _end(kind: Literal["text", "reasoning"], part_id: str) -> TextEndChunk | ReasoningEndChunk:
+    if kind == "text":
+        return {"type": "text-end", "id": part_id}
+    return {"type": "reasoning-end", "id": part_id}
 
 
 def _not_json(constant: str) -> Any:

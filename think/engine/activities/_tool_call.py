@@ -18,7 +18,16 @@ from temporalio.exceptions import ApplicationError
 
 from think import metrics
 from think._messages import storable
-from think._protocol import ToolApprovalResponseChunk, UIMessageChunk
+from think._protocol import (
+    ToolApprovalResponseChunk,
+    ToolCallPart,
+    UIMessageChunk,
+    UIMessageJSON,
+    chunk_kind,
+    has_output,
+    is_decided,
+    is_settled,
+)
 from think.agent._think import Think
 from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
 from think.engine.activities import _observe as observe
@@ -190,25 +199,25 @@ class ToolCalls:
             except (TurnChanged, TurnEnded):
                 pass  # someone wrote meanwhile: read it again under the lock
             else:
-                settled = builder.tool_part(tool_call_id) or {}
-                return ToolCallResult(ok=settled.get("state") == "output-available")
+                return ToolCallResult(ok=has_output(builder.tool_part(tool_call_id)))
         async with self.res.store.db.transaction() as conn:
             turn = await self.res.store.lock_turn(conn, turn_id)
             builder = MessageBuilder(turn.message)
-            part = builder.tool_part(tool_call_id) or {}
-            if turn.terminal or is_settled(part):
+            part = builder.tool_part(tool_call_id)
+            if turn.terminal or (part is not None and is_settled(part)):
                 # Cancelled meanwhile, or an earlier attempt recorded it: that outcome stands.
-                return ToolCallResult(ok=part.get("state") == "output-available")
-            if chunks[0]["type"] == "tool-approval-response" and "approved" in part.get(
-                "approval", {}
+                return ToolCallResult(ok=has_output(part))
+            if (
+                chunk_kind(chunks[0]) == "tool-approval-response"
+                and part is not None
+                and is_decided(part)
             ):
                 chunks = chunks[1:]  # the decision is recorded already
             for chunk in chunks:
                 builder.apply(chunk)
             status = _status(turn, builder.message, agent)
             await append(conn, turn_id, chunks, message=builder.message, status=status)
-        settled = builder.tool_part(tool_call_id) or {}
-        return ToolCallResult(ok=settled.get("state") == "output-available")
+        return ToolCallResult(ok=has_output(builder.tool_part(tool_call_id)))
 
     async def _run(
         self, agent: Think, tool: Tool | None, context: ToolContext, raw_input: Any
@@ -317,7 +326,7 @@ _OUTCOMES: dict[str, Literal["success", "error", "blocked", "substituted"]] = {
 
 async def tool_call_of(
     store: Store, turn_id: str, tool_call_id: str
-) -> tuple[TurnRecord, dict[str, Any]]:
+) -> tuple[TurnRecord, ToolCallPart]:
     """The turn and the part of its tool call `tool_call_id`; either missing fails the
     activity for good (retrying would not bring it back)."""
     turn = await store.get_turn(turn_id)
@@ -329,12 +338,7 @@ async def tool_call_of(
     return turn, part
 
 
-def is_settled(part: dict[str, Any]) -> bool:
-    """Whether the tool part has its outcome (an output, an error or a denial)."""
-    return str(part.get("state", "")).startswith("output-")
-
-
-def _status(turn: TurnRecord, message: dict[str, Any], agent: Think) -> str:
+def _status(turn: TurnRecord, message: UIMessageJSON, agent: Think) -> str:
     if turn.status not in ("running", "awaiting_approval", "awaiting_client_tool"):
         return turn.status
     return paused_status(message, client_tool_names(turn), turn_tools(agent, turn))

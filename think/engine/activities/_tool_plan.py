@@ -10,10 +10,18 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from think._messages import new_id
-from think._protocol import is_static_tool_part, tool_name
+from think._protocol import (
+    PartLike,
+    ToolApprovalRequestChunk,
+    UIMessageJSON,
+    is_settled,
+    is_static_tool_part,
+    tool_name,
+)
 from think.agent._agent_tool import AgentTool
 from think.agent._think import Think
 from think.engine.activities._ids import tool_call_ids
@@ -66,15 +74,15 @@ async def plan_calls(
     calls: list[ToolCallRef],
     builder: MessageBuilder,
     tools: dict[str, Tool],
-) -> tuple[list[ToolCallRef], list[dict[str, Any]]]:
+) -> tuple[list[ToolCallRef], list[ToolApprovalRequestChunk]]:
     """Classify a fresh step's calls, with the `tool-approval-request` chunks to stream for
     those that wait for a person."""
     clients = client_tool_names(turn)
     planned: list[ToolCallRef] = []
-    chunks: list[dict[str, Any]] = []
+    chunks: list[ToolApprovalRequestChunk] = []
     for call in calls:
-        part = builder.tool_part(call.tool_call_id) or {}
-        arguments = part.get("input")
+        part = builder.tool_part(call.tool_call_id)
+        arguments = part.get("input") if part is not None else None
         shown = preview(call.tool_name, arguments)
         tool = tools.get(call.tool_name)
         if call.tool_name in clients and tool is None:
@@ -87,12 +95,13 @@ async def plan_calls(
             continue
         if tool is not None and await _needs_approval(agent, turn, tool, call, arguments):
             approval_id = new_id("approval")
-            chunk = {
-                "type": "tool-approval-request",
-                "approvalId": approval_id,
-                "toolCallId": call.tool_call_id,
-            }
-            chunks.append(chunk)
+            chunks.append(
+                {
+                    "type": "tool-approval-request",
+                    "approvalId": approval_id,
+                    "toolCallId": call.tool_call_id,
+                }
+            )
             update = {"kind": "approval", "approval_id": approval_id}
             planned.append(call.model_copy(update={**update, "preview": shown, "run": run}))
             continue
@@ -124,14 +133,14 @@ async def _needs_approval(
 
 
 def recorded_calls(
-    turn: TurnRecord, parts: list[dict[str, Any]], tools: dict[str, Tool]
+    turn: TurnRecord, parts: Sequence[PartLike], tools: dict[str, Tool]
 ) -> list[ToolCallRef]:
     """The plan of a step that is already recorded, from its stored parts: calls without a
     settled result, with the approval ids the step announced."""
     clients = client_tool_names(turn)
     planned: list[ToolCallRef] = []
     for part in parts:
-        if not is_static_tool_part(part) or str(part.get("state", "")).startswith("output-"):
+        if not is_static_tool_part(part) or is_settled(part):
             continue
         name = tool_name(part)
         tool = tools.get(name)
@@ -152,7 +161,7 @@ def recorded_calls(
     return planned
 
 
-def paused_status(message: dict[str, Any], clients: set[str], tools: dict[str, Tool]) -> str:
+def paused_status(message: UIMessageJSON, clients: set[str], tools: dict[str, Tool]) -> str:
     """The turn's status as its message says: waiting for a person, for the client, or not."""
     waiting_client = False
     for part in message.get("parts", []):

@@ -16,6 +16,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from think import metrics
+from think._protocol import UIMessageChunk
 from think.agent._turn_hooks import ChatResponseResult
 from think.engine.activities import _observe as observe
 from think.engine.activities._agent_tool import AgentToolCalls
@@ -141,7 +142,7 @@ class TurnActivities:
             return CommitResult(status=turn.status, respond=respond)
         message = turn.message or {"id": turn.message_id, "role": "assistant", "parts": []}
         error = inp.error
-        chunks: list[dict[str, Any]] = []
+        chunks: list[UIMessageChunk] = []
         if inp.status == "aborted":
             chunks = [{"type": "abort", "reason": turn.error or inp.error or "cancelled"}]
             # A cancel's reason was recorded by whoever asked for it.

@@ -10,9 +10,10 @@ work is already done, which is what makes a retried activity harmless.
 from __future__ import annotations
 
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, cast
 
 from think._messages import UIMessage
+from think._protocol import FinishReason, UIMessageChunk, UIMessageJSON
 from think.storage import (
     NOW,
     Conn,
@@ -63,8 +64,8 @@ async def end_turn(
     queue: QueueLock,
     *,
     status: str,
-    message: dict[str, Any],
-    chunks: list[dict[str, Any]],
+    message: UIMessageJSON,
+    chunks: list[UIMessageChunk],
     fence: Fence | None = None,
     error: str | None = None,
     finish_reason: str = "stop",
@@ -87,7 +88,9 @@ async def end_turn(
     if status in ("completed", "interrupted"):
         # An interrupted turn still has an answer (the terminal message): it finishes, with
         # the reason saying how. Errors and aborts end with their own chunk instead.
-        chunks = [*chunks, {"type": "finish", "finishReason": finish_reason}]
+        # The reasons are the protocol's (`FinishReason`), as the model clients and the
+        # workflow name them; the workflow's inputs carry them as strings.
+        chunks = [*chunks, {"type": "finish", "finishReason": cast(FinishReason, finish_reason)}]
     await append(
         conn,
         turn.id,

@@ -18,6 +18,13 @@ this module imports nothing from `think`, so it sits below them all. `think.stor
 chunks and parts opaque (JSONB in, JSONB out), naming these types only in annotations.
 `think.streaming` re-exports them as part of its face.
 
+Every producer and consumer takes these types (`StepStream.emit`, `ChunkWriter.emit`, the
+stream log's reads, `follow`, `Think.on_chunk`; `UIMessage.parts`, `TurnRecord.message`), and
+what the framework asks of a chunk or a part is asked here, beside them (`is_content_chunk`,
+`tool_part`, `approval_part`, `split_steps`, `last_step_text`, ...): nowhere else is a `type`
+read or a part sliced by hand, so a protocol change is made in one module and mypy finds
+every use it breaks.
+
 A tool part is one type whose `state` changes in place, not one type per state as the SDK's
 TypeScript spells it: the builder moves a part from `input-streaming` to `output-available`
 key by key as the chunks arrive, which a per-state union would turn into a cast at each step.
@@ -436,6 +443,19 @@ UIMessagePart: TypeAlias = (
     | DynamicToolUIPart
 )
 """One part of a UIMessage (the SDK's `UIMessagePart`)."""
+
+ToolCallPart: TypeAlias = ToolUIPart | DynamicToolUIPart
+"""A tool call's part, static (`tool-<name>`) or dynamic."""
+
+
+class UIMessageJSON(TypedDict):
+    """A UIMessage as JSON (`UIMessage.wire()`): what a turn's draft and stored message are
+    (`TurnRecord.message`), folded by `MessageBuilder`."""
+
+    id: str
+    role: Literal["user", "assistant", "system"]
+    parts: list[UIMessagePart]
+    metadata: NotRequired[dict[str, JSONValue]]
 
 
 # ---- tool parts by name: the one place a tool's name meets a part's type ----

@@ -1,0 +1,256 @@
+"""A step's model answer, streamed: the request sent, the answer's events turned into chunks
+(`StepStream`) and batched into the stream log (`ChunkWriter`), and what goes wrong on the way
+(a cancel, the time budget, a stall, a model failure) handed to `StepOutcomes`.
+
+Split from `_model_step.py`, which runs the attempt around it (load, assemble, record): this
+is the part that runs while the model speaks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from temporalio import activity
+
+from think import metrics
+from think._messages import UIMessage
+from think._protocol import ToolApprovalRequestChunk, UIMessageChunk
+from think.agent._think import Think
+from think.engine.activities import _observe as observe
+from think.engine.activities._assembly import StepSetup
+from think.engine.activities._cancels import cancel_noted, cancellable
+from think.engine.activities._compaction import Compactions
+from think.engine.activities._heartbeat import StreamStalled, heartbeating, within_stall_timeout
+from think.engine.activities._resources import ActivityResources
+from think.engine.activities._step_budget import time_left
+from think.engine.activities._step_outcomes import StepOutcomes
+from think.engine.activities._step_stream import StepStream
+from think.engine.activities._tool_plan import plan_calls
+from think.exceptions import ModelError
+from think.models import (
+    Finish,
+    ModelEvent,
+    ModelRequest,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallStart,
+)
+from think.storage import TurnRecord, gives_up
+from think.streaming import Fence, StaleAttempt
+from think.streaming._builder import MessageBuilder
+from think.workflows._inputs import ModelStepResult
+
+
+@dataclass
+class LoadedStep:
+    """What `load` read for a step that is to call the model."""
+
+    turn: TurnRecord
+    agent: Think
+    fence: Fence
+    interrupted: bool
+    """A retry after a crash or a stall that left this step open in the stream."""
+    transcript: list[UIMessage]
+
+
+@dataclass
+class PreparedStep:
+    """A step's request, assembled by the agent's hooks, and the model's answer to it, on its
+    way."""
+
+    builder: MessageBuilder
+    setup: StepSetup
+    request: ModelRequest
+    answer_tool: str | None
+    events: AsyncIterator[ModelEvent]
+    sent: float
+    """When the request went out (`time.monotonic`), for the time to its first token."""
+
+
+class CancelSubscription:
+    """The turn's subscription to cancels (`ActivityResources.cancels`), opened before a step
+    reads the turn and kept until the step ends: a cancel announced between the read, which
+    sees one noted before it, and the stream, which watches for one, is not missed."""
+
+    def __init__(self, res: ActivityResources, turn_id: str) -> None:
+        self._stack = contextlib.ExitStack()
+        self.event: asyncio.Event | None = None
+        if res.cancels is not None:
+            self.event = self._stack.enter_context(res.cancels.subscribe(turn_id))
+
+    def close(self) -> None:
+        self._stack.close()
+
+
+class SentRequest:
+    """A model stream whose request is sent now, not at the first `anext`: a task waits for
+    its first event meanwhile. Iterated like the stream itself, by one consumer."""
+
+    def __init__(self, events: AsyncIterator[ModelEvent]) -> None:
+        self._events = events
+        self._first: asyncio.Task[ModelEvent] | None = asyncio.create_task(_first_of(events))
+
+    def __aiter__(self) -> SentRequest:
+        return self
+
+    async def __anext__(self) -> ModelEvent:
+        first = self._first
+        if first is None:
+            return await anext(self._events)
+        try:
+            return await first  # a stream that ended at once raises StopAsyncIteration here
+        finally:
+            if first.done():
+                self._first = None
+
+    async def aclose(self) -> None:
+        first, self._first = self._first, None
+        if first is not None:
+            first.cancel()
+            await asyncio.wait([first])  # the stream must not be running when it is closed
+        await close_events(self._events)
+
+
+async def _first_of(events: AsyncIterator[ModelEvent]) -> ModelEvent:
+    return await anext(events)
+
+
+async def close_events(events: AsyncIterator[Any]) -> None:
+    close = getattr(events, "aclose", None)
+    if close is not None:
+        await close()
+
+
+@dataclass
+class Streamed:
+    """What `stream` got from the model."""
+
+    finish: Finish
+    calls: list[Any]
+    approvals: list[ToolApprovalRequestChunk]
+    rest: list[UIMessageChunk]
+    """Chunks still buffered, written in `record`'s transaction."""
+
+
+async def stream_answer(
+    res: ActivityResources,
+    outcomes: StepOutcomes,
+    compactions: Compactions,
+    cancels: CancelSubscription,
+    index: int,
+    loaded: LoadedStep,
+    prepared: PreparedStep,
+    step: StepStream,
+) -> Streamed | ModelStepResult:
+    """Step `index`'s `start-step`, the model's answer as chunks, the calls it made planned
+    and the step finished; or, when something goes wrong on the way, what `StepOutcomes`
+    settles it as (a cancel, the time budget, a model failure, an overflow)."""
+    agent, turn, fence = loaded.agent, loaded.turn, loaded.fence
+    setup, builder, writer = prepared.setup, step.builder, step.writer
+    finish = Finish()
+    started = prepared.sent
+    first_token: float | None = None
+    try:
+        if loaded.interrupted:
+            # Clients keep the step's `step-start` and drop what followed it; the draft
+            # never held the abandoned attempt's parts, so it just starts the step.
+            step.writer.emit({"type": "reset-step"})
+            step.builder.apply({"type": "start-step"})
+        else:
+            step.emit({"type": "start-step"})
+        # Closed here, not by the garbage collector, when the step fails mid-stream (say
+        # Postgres went away): the model's HTTP stream ends now instead of generating on,
+        # and asyncio no longer logs "aclose(): asynchronous generator is already running".
+        async with (
+            heartbeating(),
+            cancellable(
+                res.store,
+                res.cancels,
+                turn.id,
+                noted=turn.error is not None,
+                subscribed=cancels.event,
+            ) as cancel,
+            # The time budget also cuts a step short, not only the next one.
+            asyncio.timeout(time_left(turn, setup.time_budget)) as budget,
+            contextlib.aclosing(
+                within_stall_timeout(prepared.events, setup.stall_timeout)
+            ) as events,
+        ):
+            async for event in events:
+                if first_token is None and not isinstance(event, Finish):
+                    first_token = time.monotonic()
+                    metrics.TIME_TO_FIRST_TOKEN.labels(turn.agent).observe(first_token - started)
+                if isinstance(event, TextDelta):
+                    step.text(event.delta)
+                    await writer.let_first_content_out()  # the words a user waits for
+                elif isinstance(event, ReasoningDelta):
+                    step.reasoning(event.delta)
+                    await writer.let_first_content_out()
+                elif isinstance(event, ToolCallStart):
+                    step.tool_start(event.tool_call_id, event.tool_name)
+                elif isinstance(event, ToolCallDelta):
+                    step.tool_delta(event.tool_call_id, event.delta)
+                elif isinstance(event, Finish):
+                    finish = event
+        calls, approvals = await plan_calls(agent, turn, step.close(), builder, setup.tools)
+        for chunk in approvals:
+            step.emit(chunk)
+        step.finish_step()
+        rest = await writer.drain()
+        metrics.STEP_DURATION.labels(turn.agent).observe(time.monotonic() - started)
+    except asyncio.CancelledError:
+        details = activity.cancellation_details()
+        if cancel.requested:
+            # The turn was cancelled (`POST …/cancel`, through Postgres): keep what the
+            # model said so far, end the stream with `abort`, and tell the workflow.
+            await asyncio.shield(outcomes.store_cancelled(turn.id, builder, step, writer))
+            return ModelStepResult(ended=True, status="aborted")
+        if (
+            details is not None
+            and details.cancel_requested
+            and await asyncio.shield(cancel_noted(res.store, turn.id))
+        ):
+            # Cancelled by the workflow (its cancel reached it through Temporal): the same.
+            # Only a cancel someone asked for counts: a local activity is also cancelled
+            # when its workflow task was lost (its worker froze past the task's timeout).
+            await asyncio.shield(outcomes.store_cancelled(turn.id, builder, step, writer))
+        else:
+            # Not a cancel: this attempt timed out (a heartbeat arrived late under load),
+            # or the worker is shutting down. Another attempt owns the step now; write
+            # nothing more (its fence would refuse it anyway).
+            await writer.abort()
+        raise
+    except StaleAttempt:
+        await writer.abort()
+        raise
+    except TimeoutError:
+        if not budget.expired():
+            raise
+        return await outcomes.out_of_time(agent, turn, step, fence, setup.time_budget or 0)
+    except ModelError as exc:
+        await observe.request_failed(turn, index, fence.attempt, exc)
+        if isinstance(exc, StreamStalled):
+            await observe.stalled(turn, index, exc.seconds)
+        # Context overflow: compacts and retries the step (raises), or ends the turn.
+        overflow = await compactions.on_overflow(agent, turn, step, fence, exc)
+        if overflow is not None:
+            return await outcomes.fail(
+                agent, turn, "model", overflow, fence, step, classification="context_overflow"
+            )
+        if not exc.retryable:
+            return await outcomes.fail(agent, turn, "model", exc, fence, step)
+        return await outcomes.recover(agent, turn, step, fence, exc)
+    except Exception as exc:
+        # Neither the model's failure nor a cancel: an adapter that cannot read what the
+        # server streamed (a pydantic `ValidationError`), a write Postgres refuses. Retried
+        # while it may pass; then the turn ends `error`, keeping what the model said.
+        if not gives_up(exc):
+            raise
+        return await outcomes.fail(agent, turn, "model", exc, fence, step)
+    return Streamed(finish, calls, approvals, rest)
