@@ -1,11 +1,12 @@
 # One task runner for people, CI (.ci/run) and pre-commit alike.
 #
-#   make dev     everything locally: embedded Postgres + Temporal + worker + API (Ctrl-C stops)
-#   make test    the test suite (real Postgres and Temporal, embedded; no Docker needed)
-#   make lint    ruff check, ruff format --check, mypy --strict
-#   make fmt     format and autofix
-#   make bench   the benchmarks in bench/
-#   make ui      rebuild the chat page (ui/ -> api/ui/, committed; needs Node and npm)
+#   make dev        everything locally: embedded Postgres + Temporal + worker + API (Ctrl-C stops)
+#   make test       the test suite (real Postgres and Temporal, embedded; no Docker needed)
+#   make test-fast  the tests that start no stack (`-m "not stack"`): about a minute
+#   make lint       ruff check, ruff format --check, mypy --strict
+#   make fmt        format and autofix
+#   make bench      the benchmarks in bench/
+#   make ui         rebuild the chat page (ui/ -> api/ui/, committed; needs Node and npm)
 #
 # The virtualenv is created with `python3` on first use; it is reinstalled only when
 # pyproject.toml is newer than its stamp file, so re-runs start at once.
@@ -17,7 +18,7 @@ STAMP  := $(VENV)/.installed
 NODE_DIRS := tests/node ui
 
 .DEFAULT_GOAL := help
-.PHONY: help install dev test node ui lint fmt bench clean
+.PHONY: help install dev test test-fast node ui lint fmt bench clean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -69,6 +70,11 @@ ui: node
 # `python -m pytest` (not bin/pytest) puts the repo root on sys.path, so `tests.*` imports.
 test: $(STAMP) node
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The tier that starts no embedded Postgres, Temporal, worker or API: tests/conftest.py
+# marks every test that does `stack`, from the fixtures it uses.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not stack" $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -640,6 +640,7 @@ def new_client_thread(make: Callable[[], ThinkClient]) -> tuple[ThinkClient, thr
     return client, thread
 
 
+@pytest.mark.usefixtures("sigint_default")
 def test_ctrl_c_in_a_sync_stream_stops_it_and_the_client_goes_on(
     sync_client: ThinkClient, fake_model: FakeOpenAIServer, cid: str
 ) -> None:

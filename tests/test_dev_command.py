@@ -238,15 +238,16 @@ def _messages_text(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
     ]
 
 
+@pytest.mark.usefixtures("sigint_default")
 def test_think_dev_serves_the_banner_commands_stops_cleanly_and_keeps_data(
-    tmp_path: Path,
+    stack_home: Path,
 ) -> None:
-    home = tmp_path / ".think"
+    home = stack_home / ".think"
     ports = _free_ports("api", "temporal", "ui")
     api = f"http://127.0.0.1:{ports['api']}"
 
     # ---------------------------------------------------------------- first run
-    dev = Dev(tmp_path, home, ports)
+    dev = Dev(stack_home, home, ports)
     try:
         banner = dev.wait_banner()
         running = "\n".join(dev.track())
@@ -328,7 +329,7 @@ def test_think_dev_serves_the_banner_commands_stops_cleanly_and_keeps_data(
     assert not (home / "endpoints.json").exists()
 
     # ---------------------------------------------------------------- second run, same data
-    dev = Dev(tmp_path, home, ports)
+    dev = Dev(stack_home, home, ports)
     try:
         dev.wait_banner()
         dev.track()
@@ -432,16 +433,17 @@ def test_a_ctrl_c_while_the_command_line_is_parsed_exits_cleanly(
 
 
 @pytest.mark.parametrize("after", [0.2, 0.8, 1.6])
-def test_ctrl_c_while_starting_exits_cleanly(tmp_path: Path, after: float) -> None:
+@pytest.mark.usefixtures("sigint_default")
+def test_ctrl_c_while_starting_exits_cleanly(stack_home: Path, after: float) -> None:
     """Issue 19: a Ctrl-C in the first two seconds (while Python imports) printed a 50-78 line
     traceback. Whenever it comes, the answer is a clean exit and nothing left running."""
     ports = _free_ports("api", "temporal", "ui")
-    home = tmp_path / ".think"
+    home = stack_home / ".think"
     dev = Dev.__new__(Dev)
     dev.ports, dev.seen = ports, {}
-    dev.needles = [str(tmp_path), *(str(p) for p in ports.values())]
+    dev.needles = [str(stack_home), *(str(p) for p in ports.values())]
     dev.process = _think(
-        tmp_path,
+        stack_home,
         home,
         "dev",
         *("--port", str(ports["api"]), "--temporal-port", str(ports["temporal"])),

@@ -43,8 +43,8 @@ def _clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-async def test_services_start_answer_persist_and_stop(tmp_path: Path) -> None:
-    with start_services(tmp_path) as services:
+async def test_services_start_answer_persist_and_stop(stack_home: Path) -> None:
+    with start_services(stack_home) as services:
         assert services.postgres.url.startswith("postgresql://postgres@/think?host=")
         with psycopg.connect(services.database_url, autocommit=True) as conn:
             row = conn.execute("SELECT 1, current_database()").fetchone()
@@ -68,7 +68,7 @@ async def test_services_start_answer_persist_and_stop(tmp_path: Path) -> None:
     assert not pid_alive(temporal_pid), "temporal is still running"
 
     # Same directory again: the data is still there (what a second `think dev` relies on).
-    with start_services(tmp_path) as services:
+    with start_services(stack_home) as services:
         with psycopg.connect(services.database_url) as conn:
             assert conn.execute("SELECT v FROM kept").fetchone() == ("across restarts",)
         client = await Client.connect(services.temporal_address)
@@ -170,10 +170,11 @@ def _processes_with(home: Path) -> list[int]:
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds leftover processes through /proc")
-def test_think_dev_serves_and_ctrl_c_stops_everything(tmp_path: Path) -> None:
+@pytest.mark.usefixtures("sigint_default")
+def test_think_dev_serves_and_ctrl_c_stops_everything(stack_home: Path) -> None:
     from tests._stack import free_port
 
-    home = tmp_path / ".think"
+    home = stack_home / ".think"
     api_port = free_port()
     dev = subprocess.Popen(
         [
@@ -188,7 +189,7 @@ def test_think_dev_serves_and_ctrl_c_stops_everything(tmp_path: Path) -> None:
             "--ui-port",
             str(free_port()),
         ],
-        cwd=tmp_path,
+        cwd=stack_home,
         # The test agent: no dependency on the bundled example; no model is called here.
         env=_clean_env(THINK_HOME=str(home), THINK_AGENTS="tests.agents:Helper"),
         stdout=subprocess.PIPE,
@@ -223,7 +224,7 @@ def test_think_dev_serves_and_ctrl_c_stops_everything(tmp_path: Path) -> None:
 
 
 def test_a_pg_ctl_that_times_out_while_postgres_comes_up_is_not_a_failure(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    stack_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Regression: on a loaded machine the wheel's `pg_ctl start` (it waits 10 s at most)
     timed out while Postgres was still coming up, and `think dev` gave up. Here the real
@@ -244,7 +245,7 @@ def test_a_pg_ctl_that_times_out_while_postgres_comes_up_is_not_a_failure(
         return output
 
     monkeypatch.setattr(postgres_server, "pg_ctl", late_pg_ctl)
-    with start_services(tmp_path) as services:
+    with start_services(stack_home) as services:
         with psycopg.connect(services.database_url, autocommit=True) as conn:
             assert conn.execute("SELECT current_database()").fetchone() == ("think",)
         pg_pid = services.postgres.pid

@@ -17,6 +17,7 @@ import pytest
 from mcp_types import CallToolResult, ImageContent, TextContent
 
 from tests._stack import free_port
+from tests._waits import eventually, now
 from think import McpServer, ToolError, UserError
 from think.tools import McpTool, McpToolInfo, McpUnavailable, mcp_tools_of
 from think.tools._mcp_pool import close_pool, pool, tool_output
@@ -143,8 +144,11 @@ async def test_the_tool_list_is_fetched_again_after_refresh_seconds() -> None:
     for server in (quick, slow):
         assert "whisper" not in {t.name for t in await pool().tools(server, wait=True) or []}
         assert await pool().call(server, "grow_quietly", {}) == {"result": "grown"}
-    await asyncio.sleep(0.4)
-    assert "whisper" in {t.name for t in await pool().tools(quick, wait=True) or []}
+
+    async def refreshed() -> bool:  # once refresh_seconds have passed
+        return "whisper" in {t.name for t in await pool().tools(quick, wait=True) or []}
+
+    await eventually(refreshed, within=10, every=0.05)
     # No change announced, and not due: the list stays as it was.
     assert "whisper" not in {t.name for t in await pool().tools(slow, wait=True) or []}
 
@@ -196,12 +200,12 @@ async def test_an_idle_connection_is_closed_and_its_list_kept(
     first = await pool().call(idle, "pid", {})
     await pool().call(busy, "pid", {})
     monkeypatch.setattr(mcp_pool, "IDLE_SECONDS", 0.2)
-    await asyncio.sleep(0.3)
-    await pool().call(busy, "pid", {})  # any use of the pool closes what sat idle
-    for _ in range(100):
-        if not pool().connection(idle).alive:
-            break
-        await asyncio.sleep(0.05)
+
+    async def idle_closed() -> bool:
+        await pool().call(busy, "pid", {})  # any use of the pool closes what sat idle
+        return not pool().connection(idle).alive
+
+    await eventually(idle_closed, within=10, every=0.05)
     monkeypatch.setattr(mcp_pool, "IDLE_SECONDS", 3600)
     connection = pool().connection(idle)
     assert not connection.alive
@@ -227,19 +231,12 @@ async def test_an_older_protocol_gets_list_changes_as_notifications_and_restarts
     assert "shout" not in {t.name for t in await pool().tools(server, wait=True) or []}
     assert await pool().call(server, "grow", {}) == {"result": "grown"}
     # notifications/tools/list_changed, unasked: there is no subscription on this protocol.
-    for _ in range(100):
-        if pool().connection(server).stale:
-            break
-        await asyncio.sleep(0.05)
+    await eventually(lambda: now(pool().connection(server).stale), within=5, every=0.05)
     assert "shout" in {t.name for t in await pool().tools(server, wait=True) or []}
 
     pid = (await pool().call(server, "pid", {}))["result"]
     os.kill(pid, signal.SIGKILL)
     # Until the session has read the child's EOF (no subscription to lose on this protocol):
     # from then on the dead connection is not lent again.
-    for _ in range(200):
-        if not pool().connection(server).alive:
-            break
-        await asyncio.sleep(0.05)
-    assert not pool().connection(server).alive
+    await eventually(lambda: now(not pool().connection(server).alive), within=10, every=0.05)
     assert (await pool().call(server, "pid", {}))["result"] != pid

@@ -22,8 +22,9 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from tests._schedules import Deployment, delete_schedules, deployment, eventually, schedule_ids
+from tests._schedules import Deployment, delete_schedules, deployment, schedule_ids
 from tests._stack import Stack
+from tests._waits import eventually
 from tests.schedule_agents import FAR_DAY
 from think.schedules import CATCHUP_WINDOW, OVERLAP, ScheduleRef
 from think.schedules._dsl import parse_schedule

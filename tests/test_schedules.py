@@ -26,11 +26,11 @@ from tests._schedules import (
     Deployment,
     delete_schedules,
     deployment,
-    eventually,
     run,
     schedule_ids,
 )
 from tests._stack import Stack
+from tests._waits import eventually
 from tests.schedule_agents import FAR
 from think import ThinkService
 from think._settings import Settings

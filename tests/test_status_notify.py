@@ -14,14 +14,17 @@ from think.streaming import CHANNEL, ChunkListener
 from think.testing import FakeOpenAIServer, text
 
 
-async def _notifications(url: str, turn_id: str, seconds: float) -> list[str]:
+async def _notifications(url: str, turn_id: str, listening: asyncio.Event, last: str) -> list[str]:
+    """The turn's notifications, from when `listening` is set up to the one ending in `last`."""
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         await conn.execute(f"LISTEN {CHANNEL}")
+        listening.set()
         got: list[str] = []
-        gen = conn.notifies(timeout=seconds)
-        async for note in gen:
+        async for note in conn.notifies(timeout=10):
             if note.payload.startswith(turn_id):
                 got.append(note.payload)
+                if note.payload.endswith(last):
+                    break
         return got
 
 
@@ -43,8 +46,9 @@ async def test_a_status_change_is_announced_once_and_wakes_only_status_waiters(
             listener.subscribe(turn_id, status_only=True) as status,
             listener.subscribe(turn_id) as chunks,
         ):
-            heard = asyncio.create_task(_notifications(url, turn_id, 1.5))
-            await asyncio.sleep(0.3)  # the LISTEN above is in place
+            listening = asyncio.Event()
+            heard = asyncio.create_task(_notifications(url, turn_id, listening, "/status/error"))
+            await asyncio.wait_for(listening.wait(), 5)
             async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
                 # New chunks (a bare id), then a write that keeps the status, then a change.
                 await conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, turn_id))
@@ -58,14 +62,23 @@ async def test_a_status_change_is_announced_once_and_wakes_only_status_waiters(
                     "UPDATE turns SET status = 'running' WHERE id = %s AND status = 'completed'",
                     (turn_id,),
                 )
-                await asyncio.sleep(0.3)
+                # Then new chunks again: the listener hears a channel's notifications in order,
+                # so once that one has woken `chunks`, the change before it was handled too.
+                await conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, turn_id))
+                await asyncio.wait_for(chunks.wait(), 5)
+                chunks.clear()
                 assert not status.is_set()
                 await conn.execute(
                     "UPDATE turns SET status = 'error' WHERE id = %s AND status = 'running'",
                     (turn_id,),
                 )
                 await asyncio.wait_for(status.wait(), 5)
-            assert await heard == [turn_id, f"{turn_id}/status/running", f"{turn_id}/status/error"]
+            assert await heard == [
+                turn_id,
+                f"{turn_id}/status/running",
+                turn_id,
+                f"{turn_id}/status/error",
+            ]
             assert not chunks.is_set()
     finally:
         await listener.stop()

@@ -14,6 +14,7 @@ import pytest
 from psycopg.rows import dict_row
 
 from tests._turn_helpers import chunk_types, pending_turn
+from tests._waits import eventually
 from think import ThinkService
 from think._settings import Settings
 from think.storage._stream_log import FirstClaim, read
@@ -69,14 +70,20 @@ async def test_first_words_go_at_once_unless_nobody_waits_for_them(
     writer.emit({"type": "start-step"})
     writer.emit({"type": "text-delta", "id": "t", "delta": "Hello"})
     await writer.let_first_content_out()
-    await asyncio.sleep(0.3)  # far less than the interval, far more than one write takes
-    async with db.connection() as conn:  # after the `start` its admission wrote
-        written = [chunk["type"] for _, chunk in await read(conn, turn.id, 0)]
-    rest = [chunk["type"] for chunk in await writer.drain()]
+
+    async def written() -> list[str]:  # after the `start` its admission wrote
+        async with db.connection() as conn:
+            return [chunk["type"] for _, chunk in await read(conn, turn.id, 0)]
+
     if at_once:
-        assert (written, rest) == (["start-step", "text-delta"], [])
+        assert await eventually(written, within=5, every=0.02) == ["start-step", "text-delta"]
     else:
-        assert (written, rest) == ([], ["start-step", "text-delta"])
+        # Nothing may arrive: watch for a while, far less than the interval, far more than
+        # one write takes (the at-once case shows how little that is).
+        await asyncio.sleep(0.3)
+        assert await written() == []
+    rest = [chunk["type"] for chunk in await writer.drain()]
+    assert rest == ([] if at_once else ["start-step", "text-delta"])
 
 
 _PROBE = {"type": "data-probe", "data": 1, "transient": True}

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests._sse import chunks, parse, read_stream
 from tests._turn_helpers import helper_path
+from tests._waits import eventually
 from think._settings import Settings
 from think.testing import FakeOpenAIServer, reply, text
 
@@ -82,8 +83,18 @@ async def test_many_streams_share_one_listen_connection(
         before = await conn.scalar(listening)
     fake_model.script(cid, reply(text(*[f"t{i} " for i in range(20)]), delay=0.05))
     turn = (await api.post(f"{helper_path(cid)}/turns", json={"input": "fan out"})).json()
-    readers = [asyncio.create_task(read_stream(api, turn["stream_url"])) for _ in range(60)]
-    await asyncio.sleep(0.4)
+    open_streams: list[None] = []
+    all_open = asyncio.Event()
+
+    def opened() -> None:
+        open_streams.append(None)
+        if len(open_streams) == 60:
+            all_open.set()
+
+    readers = [
+        asyncio.create_task(read_stream(api, turn["stream_url"], opened=opened)) for _ in range(60)
+    ]
+    await asyncio.wait_for(all_open.wait(), 30)
     async with engine.connect() as conn:
         listeners = await conn.scalar(listening)
         connections = await conn.scalar(
@@ -154,13 +165,13 @@ async def test_pruned_chunks_keep_the_turn_and_message(
     turn = (
         await api.post(f"{helper_path(cid)}/turns", json={"input": "keep", "mode": "wait"})
     ).json()
-    await asyncio.sleep(0.05)
     db = await open_database(settings, max_size=1)
     try:
-        removed = await Store(db).prune_chunks(0)
+        # Chunks of turns that ended more than 0 s ago: this one's, once the clock has moved
+        # past its end.
+        assert await eventually(lambda: Store(db).prune_chunks(0), within=5, every=0.01) > 0
     finally:
         await db.close()
-    assert removed > 0
     _, events = await read_stream(api, turn["stream_url"])
     assert [e.data for e in events] == ["[DONE]"]
     again = (await api.get(turn["status_url"])).json()
