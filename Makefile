@@ -37,12 +37,12 @@ dev: $(STAMP)
 	$(BIN)/think dev
 
 # The AI SDK harness that checks our streams with the client's own parser, and the chat
-# page's sources (tests/test_ui_build.py rebuilds them and compares with api/ui/): both need
+# page's sources (tests/ui/test_ui_build.py rebuilds them and compares with api/ui/): both need
 # Node >= 22 and npm (`ai` 7 declares it; Node 20 works, with EBADENGINE warnings). Without
 # npm, `make test` runs everything else and its summary lists the checks it skipped; in CI
 # (CI=true or CI=1, as .ci/run sets) a missing npm fails. Reinstalled only when a lock file
 # changes.
-NO_NPM := npm not found: the AI SDK conformance checks (tests/test_ai_sdk_conformance.py) and the chat page's rebuild check (tests/test_ui_build.py)
+NO_NPM := npm not found: the AI SDK conformance checks (tests/streaming/test_ai_sdk_conformance.py) and the chat page's rebuild check (tests/ui/test_ui_build.py)
 node:
 	@if ! command -v npm >/dev/null 2>&1; then \
 		case "$${CI:-}" in \
@@ -62,7 +62,7 @@ node:
 	fi
 
 # The chat page's bundle (api/ui/, package data: installing Think needs no Node). Commit it
-# with its sources; tests/test_ui_build.py fails when they differ.
+# with its sources; tests/ui/test_ui_build.py fails when they differ.
 ui: node
 	@command -v node >/dev/null 2>&1 || { echo "make ui: needs Node >= 22 with npm" >&2; exit 1; }
 	node ui/build.mjs

@@ -29,7 +29,7 @@ from think.workflows._connect import connect
 @pytest.fixture(scope="session")
 def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Services]:
     # With the Temporal Web UI (on a free port): the chat page links turns to it, and
-    # tests/test_temporal_ui.py takes the operators' screenshots of it.
+    # tests/ui/test_temporal_ui.py takes the operators' screenshots of it.
     with start_services(tmp_path_factory.mktemp("think"), ui_port=0) as running:
         settings = running.settings()
         asyncio.run(migrate(settings))
@@ -87,7 +87,7 @@ def stack(
     env["THINK_MODEL_ENDPOINTS"] = json.dumps({"plain": plain, "keyless": keyless})
     if services.temporal.ui_url:
         env["THINK_TEMPORAL_UI_URL"] = services.temporal.ui_url
-    # The secret a conversation's MCP server names (tests/test_mcp.py): never stored.
+    # The secret a conversation's MCP server names (tests/tools/test_mcp.py): never stored.
     env["MCP_TEST_AUTH"] = "Bearer mcp-test-secret"
     running = Stack(env=env, logs=logs)
     try:

@@ -30,7 +30,7 @@ def test_make_without_npm_goes_on_and_says_what_it_skips(tmp_path: Path) -> None
     done = _make_node(tmp_path)
     assert done.returncode == 0, done.stderr
     assert "npm not found" in done.stdout
-    assert "tests/test_ai_sdk_conformance.py" in done.stdout and "skipped" in done.stdout
+    assert "tests/streaming/test_ai_sdk_conformance.py" in done.stdout and "skipped" in done.stdout
 
 
 def test_make_without_npm_fails_in_ci(tmp_path: Path) -> None:
@@ -42,7 +42,7 @@ def test_make_without_npm_fails_in_ci(tmp_path: Path) -> None:
 
 def _pytest_conformance(path: Path, **extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "tests/test_ai_sdk_conformance.py", "-q"],
+        [sys.executable, "-m", "pytest", "tests/streaming/test_ai_sdk_conformance.py", "-q"],
         cwd=ROOT,
         env=_env(path, **extra),
         capture_output=True,
@@ -69,7 +69,13 @@ def _pytest_browser(tmp_path: Path, **extra: str) -> subprocess.CompletedProcess
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     env.update(THINK_CHROMIUM=str(tmp_path / "no-chromium"), **extra)
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "tests/test_ui_browser.py", "tests/test_temporal_ui.py"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "tests/ui/test_ui_browser.py",
+            "tests/ui/test_temporal_ui.py",
+        ],
         cwd=ROOT,
         env=env,
         capture_output=True,

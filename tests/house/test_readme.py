@@ -14,7 +14,7 @@ from tests._stack import Stack
 from think import Think
 from think._settings import Settings
 
-README = (Path(__file__).parent.parent / "README.md").read_text()
+README = (Path(__file__).parents[2] / "README.md").read_text()
 
 
 def python_blocks() -> list[str]:
@@ -102,7 +102,7 @@ def test_the_submitting_turns_script_runs_as_pasted_from_below_the_clone(
 
 def test_every_relative_link_resolves_in_a_clone() -> None:
     """Issue 19: the README linked the contract as `../shared/API.md`, outside the clone."""
-    root = Path(__file__).parent.parent
+    root = Path(__file__).parents[2]
     links = re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", README)
     assert "docs/api.md" in links
     for link in links:

@@ -30,7 +30,7 @@ from think.workflows._turn._activities import (
     TRANSIENT_BUDGET,
 )
 
-THINK = Path(__file__).resolve().parent.parent / "think"
+THINK = Path(__file__).resolve().parents[2] / "think"
 STARTS_ACTIVITY = {
     "execute_activity",
     "execute_local_activity",

@@ -1,6 +1,7 @@
-"""One rule for failure (issue 31), for the activities `tests/test_bounded_failures.py` does
-not strike: an agent tool's call (admitting the sub-agent's turn, recording its answer),
-cancelling sub-agents as their parent's turn ends, and what runs after a turn
+"""One rule for failure (issue 31), for the activities that
+`tests/durability/test_bounded_failures.py` does not strike: an agent tool's call (admitting
+the sub-agent's turn, recording its answer), cancelling sub-agents as their parent's turn
+ends, and what runs after a turn
 (`on_chat_response`, compaction). Each is given a real failure that is not transient and must
 be tried a bounded number of times, the client told only the safe message, and the
 conversation's next turn run. Before the rule, all but compaction were retried for ever.
@@ -46,7 +47,7 @@ from think.workflows._names import (
 
 
 def child_of(cid: str) -> str:
-    """`lead`'s child conversation for its `research` tool (tests/test_sub_agents.py)."""
+    """`lead`'s child conversation for its `research` tool (tests/turns/test_sub_agents.py)."""
     return f"lead.{cid}.research"
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 THINK_SERVICES = ("migrate", "api", "worker")
 API_MD_VARIABLES = {
     "THINK_DATABASE_URL",

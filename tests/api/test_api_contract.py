@@ -35,7 +35,7 @@ from fastapi.routing import APIRoute
 from api.app import create_app
 from think.server import Settings
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "api.md"
 PINNED = ROOT / "tests" / "api" / "API.md"
 WORKSPACE = ROOT.parent / "shared" / "API.md"

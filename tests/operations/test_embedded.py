@@ -30,7 +30,7 @@ from think.dev import (
 )
 from think.workflows._names import SEARCH_ATTRIBUTES as WORKFLOW_SEARCH_ATTRIBUTES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _clean_env(**extra: str) -> dict[str, str]:

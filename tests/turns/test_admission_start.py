@@ -1,6 +1,6 @@
 """A turn's workflow is started as its admission commits, not after (`think.turns._admission`),
 where the admitting process runs a worker (a gateway's admissions announce their turns
-instead: tests/test_announced_turns.py): the workflow of a commit that failed ends by itself,
+instead: tests/turns/test_announced_turns.py): the workflow of a commit that failed ends by itself,
 writing nothing, and a first step that
 overtakes the commit waits for it instead of failing the turn. A turn to an idle conversation
 is started by its admission's transaction itself (`starts_at_admission`): its first step then

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "tools.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "tools.md"
 
 
 def test_the_mcp_example_runs(tmp_path: Path) -> None:

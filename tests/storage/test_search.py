@@ -324,7 +324,7 @@ async def test_other_conversations_are_never_searched(api: httpx.AsyncClient, ci
 
 async def test_other_tenants_are_never_searched(store: Store, cid: str) -> None:
     """The gateway finds the conversation by (tenant, agent, id) like every other route
-    (tests/test_auth.py); the search then only ever reads that conversation's rows."""
+    (tests/api/test_auth.py); the search then only ever reads that conversation's rows."""
     alice = await conversation(store, cid, tenant="alice")
     bob = await conversation(store, cid, tenant="bob")
     assert alice.uid != bob.uid

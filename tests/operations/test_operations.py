@@ -153,7 +153,7 @@ async def test_an_unknown_agent_names_the_hosted_ones(api: httpx.AsyncClient) ->
 
 async def test_the_operator_views_queries_run(temporal: Client) -> None:
     """Every query of docs/operators.md's saved views is one Temporal accepts."""
-    doc = (Path(__file__).parent.parent / "docs" / "operators.md").read_text()
+    doc = (Path(__file__).parents[2] / "docs" / "operators.md").read_text()
     queries = re.findall(r"^\| [A-Z][^|]+\| `([^`]+)` \|$", doc, re.M)
     assert len(queries) == 4, queries
     assert "ThinkTurnStatus = 'awaiting_approval'" in queries

@@ -38,7 +38,7 @@ from think.testing import FakeOpenAIServer, text, tool_call
 from think.tools import close_mcp_pool
 
 AGENT = "mcp_user"
-CALC = Path(__file__).with_name("mcp_calc_server.py")
+CALC = Path(__file__).parents[1] / "mcp_calc_server.py"
 
 
 class CalcServer:

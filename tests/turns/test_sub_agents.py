@@ -525,7 +525,7 @@ async def test_delegated_turn_histories_replay(
     api: httpx.AsyncClient, fake_model: FakeOpenAIServer, temporal: Client, cid: str
 ) -> None:
     """A delegating turn's history and its child's replay in the sandbox (recorded into
-    tests/histories/ with THINK_RECORD_HISTORIES=1, as tests/test_replay.py does)."""
+    tests/histories/ with THINK_RECORD_HISTORIES=1, as tests/durability/test_replay.py does)."""
     child = child_of(cid)
     fake_model.script(cid, tool_call("research", {"input": "dig"}, id="call_h"), text("ok"))
     fake_model.script(child, text("found"))

@@ -1,4 +1,4 @@
-"""Media eviction's cut-off and markers, without a worker (tests/test_builtin_tools.py runs it
+"""Media eviction's cut-off and markers, without a worker (tests/tools/test_builtin_tools.py runs it
 end to end): the cut-off moves in truncation steps, so the prompt prefix stays put between
 them; small payloads and recent messages keep their media; nothing is changed in place."""
 

@@ -19,7 +19,7 @@ from think import Think, ThinkService, UIMessage, UserError, current_conversatio
 from think.storage import MessageIdConflict
 from think.testing import FakeOpenAIServer, text, tool_call
 
-README = Path(__file__).parent.parent / "README.md"
+README = Path(__file__).parents[2] / "README.md"
 
 
 async def test_the_three_modes(

@@ -1,5 +1,5 @@
 """Context-window overflow recovery, driven by a fake model that answers with the overflow
-errors real providers send (the strings of tests/test_overflow_classifier.py).
+errors real providers send (the strings of tests/turns/test_overflow_classifier.py).
 
 `recoverer` (tests/agents.py) recovers reactively with the bundled classifier assigned as its
 hook; `forethought` also compacts proactively (before a step whose previous one read over 500

@@ -22,7 +22,7 @@ from think import McpServer, ToolError, UserError
 from think.tools import McpTool, McpToolInfo, McpUnavailable, mcp_tools_of
 from think.tools._mcp_pool import close_pool, pool, tool_output
 
-NOTES = str(Path(__file__).with_name("mcp_notes_server.py"))
+NOTES = str(Path(__file__).parents[1] / "mcp_notes_server.py")
 
 
 def notes(**options: Any) -> McpServer:

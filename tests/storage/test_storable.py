@@ -1,6 +1,6 @@
 """The one function that makes text storable (`think._messages.storable`), the `jsonb`
 backstop (`think.storage._db.storable_json`) and how the adapter reads list-typed `content`:
-the pieces tests/test_hostile_content.py drives end to end, each alone."""
+the pieces tests/storage/test_hostile_content.py drives end to end, each alone."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from think import (
 from think.agent._conversation_methods import bind_config
 from think.sessions._context_blocks import SET_CONTEXT, read_block
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "hooks.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "hooks.md"
 IDS = {"agent": "a", "conversation_id": "c", "turn_id": "t"}
 
 

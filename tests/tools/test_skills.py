@@ -12,7 +12,7 @@ from examples.researcher import SKILLS, Researcher
 from think import skills
 from think.tools.skills import SkillError, load_catalog, parse_skill, render_catalog
 
-SKILLS_DIR = Path(__file__).resolve().parent / "skills"
+SKILLS_DIR = Path(__file__).resolve().parents[1] / "skills"
 
 
 def test_a_valid_skill_parses_without_warnings() -> None:

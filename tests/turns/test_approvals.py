@@ -238,7 +238,7 @@ async def test_the_readme_cli_update_refuses_an_unknown_id_and_decides_a_known_o
 ) -> None:
     """The README's `temporal workflow update execute` command, as printed (ids filled in):
     an error a person sees for an unknown approval id, the decision for a known one."""
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
     found = re.search(r"(temporal workflow update execute .*?)\n```", readme, re.S)
     assert found is not None
     command = found.group(1).replace("\\\n", " ")

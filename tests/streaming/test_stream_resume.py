@@ -135,7 +135,7 @@ async def test_an_instant_models_first_words_go_out_before_its_step_ends(
 ) -> None:
     """A stream's first words are written on their own, even when the model sent the whole
     step in one read. (For a submitter that waits for the whole answer they are batched like
-    the rest: tests/test_stream_log.py.)"""
+    the rest: tests/streaming/test_stream_log.py.)"""
     # In one write, so the step reads all of it without a pause.
     fake_model.script(cid, reply(text("Hello", " there."), burst=True))
     turn = (await api.post(f"{helper_path(cid)}/turns", json={"input": "hi"})).json()

@@ -35,7 +35,7 @@ from think.streaming import (
 )
 from think.streaming._builder import MessageBuilder
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NODE_DIR = ROOT / "tests" / "node"
 
 Shape = dict[str, Any]

@@ -4,7 +4,7 @@ declared for its operation, every body and content type the one the document giv
 Bounded and seeded (`derandomize`, a fixed number of examples per operation), so a run is
 the same run every time and takes seconds. Path parameters name a real agent, conversation,
 turn and message, so the cases get past the 404s into the handlers; the 404s themselves, and
-the other tenants' ids, are tests/test_probes.py's. Nothing is exempted: the document says
+the other tenants' ids, are tests/api/test_probes.py's. Nothing is exempted: the document says
 what the server refuses, so schemathesis's positive and negative cases are answered as it
 expects.
 """

@@ -13,7 +13,7 @@ from examples.digest import Digest
 from think import ScheduledRun
 from think.schedules._reconcile import arm
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_doc_example_is_the_example_file() -> None:
