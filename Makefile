@@ -1,11 +1,12 @@
 # One task runner for people, CI (.ci/run) and pre-commit alike.
 #
-#   make dev     everything locally: embedded Postgres + Temporal + worker + API (Ctrl-C stops)
-#   make test    the test suite (real Postgres and Temporal, embedded; no Docker needed)
-#   make lint    ruff check, ruff format --check, mypy --strict
-#   make fmt     format and autofix
-#   make bench   the benchmarks in bench/
-#   make ui      rebuild the chat page (ui/ -> api/ui/, committed; needs Node and npm)
+#   make dev        everything locally: embedded Postgres + Temporal + worker + API (Ctrl-C stops)
+#   make test       the test suite (real Postgres and Temporal, embedded; no Docker needed)
+#   make test-fast  the tests that start no stack (`-m "not stack"`): about a minute
+#   make lint       ruff check, ruff format --check, mypy --strict
+#   make fmt        format and autofix
+#   make bench      the benchmarks in bench/
+#   make ui         rebuild the chat page (ui/ -> api/ui/, committed; needs Node and npm)
 #
 # The virtualenv is created with `python3` on first use; it is reinstalled only when
 # pyproject.toml is newer than its stamp file, so re-runs start at once.
@@ -17,7 +18,7 @@ STAMP  := $(VENV)/.installed
 NODE_DIRS := tests/node ui
 
 .DEFAULT_GOAL := help
-.PHONY: help install dev test node ui lint fmt bench clean
+.PHONY: help install dev test test-fast node ui lint fmt bench clean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -36,12 +37,12 @@ dev: $(STAMP)
 	$(BIN)/think dev
 
 # The AI SDK harness that checks our streams with the client's own parser, and the chat
-# page's sources (tests/test_ui_build.py rebuilds them and compares with api/ui/): both need
+# page's sources (tests/ui/test_ui_build.py rebuilds them and compares with api/ui/): both need
 # Node >= 22 and npm (`ai` 7 declares it; Node 20 works, with EBADENGINE warnings). Without
 # npm, `make test` runs everything else and its summary lists the checks it skipped; in CI
 # (CI=true or CI=1, as .ci/run sets) a missing npm fails. Reinstalled only when a lock file
 # changes.
-NO_NPM := npm not found: the AI SDK conformance checks (tests/test_ai_sdk_conformance.py) and the chat page's rebuild check (tests/test_ui_build.py)
+NO_NPM := npm not found: the AI SDK conformance checks (tests/streaming/test_ai_sdk_conformance.py) and the chat page's rebuild check (tests/ui/test_ui_build.py)
 node:
 	@if ! command -v npm >/dev/null 2>&1; then \
 		case "$${CI:-}" in \
@@ -61,7 +62,7 @@ node:
 	fi
 
 # The chat page's bundle (api/ui/, package data: installing Think needs no Node). Commit it
-# with its sources; tests/test_ui_build.py fails when they differ.
+# with its sources; tests/ui/test_ui_build.py fails when they differ.
 ui: node
 	@command -v node >/dev/null 2>&1 || { echo "make ui: needs Node >= 22 with npm" >&2; exit 1; }
 	node ui/build.mjs
@@ -69,6 +70,11 @@ ui: node
 # `python -m pytest` (not bin/pytest) puts the repo root on sys.path, so `tests.*` imports.
 test: $(STAMP) node
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The tier that starts no embedded Postgres, Temporal, worker or API: tests/conftest.py
+# marks every test that does `stack`, from the fixtures it uses.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not stack" $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -82,7 +82,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif route.endswith("/data"):
             self._send(200, "application/json", b'{"items": [1, 2, 3]}')
         elif route.endswith("/nul"):
-            # A page with a NUL byte, and an emoji (tests/test_hostile_content.py).
+            # A page with a NUL byte, and an emoji (tests/storage/test_hostile_content.py).
             self._send(200, "text/plain; charset=utf-8", "a\x00b \U0001f600".encode())
         elif route.endswith("/nul.json"):
             # JSON whose escapes decode to a NUL and a lone surrogate, beside a valid pair.

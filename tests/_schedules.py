@@ -6,18 +6,14 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from temporalio.client import Client
 
 from tests._stack import ROOT, Stack
 from think.schedules._names import agent_prefix
-
-T = TypeVar("T")
 
 
 @dataclass
@@ -50,18 +46,6 @@ def deployment(base: Stack, tmp: Path, agents: str, **env: str) -> Deployment:
         logs=tmp,
     )
     return Deployment(stack, queue, ledger)
-
-
-async def eventually(check: Callable[[], Awaitable[T | None]], within: float = 20.0) -> T:
-    """`check()`'s first truthy answer, polled."""
-    deadline = time.monotonic() + within
-    while True:
-        found = await check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {within}s (last answer {found!r})")
-        await asyncio.sleep(0.1)
 
 
 async def run(*args: str, env: dict[str, str]) -> tuple[int, str, str]:

@@ -38,12 +38,20 @@ def parse(body: str) -> list[Event]:
 
 
 async def read_stream(
-    api: httpx.AsyncClient, url: str, *, last_event_id: int | None = None
+    api: httpx.AsyncClient,
+    url: str,
+    *,
+    last_event_id: int | None = None,
+    opened: Callable[[], None] | None = None,
 ) -> tuple[str, list[Event]]:
+    """The whole stream; `opened()` is called once the response has begun (the stream is
+    being served), for a test that waits until its readers are all connected."""
     headers = {} if last_event_id is None else {"Last-Event-ID": str(last_event_id)}
     async with api.stream("GET", url, headers=headers) as response:
         assert response.status_code == 200, await response.aread()
         assert response.headers["x-vercel-ai-ui-message-stream"] == "v1"
+        if opened is not None:
+            opened()
         body = (await response.aread()).decode()
     return body, parse(body)
 

@@ -394,7 +394,7 @@ class QuietReasoner(Helper):
     send_reasoning = False
 
 
-# -- the turn API and message_concurrency (tests/test_concurrency.py, tests/test_turn_api.py) --
+# -- the turn API and message_concurrency (tests/turns/: test_concurrency.py, test_turn_api.py) ----
 
 
 class Latest(Helper):
@@ -529,7 +529,7 @@ class Forgetful(Helper):
     hydration_byte_budget = 400
 
 
-# -- compaction and context-window overflow (tests/test_compaction.py, test_overflow_recovery.py)
+# -- compaction and context overflow (tests/turns/: test_compaction.py, test_overflow_recovery.py)
 
 
 def _summarising(session: Session) -> Session:
@@ -591,7 +591,7 @@ class Lookout(Recoverer):
     context_overflow = ContextOverflow(proactive=Proactive(max_input_tokens=1_000))
 
 
-# -- overrides that raise (tests/test_broken_overrides.py) ------------------------------------
+# -- overrides that raise (tests/turns/test_broken_overrides.py) -----------------------------------
 
 OVERRIDE_SECRET = "s3cret-override-detail"
 """In every message the broken overrides raise: it must reach the worker's log, never a client."""
@@ -662,7 +662,7 @@ def _breaks_in(activity_type: str) -> None:
 
 class Unresponsive(Helper):
     """Has `on_chat_response`, but cannot be made in its activity
-    (tests/test_bounded_failures_more.py)."""
+    (tests/durability/test_bounded_failures_more.py)."""
 
     name = "unresponsive"
 
@@ -843,7 +843,7 @@ class McpHidden(McpUser):
     include_mcp_tools = False
 
 
-# -- built-in tools (tests/test_builtin_tools.py) ----------------------------------------------
+# -- built-in tools (tests/tools/test_builtin_tools.py) --------------------------------------------
 
 SKILLS_DIR = Path(__file__).resolve().parent / "skills"
 
@@ -901,7 +901,7 @@ class Fetcher(Helper):
         ).tools()
 
 
-# -- hostile content (tests/test_hostile_content.py) -------------------------------------------
+# -- hostile content (tests/storage/test_hostile_content.py) ---------------------------------------
 
 
 @tool

@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-from collections.abc import AsyncIterator, Iterator
+import signal
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -28,7 +29,7 @@ from think.workflows._connect import connect
 @pytest.fixture(scope="session")
 def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Services]:
     # With the Temporal Web UI (on a free port): the chat page links turns to it, and
-    # tests/test_temporal_ui.py takes the operators' screenshots of it.
+    # tests/ui/test_temporal_ui.py takes the operators' screenshots of it.
     with start_services(tmp_path_factory.mktemp("think"), ui_port=0) as running:
         settings = running.settings()
         asyncio.run(migrate(settings))
@@ -86,7 +87,7 @@ def stack(
     env["THINK_MODEL_ENDPOINTS"] = json.dumps({"plain": plain, "keyless": keyless})
     if services.temporal.ui_url:
         env["THINK_TEMPORAL_UI_URL"] = services.temporal.ui_url
-    # The secret a conversation's MCP server names (tests/test_mcp.py): never stored.
+    # The secret a conversation's MCP server names (tests/tools/test_mcp.py): never stored.
     env["MCP_TEST_AUTH"] = "Bearer mcp-test-secret"
     running = Stack(env=env, logs=logs)
     try:
@@ -141,14 +142,60 @@ def cid() -> str:
 
 
 @pytest.fixture
+def stack_home(tmp_path: Path) -> Path:
+    """A fresh directory for the stack a test starts itself (`start_services`, `think dev`):
+    asking for it is what marks the test `stack`, so `make test-fast` leaves it out."""
+    return tmp_path
+
+
+@pytest.fixture
+def sigint_default() -> Iterator[None]:
+    """For a test that sends Ctrl-C: SIGINT raises KeyboardInterrupt in this process, and
+    the processes it starts meanwhile begin with SIGINT's default action. A suite started in
+    the background (`make test &`) or under `nohup` inherits SIGINT ignored, and an ignored
+    signal stays ignored in every child; a handled one is reset to the default on exec."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+@pytest.fixture
 def root() -> Path:
     return Path(__file__).resolve().parent.parent
+
+
+# The fixtures that start a live stack (embedded Postgres and Temporal, then a worker and
+# the API on top): every test that uses one, directly or through another fixture, is a
+# `stack` test, and `make test-fast` (`-m "not stack"`) leaves it out.
+STACK_FIXTURES = frozenset({"services", "stack_home", "infra"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if STACK_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.stack)
+
+
+# Parts of a passing test that could not run here (see `not_run`), for the summary.
+NOT_RUN = pytest.StashKey[list[str]]()
+
+
+@pytest.fixture
+def not_run(request: pytest.FixtureRequest) -> Callable[[str], None]:
+    """Note a part of this test that could not run where the suite runs, and why: the test
+    still runs (and passes or fails on the rest), and the summary lists the note with the
+    checks that did not run."""
+    return request.config.stash.setdefault(NOT_RUN, []).append
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Say plainly which checks did not run, and why, under the usual counts: a green run
     without Node is not the same as a green run with it."""
     reasons: dict[str, int] = {}
+    for note in terminalreporter.config.stash.get(NOT_RUN, []):
+        reasons[note] = reasons.get(note, 0) + 1
     for report in terminalreporter.stats.get("skipped", []):
         if isinstance(report.longrepr, tuple):
             reason = str(report.longrepr[2]).removeprefix("Skipped: ")

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Print the shapes of the AI SDK's own UI message stream schemas as JSON, so
-// tests/test_protocol.py can check the Python types (think/_protocol.py)
+// tests/streaming/test_protocol.py can check the Python types (think/_protocol.py)
 // against them:
 //
 //   node tests/node/schema.mjs

@@ -1,0 +1,162 @@
+"""Schemathesis against the live gateway's own OpenAPI document: no 5xx, every answer's status
+declared for its operation, every body and content type the one the document gives.
+
+Bounded and seeded (`derandomize`, a fixed number of examples per operation), so a run is
+the same run every time and takes seconds. Path parameters name a real agent, conversation,
+turn and message, so the cases get past the 404s into the handlers; the 404s themselves, and
+the other tenants' ids, are tests/api/test_probes.py's. Nothing is exempted: the document says
+what the server refuses, so schemathesis's positive and negative cases are answered as it
+expects.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import partial
+from typing import Annotated, Any
+
+import httpx
+import jsonschema_rs
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import Field, TypeAdapter, ValidationError
+from schemathesis.checks import CHECKS as REGISTERED_CHECKS
+from schemathesis.checks import load_all_checks
+from schemathesis.core.parameters import ParameterLocation
+
+from api.app import create_app
+from api.routes.search import _not_blank
+from api.schemas import NOT_BLANK, WORKSPACE_PATH
+from tests._stack import Stack
+from think.server import Settings, WorkspacePathError, workspace_path
+
+EXAMPLES = 25
+"""Per operation, positive and negative cases drawn together: ~500 requests in all."""
+
+load_all_checks()
+CHECKS = [check for check in REGISTERED_CHECKS.get_all() if callable(check)]
+"""Every check schemathesis has, positive_data_acceptance and negative_data_rejection too:
+the document says exactly what the server accepts, no more and no less."""
+
+
+REAL = {"agent": "helper", "cid": "fuzz", "turn_id": "fuzz-turn", "message_id": "fuzz-message"}
+"""The path parameters every case names: a real agent, conversation, turn and message (made by
+`answer_id`), so the cases get past the 404s into the handlers. Fixed rather than drawn,
+so schemathesis neither draws them invalid nor knows nothing about them, and the same in every
+run (the stack's database is new each session)."""
+
+
+@pytest.fixture(scope="module")
+def answer_id(stack: Stack) -> str:
+    """Makes the conversation `REAL` names, with a finished turn after a user message; the
+    turn's answer (an assistant message, whose id is the server's choice)."""
+    message = {"id": REAL["message_id"], "role": "user", "parts": [{"type": "text", "text": "hi"}]}
+    with httpx.Client(base_url=stack.api_url, timeout=30) as api:
+        turn = api.post(
+            f"/v1/agents/{REAL['agent']}/conversations/{REAL['cid']}/turns",
+            json={"input": message, "mode": "wait", "submission_id": REAL["turn_id"]},
+        ).json()
+    assert turn["status"] == "completed" and turn["turn_id"] == REAL["turn_id"], turn
+    return str(turn["message_id"])
+
+
+# The document the gateway serves at /openapi.json is built by this same code (checked
+# below), and parametrizing needs it at collection time, before the stack is up.
+DOCUMENT = create_app(Settings()).openapi()
+schema = schemathesis.openapi.from_dict(
+    DOCUMENT,
+    config=schemathesis.Config.from_dict(
+        {"parameters": {f"path.{name}": value for name, value in REAL.items()}}
+    ),
+)
+
+
+def test_the_served_document_is_the_one_fuzzed(stack: Stack) -> None:
+    assert httpx.get(f"{stack.api_url}/openapi.json").json() == DOCUMENT
+
+
+@schema.parametrize()
+@settings(
+    max_examples=EXAMPLES,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
+def test_no_undocumented_answer(case: Any, answer_id: str, stack: Stack) -> None:
+    if isinstance(case.body, dict) and not _negative_body(case):
+        # Valid values for valid ones, the body stays valid: a real message to branch from and
+        # an answer to regenerate, as the path ids are real (an unknown one, or a user message
+        # to regenerate, is a 422 the document cannot foresee: which ids exist is not a
+        # schema's business), and a turn queued behind the fuzzer's other turns must not hold
+        # the run for an hour.
+        if isinstance(case.body.get("parent_id"), str):
+            case.body["parent_id"] = REAL["message_id"]
+        if case.operation.path.endswith("/regenerate"):
+            case.body["message_id"] = answer_id
+        if case.body.get("mode") == "wait":
+            case.body["wait_timeout"] = min(case.body.get("wait_timeout") or 5, 5)
+    case.call_and_validate(base_url=stack.api_url, checks=CHECKS, timeout=60)
+
+
+def _negative_body(case: Any) -> bool:
+    """Whether the case was drawn invalid in its body."""
+    return case.meta is not None and bool(case.meta.is_negative_at(ParameterLocation.BODY))
+
+
+# Patterns the document gives for what a validator with better messages checks: the same
+# strings, in every engine that reads the document (pydantic's Rust regex, the ECMA-262 of
+# JSON Schema validators, Python's `re`, which schemathesis draws with).
+_TRICKY = list("ab./~\\ \t\n\r\x00\x01\x1c\x1f\x7f\x85\xa0\u2028\u3000\u200b\ufeff\u202e\x80é😀")
+"""Separators, dots, whitespace by every engine's reading, control, C1 and bidi characters."""
+
+
+def _engines(pattern: str) -> list[Callable[[str], bool]]:
+    rust = TypeAdapter(Annotated[str, Field(pattern=pattern)])
+    ecma = jsonschema_rs.validator_for({"type": "string", "pattern": pattern})
+    python = re.compile(pattern.removesuffix("$") + r"\Z")
+
+    def by_rust(value: str) -> bool:
+        try:
+            rust.validate_python(value)
+        except ValidationError:
+            return False
+        return True
+
+    return [by_rust, ecma.is_valid, lambda value: python.match(value) is not None]
+
+
+def _accepts(check: Callable[[str], object], value: str) -> bool:
+    try:
+        check(value)
+    except (ValueError, WorkspacePathError):
+        return False
+    return True
+
+
+WORKSPACE_ENGINES = _engines(WORKSPACE_PATH)
+
+
+@given(
+    st.lists(st.sampled_from([*_TRICKY, "/workspace", "workspace", ".."]), max_size=12).map("".join)
+)
+@settings(max_examples=3000, derandomize=True, deadline=None, database=None)
+def test_the_workspace_path_pattern_is_workspace_path(path: str) -> None:
+    # Once workspace_path refuses bidi, C1 and separator characters too (branch h-quota),
+    # this fails until WORKSPACE_PATH says so as well.
+    accepted = _accepts(partial(workspace_path, allow_root=True), path)
+    assert [engine(path) for engine in WORKSPACE_ENGINES] == [accepted] * 3, path
+
+
+NOT_BLANK_ENGINES = _engines(NOT_BLANK)
+
+
+@given(st.lists(st.sampled_from(_TRICKY), max_size=6).map("".join))
+@settings(max_examples=1000, derandomize=True, deadline=None, database=None)
+def test_the_not_blank_pattern_is_the_search_querys_check(text: str) -> None:
+    accepted = _accepts(_not_blank, text)
+    assert accepted == (bool(text.strip()) and "\x00" not in text)
+    assert [engine(text) for engine in NOT_BLANK_ENGINES] == [accepted] * 3, text

@@ -1,0 +1,97 @@
+"""`make test` on a machine without npm (issue 19): it runs, and says what it skipped; in CI
+the same gap is a failure, so a green CI always includes the AI SDK conformance checks."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests._stack import ROOT
+
+
+def _env(path: Path, **extra: str) -> dict[str, str]:
+    """The environment minus every tool: PATH is an empty directory, so no npm, no node."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PATH", "CI")}
+    return {**env, "PATH": str(path), **extra}
+
+
+def _make_node(path: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+    make = shutil.which("make")
+    assert make is not None
+    return subprocess.run(
+        [make, "-s", "node"], cwd=ROOT, env=_env(path, **extra), capture_output=True, text=True
+    )
+
+
+def test_make_without_npm_goes_on_and_says_what_it_skips(tmp_path: Path) -> None:
+    done = _make_node(tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "npm not found" in done.stdout
+    assert "tests/streaming/test_ai_sdk_conformance.py" in done.stdout and "skipped" in done.stdout
+
+
+def test_make_without_npm_fails_in_ci(tmp_path: Path) -> None:
+    for ci in ("true", "1"):
+        done = _make_node(tmp_path, CI=ci)
+        assert done.returncode != 0, done.stdout
+        assert "must run in CI" in done.stderr
+
+
+def _pytest_conformance(path: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "tests/streaming/test_ai_sdk_conformance.py", "-q"],
+        cwd=ROOT,
+        env=_env(path, **extra),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_without_node_the_conformance_checks_are_listed_as_not_run(tmp_path: Path) -> None:
+    done = _pytest_conformance(tmp_path)
+    assert done.returncode == 0, done.stdout
+    assert "checks that did not run" in done.stdout, done.stdout
+    assert "AI SDK conformance check skipped: node is not on PATH" in done.stdout
+
+
+def test_without_node_the_conformance_checks_fail_in_ci(tmp_path: Path) -> None:
+    done = _pytest_conformance(tmp_path, CI="true")
+    assert done.returncode != 0, done.stdout
+    assert "CI must run the AI SDK conformance checks, but node is not on PATH" in done.stdout
+
+
+def _pytest_browser(tmp_path: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+    """The browser test modules on a machine without Chromium (THINK_CHROMIUM names none)."""
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env.update(THINK_CHROMIUM=str(tmp_path / "no-chromium"), **extra)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "tests/ui/test_ui_browser.py",
+            "tests/ui/test_temporal_ui.py",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_without_chromium_the_browser_tests_are_listed_as_not_run(tmp_path: Path) -> None:
+    done = _pytest_browser(tmp_path)
+    assert done.returncode == 0, done.stdout
+    assert "checks that did not run" in done.stdout, done.stdout
+    assert "browser test skipped: no Chromium found" in done.stdout, done.stdout
+
+
+def test_without_chromium_the_browser_tests_fail_in_ci(tmp_path: Path) -> None:
+    done = _pytest_browser(tmp_path, CI="true")
+    assert done.returncode != 0, done.stdout
+    assert "CI must run the browser tests, but no Chromium found" in done.stdout, done.stdout
