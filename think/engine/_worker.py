@@ -17,7 +17,7 @@ from think import metrics
 from think._current import BindTurns
 from think._settings import Settings
 from think.agent._registry import AgentRegistry
-from think.engine._announced import AnnouncedTurns
+from think.engine._eager_start import AnnouncedTurns
 from think.engine.activities import SubmissionActivities, TurnActivities
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._turn_state import end_abandoned

@@ -25,6 +25,7 @@ from think.agent import AgentRegistry, Think
 from think.engine._worker import build_worker, run_worker, sweep_once, workflow_runner
 from think.storage import Workspace, WorkspacePathError, workspace_path
 from think.turns import (
+    RESEND_AFTER,
     DispatchFailed,
     PendingApproval,
     PendingClientTool,
@@ -38,12 +39,13 @@ from think.turns import (
     follow,
     hand_off,
     request_hash,
+    resolve_concurrency,
+    settled,
     tool_part_name,
     turn_fingerprint,
     turn_view,
     wait_for_turn,
 )
-from think.turns._admission import RESEND_AFTER, resolve_concurrency, settled
 from think.turns._views import TurnFields
 from think.workflows import WORKFLOWS
 from think.workflows._connect import connect

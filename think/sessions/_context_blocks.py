@@ -7,7 +7,7 @@ set_context`), within its `max_tokens`.
 
 The system prompt is assembled from `get_system_prompt()` and the blocks once, stored with the
 conversation (`conversations.system_prompt`) and sent byte for byte on every later step, so a
-provider's prompt cache keeps hitting. It is rebuilt (`think.engine.activities._context`):
+provider's prompt cache keeps hitting. It is rebuilt (`think.engine.activities._system_prompt`):
 
 - when the conversation has none yet (its first model step);
 - at the first step of a turn, when a memory block without `when_changed` was written since;

@@ -10,15 +10,16 @@ by `Store.regenerate`, is started by the same rule (`dispatch`). Imported by `en
 """
 
 from think.turns._admission import (
+    RESEND_AFTER,
     admit,
     admit_submission,
-    cancel_turn,
     dispatch,
-    follow,
-    wait_for_turn,
+    resolve_concurrency,
 )
+from think.turns._cancelling import cancel_turn
 from think.turns._dispatch import DispatchFailed, hand_off, host_queue, start_turn_workflow
 from think.turns._fingerprint import request_hash, turn_fingerprint
+from think.turns._follow import follow
 from think.turns._service import ConversationHandle, ThinkService
 from think.turns._views import (
     PendingApproval,
@@ -28,8 +29,10 @@ from think.turns._views import (
     tool_part_name,
     turn_view,
 )
+from think.turns._waiting import settled, wait_for_turn
 
 __all__ = [
+    "RESEND_AFTER",
     "ConversationHandle",
     "DispatchFailed",
     "PendingApproval",
@@ -45,6 +48,8 @@ __all__ = [
     "hand_off",
     "host_queue",
     "request_hash",
+    "resolve_concurrency",
+    "settled",
     "start_turn_workflow",
     "tool_part_name",
     "turn_fingerprint",

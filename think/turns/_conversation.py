@@ -28,7 +28,8 @@ from think.storage import (
     TurnRecord,
     public_turn_id,
 )
-from think.turns._admission import admit_submission, cancel_turn, wait_for_turn
+from think.turns._admission import admit_submission
+from think.turns._cancelling import cancel_turn
 from think.turns._conversation_state import ConversationState
 from think.turns._results import Submission, TurnResult
 from think.turns._stream import TurnStream, call_back
@@ -40,6 +41,7 @@ from think.turns._turn_input import (
     messages_of,
 )
 from think.turns._views import turn_view
+from think.turns._waiting import wait_for_turn
 
 log = logging.getLogger("think.turns")
 

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from think.storage import Admission, public_turn_id
-from think.turns._admission import follow
+from think.turns._follow import follow
 from think.turns._results import TurnResult
 
 if TYPE_CHECKING:

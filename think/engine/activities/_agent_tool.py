@@ -52,7 +52,8 @@ from think.storage import (
 from think.streaming import StaleAttempt, TurnEnded, append
 from think.streaming._builder import MessageBuilder
 from think.tools._tool import tool_output_json
-from think.turns._admission import admit_submission, cancel_turn
+from think.turns._admission import admit_submission
+from think.turns._cancelling import cancel_turn
 from think.workflows._inputs import (
     AgentToolFinished,
     AgentToolInput,

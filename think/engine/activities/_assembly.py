@@ -47,7 +47,7 @@ from think.storage import TurnRecord
 from think.tools._tool import Tool
 
 if TYPE_CHECKING:
-    from think.engine.activities._context import PromptSetup
+    from think.engine.activities._system_prompt import PromptSetup
 
 
 class HookFailed(ApplicationError):
@@ -248,8 +248,9 @@ async def assemble(
     last step; `prompt`: the frozen system prompt and its reminders, for an agent with
     context blocks; `mcp`: the MCP tools the first step found, to be recorded with the
     turn."""
-    # Context blocks (`think.engine.activities._context`): the frozen prompt, and reminders after
-    # the transcript; read-time truncation of older messages (`think.sessions._truncation`).
+    # Context blocks (`think.engine.activities._system_prompt`): the frozen prompt, and
+    # reminders after the transcript; read-time truncation of older messages
+    # (`think.sessions._truncation`).
     if prompt is not None:
         system = prompt.system
     else:

@@ -45,13 +45,13 @@ from think.engine.activities._assembly import (
 )
 from think.engine.activities._cancels import cancel_noted, cancellable
 from think.engine.activities._compaction import Compactions
-from think.engine.activities._context import step_prompt
 from think.engine.activities._heartbeat import StreamStalled, heartbeating, within_stall_timeout
 from think.engine.activities._mcp import declared_servers, discover
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._step_budget import budget_message, budget_spent, time_left
 from think.engine.activities._step_outcomes import StepOutcomes
 from think.engine.activities._step_stream import StepStream
+from think.engine.activities._system_prompt import step_prompt
 from think.engine.activities._tool_plan import (
     client_tool_names,
     paused_status,

@@ -21,7 +21,7 @@ from think.engine.activities import _observe as observe
 from think.engine.activities._agent_tool import AgentToolCalls
 from think.engine.activities._assembly import maybe_await, overrides
 from think.engine.activities._compaction import Compactions
-from think.engine.activities._early_steps import EarlySteps
+from think.engine.activities._eager_first_step import EarlySteps
 from think.engine.activities._errors import chat_error_text
 from think.engine.activities._heartbeat import heartbeating
 from think.engine.activities._ids import turn_ids
@@ -57,7 +57,7 @@ class TurnActivities:
         self.compactions = Compactions(res)
         self.outcomes = StepOutcomes(res)
         self.early_steps = EarlySteps(res, self.compactions, self.outcomes)
-        """First steps begun beside their workflows' starts (`think.engine._announced`)."""
+        """First steps begun beside their workflows' starts (`think.engine._eager_start`)."""
 
     def activities(self) -> list[Any]:
         return [

@@ -71,7 +71,7 @@ def _answered(tool_call_id: str) -> Callable[[TurnRecord], bool]:
     return lambda t: str((_tool_part(t, tool_call_id) or {}).get("state", "")).startswith("output-")
 
 
-async def decide(
+async def answer_approval(
     res: Resources, turn: TurnRecord, decision: ToolDecision
 ) -> tuple[TurnRecord, bool]:
     """Record and send a decision; the turn as it stands, and whether the decision shows in
@@ -86,7 +86,7 @@ async def decide(
     return await _answer(res, turn, "approval", decision.approval_id, decision, shown, already)
 
 
-async def submit_tool_result(
+async def answer_client_tool(
     res: Resources, turn: TurnRecord, result: ToolResultSubmission
 ) -> tuple[TurnRecord, bool]:
     """Record and send a client tool's result; as `decide` answers."""

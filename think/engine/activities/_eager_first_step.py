@@ -1,6 +1,6 @@
 """A turn's first step, begun by the worker that starts its workflow, beside the start.
 
-The worker that starts a turn its gateway announced (`think.engine._announced`) asks for an
+The worker that starts a turn its gateway announced (`think.engine._eager_start`) asks for an
 eager start: Temporal answers the start with the workflow's first task, which this worker
 runs, so the turn's first step (a local activity of that task) runs in this process. What
 that step does before its model request needs no workflow: read the turn and its
