@@ -23,7 +23,7 @@ from think._messages import UIMessage
 from think.storage import Admission, TurnRecord, TurnRequest
 from think.testing import FakeOpenAIServer, text
 from think.turns._dispatch import ANNOUNCED_GRACE
-from think.workflows._names import turn_workflow_id
+from think.workflows.names import turn_workflow_id
 
 
 def _handle(service: ThinkService, turn: TurnRecord | Admission) -> Any:

@@ -28,8 +28,8 @@ from tests._turn_helpers import tool_part, until_status
 from think._settings import Settings
 from think.testing import FakeOpenAIServer, text, tool_call
 from think.workflows._connect import connect
-from think.workflows._inputs import ToolDecision, TurnStatusView
-from think.workflows._names import turn_workflow_id
+from think.workflows.inputs import ToolDecision, TurnStatusView
+from think.workflows.names import turn_workflow_id
 
 AGENT = "gatekeeper"
 

@@ -11,7 +11,7 @@ import pytest
 from tests._turn_helpers import pending_turn
 from think import ThinkService
 from think._settings import Settings
-from think.storage import _stream_log as stream_log
+from think.storage import stream_log
 from think.streaming import ChunkListener, append
 from think.turns import _follow
 

@@ -16,7 +16,7 @@ from psycopg.rows import dict_row
 from tests._turn_helpers import chunk_types, pending_turn
 from think import ThinkService
 from think._settings import Settings
-from think.storage._stream_log import FirstClaim, read
+from think.storage.stream_log import FirstClaim, read
 from think.streaming import (
     ChunkWriter,
     Fence,

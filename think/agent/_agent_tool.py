@@ -21,13 +21,11 @@ from pydantic import BaseModel, ConfigDict
 from think._messages import ID
 from think.agent._turn_api import AddOptions, ChatOptions, TurnAPI
 from think.exceptions import ToolError, UserError
-from think.tools._tool import Tool
+from think.tools import Tool
 
 if TYPE_CHECKING:
     from think.agent._think import Think
-    from think.turns._conversation import ConversationHandle
-    from think.turns._results import Submission, TurnResult
-    from think.turns._turn_input import MessagesFunction, TurnInput
+    from think.turns import ConversationHandle, MessagesFunction, Submission, TurnInput, TurnResult
 
 
 def check_child_name(name: str) -> None:

@@ -17,6 +17,7 @@ code, run on a private event loop in a background thread: see `think/client/_syn
 """
 
 from think.client._async import AsyncThinkClient, AsyncTurnStream
+from think.client._chat import run_chat
 from think.client._errors import (
     AuthenticationError,
     ConflictError,
@@ -70,4 +71,5 @@ __all__ = [
     "TurnStream",
     "WorkspaceFile",
     "new_idempotency_key",
+    "run_chat",
 ]

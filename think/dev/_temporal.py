@@ -28,7 +28,7 @@ from think.dev._processes import (
     port_open,
     spawn,
 )
-from think.workflows._names import SEARCH_ATTRIBUTES as _SEARCH_ATTRIBUTE_NAMES
+from think.workflows.names import SEARCH_ATTRIBUTES as _SEARCH_ATTRIBUTE_NAMES
 
 __all__ = [
     "SEARCH_ATTRIBUTES",

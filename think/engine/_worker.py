@@ -16,11 +16,14 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from think import metrics
 from think._current import BindTurns
 from think._settings import Settings
-from think.agent._registry import AgentRegistry
+from think.agent import AgentRegistry
 from think.engine._eager_start import AnnouncedTurns
-from think.engine.activities import SubmissionActivities, TurnActivities
-from think.engine.activities._resources import ActivityResources
-from think.engine.activities._turn_state import end_abandoned
+from think.engine.activities import (
+    ActivityResources,
+    SubmissionActivities,
+    TurnActivities,
+    end_abandoned,
+)
 from think.models import close_openai_clients
 from think.schedules import (
     ScheduleActivities,
@@ -32,11 +35,9 @@ from think.schedules import (
 from think.storage import Store, open_database, unapplied_answers
 from think.streaming import CANCEL_CHANNEL, ChunkListener
 from think.tools import McpServer, close_mcp_pool, warm_mcp_servers
-from think.turns._dispatch import DispatchFailed, hand_off, host_queue, start_turn_workflow
-from think.turns._service import ThinkService
-from think.workflows import WORKFLOWS
-from think.workflows._connect import connect
-from think.workflows._names import APPROVE, SUBMIT_TOOL_RESULT, turn_workflow_id
+from think.turns import DispatchFailed, ThinkService, hand_off, host_queue, start_turn_workflow
+from think.workflows import WORKFLOWS, connect
+from think.workflows.names import APPROVE, SUBMIT_TOOL_RESULT, turn_workflow_id
 
 log = logging.getLogger("think.worker")
 

@@ -265,7 +265,7 @@ class OpenAIModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         client = _client(self.base_url, self._api_key)
-        state = _StreamState()
+        state = OpenAIStreamState()
         try:
             body: dict[str, Any] = {
                 "model": self.model,
@@ -357,7 +357,7 @@ class _ToolCall:
     pending: list[str] = field(default_factory=list)
 
 
-class _StreamState:
+class OpenAIStreamState:
     """Turns chunks into events; tool calls are keyed by `index`, since only the first has an id."""
 
     def __init__(self) -> None:

@@ -22,7 +22,7 @@ named here, so the framework's insides can move without breaking them.
 from think._messages import ID, UIMessage, new_id
 from think._settings import Settings
 from think.agent import AgentRegistry, Think
-from think.engine._worker import build_worker, run_worker, sweep_once, workflow_runner
+from think.engine import build_worker, run_worker, sweep_once, workflow_runner
 from think.storage import Workspace, WorkspacePathError, workspace_path
 from think.turns import (
     RESEND_AFTER,
@@ -30,6 +30,7 @@ from think.turns import (
     PendingApproval,
     PendingClientTool,
     ThinkService,
+    TurnFields,
     TurnView,
     admit,
     admit_submission,
@@ -46,11 +47,9 @@ from think.turns import (
     turn_view,
     wait_for_turn,
 )
-from think.turns._views import TurnFields
-from think.workflows import WORKFLOWS
-from think.workflows._connect import connect
-from think.workflows._inputs import ToolDecision, ToolResultSubmission
-from think.workflows._names import APPROVE, SUBMIT_TOOL_RESULT, turn_workflow_id
+from think.workflows import WORKFLOWS, connect
+from think.workflows.inputs import ToolDecision, ToolResultSubmission
+from think.workflows.names import APPROVE, SUBMIT_TOOL_RESULT, turn_workflow_id
 
 __all__ = [
     "APPROVE",

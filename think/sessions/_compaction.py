@@ -30,9 +30,8 @@ from think._messages import UIMessage
 from think._protocol import is_tool_part, tool_name
 from think._settings import Settings
 from think.exceptions import UserError
-from think.models import ModelClient, ModelRequest, TextDelta, resolve_model
-from think.models._transcript import to_chat_messages
-from think.storage._compactions import Compaction
+from think.models import ModelClient, ModelRequest, TextDelta, resolve_model, to_chat_messages
+from think.storage import Compaction
 
 CompactionTrigger = Literal["between_turns", "proactive", "reactive", "manual"]
 """After a turn (`compact_after`), before a step that nears the window, after a provider's

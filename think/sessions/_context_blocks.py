@@ -35,7 +35,7 @@ from typing import Any, Literal, Protocol, TypeAlias
 from think._current import BOUND
 from think.exceptions import ToolError, UserError
 from think.storage import write_memory
-from think.tools._tool import Tool
+from think.tools import Tool
 
 SET_CONTEXT = "set_context"
 """The built-in tool that writes memory blocks, added when an agent declares one."""

@@ -20,7 +20,7 @@ from typing import Any
 from think._messages import UIMessage
 from think._protocol import is_tool_part
 from think.exceptions import UserError
-from think.models._transcript import ByIdentity
+from think.models import ByIdentity
 
 TOOL_OUTPUT_LIMIT = 500
 """Characters of an older message's tool output (or tool error) the model reads."""

@@ -15,6 +15,12 @@ from think.storage._answers import (
     record_answer,
     unapplied_answers,
 )
+from think.storage._compactions import (
+    Compaction,
+    insert_summary,
+    summaries_on_path,
+    turn_compactions,
+)
 from think.storage._conversation_config import (
     conversation_config,
     conversation_mcp_servers,
@@ -22,7 +28,7 @@ from think.storage._conversation_config import (
     put_conversation_mcp_server,
     set_conversation_config,
 )
-from think.storage._db import Conn, Database
+from think.storage._db import Conn, Database, collector_paused, fetch_one
 from think.storage._errors import (
     IdempotencyConflict,
     MessageIdConflict,
@@ -105,6 +111,7 @@ __all__ = [
     "Admission",
     "AnswerKind",
     "Appended",
+    "Compaction",
     "Conn",
     "Conversation",
     "ConversationBusy",
@@ -142,16 +149,19 @@ __all__ = [
     "bounded_failures",
     "chain_leaf",
     "clear_system_prompt",
+    "collector_paused",
     "conversation_config",
     "conversation_mcp_servers",
     "delete_conversation_mcp_server",
     "delete_files",
     "delete_turn",
     "delete_turns",
+    "fetch_one",
     "first_answer",
     "freeze_prompt",
     "gives_up",
     "guess_media_type",
+    "insert_summary",
     "is_transient",
     "lock_for_write",
     "migrate",
@@ -171,6 +181,8 @@ __all__ = [
     "search_messages",
     "set_conversation_config",
     "skipped_chunks",
+    "summaries_on_path",
+    "turn_compactions",
     "unapplied_answers",
     "upsert_messages",
     "workspace_path",

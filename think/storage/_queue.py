@@ -22,10 +22,10 @@ from think.storage._records import (
     TurnRequest,
     chain_leaf,
 )
-from think.storage._stream_log import append
 from think.storage._turn_columns import NOW
 from think.storage._turn_ids import public_turn_id, public_turn_id_or_none
 from think.storage._turn_queries import TURN_SELECT, turn_by_id, turn_record
+from think.storage.stream_log import append
 
 if TYPE_CHECKING:
     # UIMessageChunk is named in annotations only: storage keeps chunks as opaque JSONB, and

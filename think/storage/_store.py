@@ -18,7 +18,7 @@ from psycopg.types.json import Jsonb
 
 from think._messages import UIMessage, new_id, search_text
 from think.exceptions import UserError
-from think.storage import _admission, _queue, _stream_log, _tree
+from think.storage import _admission, _queue, _tree, stream_log
 from think.storage._db import Conn, Database, collector_paused, fetch_all, fetch_one
 from think.storage._errors import MessageIdConflict, ParentNotFound, TurnNotRecorded
 from think.storage._path_cache import walk
@@ -30,7 +30,6 @@ from think.storage._records import (
     TurnRecord,
     TurnRequest,
 )
-from think.storage._stream_log import FirstClaim
 from think.storage._turn_columns import assignments
 from think.storage._turn_ids import turn_id_candidates
 from think.storage._turn_queries import (
@@ -46,6 +45,7 @@ from think.storage._turn_queries import (
     TURN_SELECT,
     turn_record,
 )
+from think.storage.stream_log import FirstClaim
 
 _CONVERSATION_COLUMNS = "uid, tenant, agent, id, created_at, active_leaf_id, metadata"
 
@@ -448,7 +448,7 @@ class Store:
         """`think.streaming.claim_first` on a connection of its own: it runs beside the step
         that claims (`Fence.first`)."""
         async with self.db.connection() as conn:
-            return await _stream_log.claim_first(conn, turn_id, key)
+            return await stream_log.claim_first(conn, turn_id, key)
 
     async def lock_turn(self, conn: Conn, turn_id: str) -> TurnRecord:
         """The turn, under its row lock."""

@@ -16,9 +16,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from think.storage import _stream_log as _log
-from think.storage._db import Conn, Database
-from think.storage._stream_log import Fence
+from think.storage import Conn, Database
+from think.storage.stream_log import Fence, append
 
 _CONTENT = frozenset(
     {
@@ -101,7 +100,7 @@ class ChunkWriter:
                 # One statement (reserve, insert, NOTIFY): atomic on an autocommit
                 # connection, without a BEGIN and a COMMIT round trip around it.
                 async with self._db.connection() as conn:
-                    await _log.append(conn, self._turn_id, batch, self._fence)
+                    await append(conn, self._turn_id, batch, self._fence)
                     if self._after_flush is not None:
                         await self._after_flush(conn)
                 self._last_flush = time.monotonic()

@@ -28,8 +28,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from think.models._openai import METADATA_HEADER_PREFIX
-from think.storage._db import collector_paused
+from think.models import METADATA_HEADER_PREFIX
+from think.storage import collector_paused
 from think.testing._replies import Heard, ReplyQueue, plan_of
 from think.testing._script import (
     Chunk,

@@ -35,7 +35,7 @@ from think.tools._schema import (
 )
 
 if typing.TYPE_CHECKING:
-    from think.turns._service import ConversationHandle
+    from think.turns import ConversationHandle
 
 # What OpenAI (and most compatible servers) accept as a function name.
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

@@ -20,10 +20,19 @@ from think.turns._cancelling import cancel_turn
 from think.turns._dispatch import DispatchFailed, hand_off, host_queue, start_turn_workflow
 from think.turns._fingerprint import request_hash, turn_fingerprint
 from think.turns._follow import follow
-from think.turns._service import ConversationHandle, ThinkService
+from think.turns._results import Submission, TurnResult
+from think.turns._service import (
+    ConversationHandle,
+    StreamCallback,
+    ThinkService,
+    current_conversation,
+)
+from think.turns._stream import TurnStream
+from think.turns._turn_input import MessagesFunction, TurnInput
 from think.turns._views import (
     PendingApproval,
     PendingClientTool,
+    TurnFields,
     TurnView,
     client_tool_names,
     tool_part_name,
@@ -35,14 +44,22 @@ __all__ = [
     "RESEND_AFTER",
     "ConversationHandle",
     "DispatchFailed",
+    "MessagesFunction",
     "PendingApproval",
     "PendingClientTool",
+    "StreamCallback",
+    "Submission",
     "ThinkService",
+    "TurnFields",
+    "TurnInput",
+    "TurnResult",
+    "TurnStream",
     "TurnView",
     "admit",
     "admit_submission",
     "cancel_turn",
     "client_tool_names",
+    "current_conversation",
     "dispatch",
     "follow",
     "hand_off",

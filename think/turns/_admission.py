@@ -18,7 +18,7 @@ from typing import Any, cast, get_args
 from temporalio.client import Client
 
 from think._messages import UIMessage
-from think.agent._think import Think
+from think.agent import Think
 from think.exceptions import UserError
 from think.storage import (
     Admission,

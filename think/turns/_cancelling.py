@@ -11,7 +11,7 @@ from temporalio.service import RPCError
 from think.storage import TERMINAL_STATUSES, Store, TurnRecord
 from think.streaming import CANCEL_CHANNEL, append
 from think.turns._dispatch import hand_off
-from think.workflows._names import turn_workflow_id
+from think.workflows.names import turn_workflow_id
 
 log = logging.getLogger("think.admission")
 

@@ -17,9 +17,7 @@ from typing import Any, Literal
 
 from think._current import BOUND
 from think._messages import ID, UIMessage
-from think.agent._agent_tool import AgentToolResult, answer_text, child_conversation_id
-from think.agent._think import Think
-from think.agent._turn_api import TurnAPI
+from think.agent import AgentToolResult, Think, TurnAPI, answer_text, child_conversation_id
 from think.exceptions import UserError
 from think.storage import (
     ACTIVE_STATUSES,

@@ -2,6 +2,14 @@
 
 from think.engine.activities._debounce import SubmissionActivities
 from think.engine.activities._eager_first_step import EarlySteps
+from think.engine.activities._resources import ActivityResources
 from think.engine.activities._turn import TurnActivities
+from think.engine.activities._turn_state import end_abandoned
 
-__all__ = ["EarlySteps", "SubmissionActivities", "TurnActivities"]
+__all__ = [
+    "ActivityResources",
+    "EarlySteps",
+    "SubmissionActivities",
+    "TurnActivities",
+    "end_abandoned",
+]

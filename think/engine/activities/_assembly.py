@@ -20,12 +20,12 @@ from temporalio.exceptions import ApplicationError
 from think._messages import UIMessage
 from think._protocol import tool_name
 from think._settings import Settings
-from think.agent._think import Think
-from think.agent._turn_hooks import (
+from think.agent import (
     ChatErrorStage,
     StepConfig,
     StepContext,
     StepResult,
+    Think,
     ToolCallRecord,
     TurnConfig,
     TurnContext,
@@ -39,12 +39,10 @@ from think.exceptions import (
     OutputValidationError,
     UserError,
 )
-from think.models import EncodedMessages, ModelClient, ToolSpec, resolve_model
-from think.models._transcript import to_chat_messages
-from think.sessions._chat_history import ChatHistories
-from think.sessions._eviction import eviction_settings, preserve
+from think.models import EncodedMessages, ModelClient, ToolSpec, resolve_model, to_chat_messages
+from think.sessions import ChatHistories, eviction_settings, preserve
 from think.storage import TurnRecord
-from think.tools._tool import Tool
+from think.tools import Tool
 
 if TYPE_CHECKING:
     from think.engine.activities._system_prompt import PromptSetup

@@ -18,20 +18,17 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from think._messages import UIMessage
-from think.agent._compactor import compact, model_view
-from think.agent._think import Think
-from think.agent._turn_hooks import ChatErrorContext
+from think.agent import ChatErrorContext, Think, compact, model_view
 from think.engine.activities._assembly import HookFailed, maybe_await, overrides
 from think.engine.activities._heartbeat import heartbeating
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._step_stream import StepStream
 from think.exceptions import MODEL_RETRY, ModelError
-from think.sessions._session import session_for
-from think.storage import TurnRecord, bounded_failures, is_transient
-from think.storage._compactions import Compaction, turn_compactions
+from think.sessions import session_for
+from think.storage import Compaction, TurnRecord, bounded_failures, is_transient, turn_compactions
 from think.streaming import Fence, append
-from think.workflows._inputs import TurnInput
-from think.workflows._names import COMPACT_ACTIVITY
+from think.workflows.inputs import TurnInput
+from think.workflows.names import COMPACT_ACTIVITY
 
 log = logging.getLogger("think.compaction")
 

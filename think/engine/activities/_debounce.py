@@ -11,8 +11,8 @@ from typing import Any
 from temporalio import activity
 
 from think.storage import Store, bounded_failures, quiet_left
-from think.workflows._inputs import QuietInput, QuietResult
-from think.workflows._names import QUIET_ACTIVITY
+from think.workflows.inputs import QuietInput, QuietResult
+from think.workflows.names import QUIET_ACTIVITY
 
 
 class SubmissionActivities:

@@ -36,10 +36,10 @@ from think.engine.activities._model_step import EarlyStep, StepAttempt
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._step_outcomes import StepOutcomes
 from think.streaming import FirstClaim
-from think.workflows._inputs import ModelStepInput
+from think.workflows.inputs import ModelStepInput
 
 if TYPE_CHECKING:
-    from think.turns._service import ThinkService
+    from think.turns import ThinkService
 
 log = logging.getLogger("think.engine.activities")
 

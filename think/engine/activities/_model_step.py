@@ -32,7 +32,7 @@ from temporalio.exceptions import ApplicationError
 from think import metrics
 from think._messages import UIMessage
 from think._protocol import is_static_tool_part
-from think.agent._think import Think
+from think.agent import Think
 from think.engine.activities import _observe as observe
 from think.engine.activities._agent_tool import ParentProgress
 from think.engine.activities._assembly import (
@@ -79,13 +79,13 @@ from think.streaming import (
     ChunkWriter,
     Fence,
     FirstClaim,
+    MessageBuilder,
     StaleAttempt,
     TurnEnded,
     append,
     step_is_open,
 )
-from think.streaming._builder import MessageBuilder
-from think.workflows._inputs import ModelStepInput, ModelStepResult
+from think.workflows.inputs import ModelStepInput, ModelStepResult
 
 log = logging.getLogger("think.engine.activities")
 

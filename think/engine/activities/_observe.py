@@ -16,8 +16,7 @@ from typing import Any, Literal, ParamSpec
 from think import events
 from think.engine.activities._ids import turn_ids
 from think.exceptions import ModelError
-from think.models._base import Usage
-from think.models._overflow import classify_model_error
+from think.models import Usage, classify_model_error
 from think.storage import TurnRecord
 
 Which = Literal["seconds", "tokens"]

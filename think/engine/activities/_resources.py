@@ -12,15 +12,13 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
 from think._settings import Settings
-from think.agent._conversation_methods import bind_config
-from think.agent._registry import AgentRegistry
-from think.agent._think import Think
+from think.agent import AgentRegistry, Think, bind_config
 from think.engine.activities._turn_state import ended_alone
 from think.exceptions import NON_RETRYABLE_USER_ERROR, UserError
-from think.sessions._chat_history import ChatHistories
+from think.sessions import ChatHistories
 from think.storage import PathCache, Store, TurnRecord
 from think.streaming import ChunkListener
-from think.turns._dispatch import DispatchFailed, hand_off
+from think.turns import DispatchFailed, hand_off
 
 log = logging.getLogger("think.engine.activities")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from think.agent._think import Think
+from think.agent import Think
 from think.engine.activities._observe import Which
 from think.storage import TurnRecord
 

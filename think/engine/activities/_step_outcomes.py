@@ -14,9 +14,13 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from think.agent._recovery import ChatRecoveryContext, ChatRecoveryOptions
-from think.agent._think import Think
-from think.agent._turn_hooks import ChatErrorStage, StepFinishContext
+from think.agent import (
+    ChatErrorStage,
+    ChatRecoveryContext,
+    ChatRecoveryOptions,
+    StepFinishContext,
+    Think,
+)
 from think.engine.activities import _observe as observe
 from think.engine.activities._assembly import maybe_await, overrides, previous_steps
 from think.engine.activities._errors import chat_error_text
@@ -26,19 +30,19 @@ from think.engine.activities._step_budget import budget_message, elapsed
 from think.engine.activities._step_stream import StepStream
 from think.engine.activities._turn_state import end_turn
 from think.exceptions import MODEL_RETRY, ModelError
-from think.models._overflow import ChatErrorClass
+from think.models import ChatErrorClass
 from think.storage import TurnRecord, non_transient_failure
 from think.streaming import (
     ChunkWriter,
     Fence,
+    MessageBuilder,
     StaleAttempt,
     TurnEnded,
     append,
     count_failure,
     step_is_open,
 )
-from think.streaming._builder import MessageBuilder
-from think.workflows._inputs import ModelStepResult
+from think.workflows.inputs import ModelStepResult
 
 log = logging.getLogger("think.engine.activities")
 

@@ -8,9 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from think._messages import storable, storable_text
-from think.streaming import ChunkWriter
-from think.streaming._builder import MessageBuilder
-from think.workflows._inputs import ToolCallRef
+from think.streaming import ChunkWriter, MessageBuilder
+from think.workflows.inputs import ToolCallRef
 
 log = logging.getLogger("think.engine.activities")
 

@@ -16,7 +16,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from think import metrics
-from think.agent._turn_hooks import ChatResponseResult
+from think.agent import ChatResponseResult
 from think.engine.activities import _observe as observe
 from think.engine.activities._agent_tool import AgentToolCalls
 from think.engine.activities._assembly import maybe_await, overrides
@@ -31,18 +31,14 @@ from think.engine.activities._step_outcomes import StepOutcomes
 from think.engine.activities._tool_call import ToolCalls
 from think.engine.activities._turn_state import end_turn
 from think.storage import bounded_failures, gives_up
-from think.workflows._inputs import (
+from think.workflows.inputs import (
     CommitInput,
     CommitResult,
     ModelStepInput,
     ModelStepResult,
     TurnInput,
 )
-from think.workflows._names import (
-    CHAT_RESPONSE_ACTIVITY,
-    COMMIT_ACTIVITY,
-    MODEL_STEP_ACTIVITY,
-)
+from think.workflows.names import CHAT_RESPONSE_ACTIVITY, COMMIT_ACTIVITY, MODEL_STEP_ACTIVITY
 
 log = logging.getLogger("think.engine.activities")
 

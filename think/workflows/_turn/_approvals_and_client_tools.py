@@ -18,12 +18,12 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from think.workflows._inputs import (
+    from think.workflows.inputs import (
         ToolCallRef,
         ToolDecision,
         ToolResultSubmission,
     )
-    from think.workflows._names import (
+    from think.workflows.names import (
         ALREADY_ANSWERED,
         ALREADY_DECIDED,
         APPROVE,

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from think.workflows._inputs import PendingCall, TurnStatusView
-    from think.workflows._names import STATUS_QUERY, TURN_STATUS_KEY
+    from think.workflows.inputs import PendingCall, TurnStatusView
+    from think.workflows.names import STATUS_QUERY, TURN_STATUS_KEY
 
 if TYPE_CHECKING:
     from think.workflows._turn._approvals_and_client_tools import Approvals, ClientToolCalls

@@ -14,7 +14,7 @@ from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
     from think.exceptions import STALE_ATTEMPT
-    from think.workflows._inputs import (
+    from think.workflows.inputs import (
         CommitInput,
         CommitResult,
         ModelStepInput,
@@ -28,7 +28,7 @@ with workflow.unsafe.imports_passed_through():
         ToolResultSubmission,
         TurnInput,
     )
-    from think.workflows._names import (
+    from think.workflows.names import (
         COMMIT_ACTIVITY,
         MODEL_STEP_ACTIVITY,
         QUIET_ACTIVITY,
