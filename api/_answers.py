@@ -24,19 +24,17 @@ from api.errors import Problem
 from think.server import (
     APPROVE,
     SUBMIT_TOOL_RESULT,
+    TERMINAL_STATUSES,
+    AnswerKind,
     ToolDecision,
     ToolResultSubmission,
+    TurnRecord,
     client_tool_names,
+    public_turn_id,
+    record_answer,
     tool_part_name,
     turn_workflow_id,
     wait_for_turn,
-)
-from think.storage import (
-    TERMINAL_STATUSES,
-    AnswerKind,
-    TurnRecord,
-    public_turn_id,
-    record_answer,
 )
 
 log = logging.getLogger("think.api.decisions")

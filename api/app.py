@@ -21,10 +21,15 @@ from api._listener import ChunkListener
 from api._unique_keys import UniqueKeys
 from api.deps import Resources, require_tenant
 from api.routes import agents, conversations, health, schedules, search, tree, turns, workspace
-from think import metrics
-from think.server import AgentRegistry, Settings, connect
-from think.storage import Store, open_database
-from think.tools import close_mcp_pool
+from think.server import (
+    AgentRegistry,
+    Settings,
+    Store,
+    close_mcp_pool,
+    connect,
+    metrics,
+    open_database,
+)
 
 
 class BodyLimit:

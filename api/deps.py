@@ -14,8 +14,7 @@ from api._limits import TenantLimits
 from api._listener import ChunkListener
 from api.errors import Problem
 from api.schemas import ID_PATTERN
-from think.server import AgentRegistry, Settings, Think
-from think.storage import Conversation, Store
+from think.server import AgentRegistry, Conversation, Settings, Store, Think
 
 
 @dataclass

@@ -34,10 +34,16 @@ from api.schemas import (
     TurnOut,
     TurnsOut,
 )
-from think.server import Think, ToolDecision, ToolResultSubmission
-from think.storage import TERMINAL_STATUSES, TurnRecord, TurnStatus
-from think.storage import delete_turn as delete_turn_of
-from think.storage import delete_turns as delete_turns_of
+from think.server import (
+    TERMINAL_STATUSES,
+    Think,
+    ToolDecision,
+    ToolResultSubmission,
+    TurnRecord,
+    TurnStatus,
+)
+from think.server import delete_turn as delete_turn_of
+from think.server import delete_turns as delete_turns_of
 
 log = logging.getLogger("think.api.turns")
 
