@@ -1,13 +1,10 @@
-"""Starting, in this worker, the turns a gateway announced (`ANNOUNCE_CHANNEL`).
-
-A gateway that starts a turn in its admission does not send Temporal's start itself: it
-announces the turn, and a worker sends it, asking for eager execution. Temporal then answers
-the start with the workflow's first task, which this worker runs at once: the turn's first
-step begins without waiting for the task to be dispatched through the task queue (a few
-milliseconds of every turn). Its first step's work up to the model request is begun beside
-the start (`EarlySteps`). Of the workers told, the first to mark the turn
-(`Store.claim_start`) starts it. A turn nobody starts (no worker is running, or the one
-that marked it died first) is started by its gateway after `ANNOUNCED_GRACE`.
+"""The eager start: this worker starts the turns a gateway announced (`ANNOUNCE_CHANNEL`),
+asking Temporal for eager execution, so the workflow's first task comes back in the start's
+answer instead of through the task queue; the first step's work up to the model request is
+begun beside the start (`EarlySteps`). Of the workers told, the first to mark the turn
+(`Store.claim_start`) starts it; a turn nobody starts is started by its gateway after
+`ANNOUNCED_GRACE`. The sequence: docs/architecture.md, "The eager start, and the first step
+begun beside it"; what it saves: docs/benchmarks.md.
 """
 
 from __future__ import annotations

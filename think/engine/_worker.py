@@ -41,13 +41,13 @@ from think.workflows.names import APPROVE, SUBMIT_TOOL_RESULT, turn_workflow_id
 
 log = logging.getLogger("think.worker")
 
-# Libraries the workflow sandbox would otherwise re-import for every workflow run
-# (measured: 311 ms instead of 42 ms per run). Workflows never call them.
+# Libraries the workflow sandbox would otherwise re-import for every workflow run (what that
+# cost: docs/benchmarks.md, "Figures behind code comments"). Workflows never call them.
 PASSTHROUGH = ("sqlalchemy", "psycopg", "httpx", "openai", "pydantic_core", "alembic")
 # The workflow modules themselves must stay sandboxed (reloaded per run, isolating their
 # state), so `think` cannot be passed through as a whole: importing a workflow module runs
 # `think/__init__.py`, which would otherwise re-execute the whole framework in every run
-# (measured: the first workflow task of a turn took 85 ms instead of a few).
+# (the first workflow task of a turn took many times longer: docs/benchmarks.md).
 SANDBOXED = ("think.workflows._turn", "think.schedules._workflow")
 
 

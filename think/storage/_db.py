@@ -1,9 +1,9 @@
 """The process's Postgres connection pool (psycopg 3), and the connection type stores use.
 
-The hot path talks to psycopg directly. Measured here, a short statement through SQLAlchemy's
-asyncio layer cost 0.5-4 ms (greenlet hops, statement compilation, pool reset), against
-0.12 ms through psycopg; a turn runs a few dozen statements, so that difference was most of a
-turn's latency. SQLAlchemy still describes the schema (`_tables.py`) for Alembic.
+The hot path talks to psycopg directly: a short statement through SQLAlchemy's asyncio layer
+(greenlet hops, statement compilation, pool reset) cost many times what it costs through
+psycopg, and a turn runs a few dozen statements (docs/benchmarks.md, "Figures behind code
+comments"). SQLAlchemy still describes the schema (`_tables.py`) for Alembic.
 """
 
 from __future__ import annotations
@@ -266,9 +266,9 @@ async def fetch_all(conn: Conn, query: Any, params: dict[str, Any] | None = None
 def collector_paused() -> Iterator[None]:
     """Decoding a long transcript makes hundreds of thousands of objects, none of them
     garbage, and the garbage collector's passes over them (and over everything else the
-    process holds) cost as much as the decoding itself: 10,000 messages took 574 ms with it,
-    341 ms without (docs/benchmarks.md). Paused for that moment only, and left as it was (an
-    application may have turned it off itself)."""
+    process holds) cost as much as the decoding itself (docs/benchmarks.md, "Figures behind
+    code comments"). Paused for that moment only, and left as it was (an application may have
+    turned it off itself)."""
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -118,9 +118,9 @@ class ChunkWriter:
     async def let_first_content_out(self) -> None:
         """Let the batch that holds the step's first content start on its way now. A model
         that sent the whole step in one read (a fast or a cached one) is consumed without a
-        pause, so without this all of it waited for the step's end and its transaction:
-        measured with an instant model, the first words reached the client 2.5 ms later. A
-        model that streams pauses between reads anyway, and nothing changes for it."""
+        pause, so without this all of it waited for the step's end and its transaction (what
+        that cost: docs/benchmarks.md, "Figures behind code comments"). A model that streams
+        pauses between reads anyway, and nothing changes for it."""
         if self._first_content_nudged or self._content_sent or not self._has_content():
             return
         self._first_content_nudged = True
