@@ -5,10 +5,10 @@ Imported by `server` and the worker entry point only.
 """
 
 from think.engine._worker import build_worker, run_worker, sweep_once, workflow_runner
-from think.engine.activities import SubmissionActivities, TurnActivities
+from think.engine.activities import DebounceActivities, TurnActivities
 
 __all__ = [
-    "SubmissionActivities",
+    "DebounceActivities",
     "TurnActivities",
     "build_worker",
     "run_worker",

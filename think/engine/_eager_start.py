@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass, field
 
 from temporalio.client import Client
 
@@ -22,30 +23,24 @@ from think.turns import ThinkService, start_turn_workflow
 log = logging.getLogger("think.worker.announced")
 
 
+@dataclass(eq=False)
 class AnnouncedTurns:
-    def __init__(
-        self,
-        dsn: str,
-        store: Store,
-        client: Client,
-        task_queue: str,
-        early: EarlySteps | None = None,
-        service: ThinkService | None = None,
-    ) -> None:
-        self._dsn = dsn
-        self._store = store
-        self._early = early
-        self._service = service
-        self._client = client
-        self._task_queue = task_queue
-        self._starting: set[asyncio.Task[None]] = set()
-        self.listening = asyncio.Event()
-        """Set once the LISTEN is in place (and again after a reconnect)."""
+    """The LISTEN for this worker's task queue's announcements, and the starts it sends."""
+
+    dsn: str
+    store: Store
+    client: Client
+    task_queue: str
+    early: EarlySteps | None = None
+    service: ThinkService | None = None
+    listening: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once the LISTEN is in place (and again after a reconnect)."""
+    _starting: set[asyncio.Task[None]] = field(default_factory=set)
 
     async def run(self) -> None:
         """Until cancelled."""
         await listen_forever(
-            self._dsn,
+            self.dsn,
             ANNOUNCE_CHANNEL,
             self._announced,
             on_connect=self.listening.set,
@@ -54,7 +49,7 @@ class AnnouncedTurns:
 
     def _announced(self, payload: str) -> None:
         task_queue, _, turn_id = payload.rpartition("\n")
-        if task_queue != self._task_queue:
+        if task_queue != self.task_queue:
             return
         task = asyncio.create_task(self._start(turn_id))
         self._starting.add(task)
@@ -62,21 +57,21 @@ class AnnouncedTurns:
 
     async def _start(self, turn_id: str) -> None:
         try:
-            turn = await self._store.claim_start(turn_id)
+            turn = await self.store.claim_start(turn_id)
             if turn is None:
                 return  # another worker has it, or it has begun or ended
-            if self._early is None:
-                await start_turn_workflow(self._client, self._task_queue, turn)
+            if self.early is None:
+                await start_turn_workflow(self.client, self.task_queue, turn)
                 return
             # Its first step, up to the model request, beside the start: the start is eager,
             # so the step runs in this process and takes it on.
-            self._early.begin(turn_id, self._service)
+            self.early.begin(turn_id, self.service)
             try:
-                eager = await start_turn_workflow(self._client, self._task_queue, turn)
+                eager = await start_turn_workflow(self.client, self.task_queue, turn)
             except BaseException:
-                self._early.drop(turn_id)
+                self.early.drop(turn_id)
                 raise
-            self._early.started(turn_id, eager=eager)
+            self.early.started(turn_id, eager=eager)
         except Exception:
             # Its gateway starts it after ANNOUNCED_GRACE; the sweeper after that.
             log.warning("starting announced turn %s failed", turn_id, exc_info=True)

@@ -20,7 +20,7 @@ from think.agent import AgentRegistry
 from think.engine._eager_start import AnnouncedTurns
 from think.engine.activities import (
     ActivityResources,
-    SubmissionActivities,
+    DebounceActivities,
     TurnActivities,
     end_abandoned,
 )
@@ -106,7 +106,7 @@ def build_worker(
         workflows=[*WORKFLOWS, ScheduledOccurrence],
         activities=[
             *activities.activities(),
-            *SubmissionActivities(activities.res.store).activities(),
+            *DebounceActivities(activities.res.store).activities(),
             *ScheduleActivities(service).activities(),
         ],
         # Every activity of a turn runs with the turn bound: the turn API for hooks and tools,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast, get_args
@@ -20,18 +19,10 @@ from temporalio.client import Client
 from think._messages import UIMessage
 from think.agent import Think
 from think.exceptions import UserError
-from think.storage import (
-    Admission,
-    Delegation,
-    MessageConcurrency,
-    Store,
-    TurnRequest,
-)
+from think.storage import Admission, Delegation, MessageConcurrency, Store, TurnRequest
 from think.turns._cancelling import cancel_turn
 from think.turns._dispatch import hand_off, hosts_queue, start_turn_workflow, watch_announced
 from think.turns._fingerprint import request_hash, turn_fingerprint
-
-log = logging.getLogger("think.admission")
 
 # A duplicate submission re-sends the update only when the first one may have been lost
 # (the sender died between the Postgres commit and Temporal); before that, it is surely

@@ -1,6 +1,6 @@
 """Temporal activities: where I/O and user code run."""
 
-from think.engine.activities._debounce import SubmissionActivities
+from think.engine.activities._debounce import DebounceActivities
 from think.engine.activities._eager_first_step import EarlySteps
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._turn import TurnActivities
@@ -8,8 +8,8 @@ from think.engine.activities._turn_state import end_abandoned
 
 __all__ = [
     "ActivityResources",
+    "DebounceActivities",
     "EarlySteps",
-    "SubmissionActivities",
     "TurnActivities",
     "end_abandoned",
 ]

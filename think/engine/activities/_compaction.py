@@ -55,10 +55,10 @@ class Compactions:
             await self._compact_context(inp)
 
     async def _compact_context(self, inp: TurnInput) -> None:
-        turn = await self.res.store.get_turn(inp.turn_id)
-        if turn is None:
+        found = await self.res.ended_turn(inp.turn_id)  # `get_model` may read `get_config()`
+        if found is None:
             return
-        agent = self.res.bound_agent(turn)  # `get_model` may read `get_config()`
+        turn, agent = found
         session = session_for(agent)
         if session.compaction is None or session.threshold is None:
             return

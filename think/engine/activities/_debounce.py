@@ -6,6 +6,7 @@ continue), in the transactions that take the conversation's queue lock.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from temporalio import activity
@@ -15,9 +16,11 @@ from think.workflows.inputs import QuietInput, QuietResult
 from think.workflows.names import QUIET_ACTIVITY
 
 
-class SubmissionActivities:
-    def __init__(self, store: Store) -> None:
-        self.store = store
+@dataclass(eq=False)
+class DebounceActivities:
+    """The debounce's activity, on the worker's store."""
+
+    store: Store
 
     def activities(self) -> list[Any]:
         return [self.quiet_left]

@@ -52,6 +52,12 @@ class ActivityResources:
         bind_config(agent, turn.conversation_config)
         return agent
 
+    async def ended_turn(self, turn_id: str) -> tuple[TurnRecord, Think] | None:
+        """A turn as stored and a fresh agent bound to it (`bound_agent`), for the work that
+        follows its end; None when the turn is gone (deleted since)."""
+        turn = await self.store.get_turn(turn_id)
+        return None if turn is None else (turn, self.bound_agent(turn))
+
     async def hand_off(self, turn_id: str) -> None:
         """Start the workflow of the turn that waits behind this one, if any (the sweeper
         does it later if this fails)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from temporalio.exceptions import ApplicationError
@@ -47,11 +48,11 @@ from think.workflows.inputs import ModelStepResult
 log = logging.getLogger("think.engine.activities")
 
 
+@dataclass(eq=False)
 class StepOutcomes:
     """The endings of a model step other than its answer, shared by every step of a worker."""
 
-    def __init__(self, res: ActivityResources) -> None:
-        self.res = res
+    res: ActivityResources
 
     async def out_of_time(
         self, agent: Think, turn: TurnRecord, step: StepStream, fence: Fence, limit: float

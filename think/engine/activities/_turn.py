@@ -29,7 +29,7 @@ from think.engine.activities._model_step import StepAttempt
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._step_outcomes import StepOutcomes
 from think.engine.activities._tool_call import ToolCalls
-from think.engine.activities._turn_state import end_turn
+from think.engine.activities._turn_state import end_turn, end_with_error
 from think.storage import bounded_failures, gives_up
 from think.workflows.inputs import (
     CommitInput,
@@ -108,21 +108,9 @@ class TurnActivities:
             "the turn failed because of an internal error "
             f"(the worker's log has the details under turn {turn.id})"
         )
-        async with self.res.store.db.transaction() as conn:
-            turn, queue = await self.res.store.lock_queue_turn(conn, inp.turn_id)
-            if turn.terminal:
-                return CommitResult(status=turn.status)
-            message = turn.message or {"id": turn.message_id, "role": "assistant", "parts": []}
-            await end_turn(
-                self.res.store,
-                conn,
-                turn,
-                queue,
-                status="error",
-                message=message,
-                chunks=[{"type": "error", "errorText": text}],
-                error=text,
-            )
+        ended, turn = await end_with_error(self.res.store, inp.turn_id, text)
+        if not ended:
+            return CommitResult(status=turn.status)
         await observe.finished(turn, "error", reason=text)
         return CommitResult(status="error")
 
@@ -178,10 +166,10 @@ class TurnActivities:
             await self._chat_response(inp)
 
     async def _chat_response(self, inp: TurnInput) -> None:
-        turn = await self.res.store.get_turn(inp.turn_id)
-        if turn is None:
+        found = await self.res.ended_turn(inp.turn_id)
+        if found is None:
             return
-        agent = self.res.bound_agent(turn)
+        turn, agent = found
         result = ChatResponseResult(
             **turn_ids(turn),
             status=turn.status,
