@@ -1,5 +1,6 @@
-"""The `think` command: `dev`, `migrate`, `api` and `worker` (API.md, "Command line"), `chat`
-and `schedules`. `dev` is in `_dev.py`, the others in `_commands.py`.
+"""The `think` command: `dev`, `migrate`, `api` and `worker` (API.md, "Command line"), `chat`,
+`schedules` and `settings`. `dev` is in `_dev.py`, `settings` in `_settings.py`, the others in
+`_commands.py`.
 
 Errors a user can fix (missing configuration, a busy port) print one line and exit 2.
 """
@@ -21,6 +22,7 @@ from think.cli._commands import (
     _cmd_worker,
 )
 from think.cli._dev import _cmd_dev
+from think.cli._settings import _cmd_settings
 from think.exceptions import ThinkError, UserError
 
 
@@ -68,6 +70,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="think",
         description="Durable chat agents on Temporal, Postgres and FastAPI.",
+        epilog="Configured by environment variables (THINK_*, TEMPORAL_*, OPENAI_*): "
+        "`think settings` lists them, with their defaults.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -130,6 +134,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     chat.add_argument("--api-key", help="a key of THINK_API_KEYS, when the gateway needs one")
     chat.set_defaults(handler=_cmd_chat)
+
+    settings = commands.add_parser(
+        "settings",
+        help="the environment variables Think reads, their defaults and what they do",
+    )
+    shown = settings.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--check", action="store_true", help="read this environment's values and show them"
+    )
+    shown.add_argument("--markdown", action="store_true", help="as the table of docs/operating.md")
+    settings.set_defaults(handler=_cmd_settings)
     return parser
 
 

@@ -28,10 +28,11 @@ READY_TIMEOUT = 90.0
 
 
 def _settings(*, find_dev_stack: bool = True) -> Settings:
-    """Settings from the environment, with a malformed value reported as configuration."""
+    """Settings from the environment (a bad variable is a `ConfigurationError` naming it), and
+    a running `think dev`'s endpoints file, reported as configuration if it cannot be read."""
     try:
         return Settings.from_env(find_dev_stack=find_dev_stack)
-    except ValueError as error:  # pydantic's ValidationError too: a bad variable's value
+    except ValueError as error:  # a malformed .think/endpoints.json
         raise ConfigurationError(f"invalid environment: {error}") from error
 
 

@@ -1,0 +1,84 @@
+"""Named model endpoints (`THINK_MODEL_ENDPOINTS`): the one setting whose value is a JSON
+document, and whose entries name further variables to read keys from, so it has its own parser
+(called by `Settings.from_env`, which declares the variable)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from think.exceptions import ConfigurationError
+
+MODEL_ENDPOINTS_VAR = "THINK_MODEL_ENDPOINTS"
+_ENDPOINT_KEYS = ("base_url", "api_key", "api_key_env", "native_output")
+
+
+class Endpoint(BaseModel):
+    """A named OpenAI-compatible endpoint, so that one agent can use two providers.
+
+    Configured in `THINK_MODEL_ENDPOINTS`; the model id `"cheap/gpt-4o-mini"` means the model
+    `gpt-4o-mini` on the endpoint named `cheap` (see `think.models.resolve_model`).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    base_url: str | None = None
+    """None: OpenAI's own API."""
+    api_key: str | None = Field(default=None, repr=False)
+    native_output: bool = True
+    """Send structured output as `response_format`; off for servers that reject it (the turn
+    then asks for the answer through a final-answer tool)."""
+    api_key_env: str | None = None
+    """The variable the key is read from, when it came from one: named if it was not set."""
+
+
+def parse_model_endpoints(raw: str, env: Mapping[str, str]) -> dict[str, Endpoint]:
+    """Endpoints from `THINK_MODEL_ENDPOINTS`, a JSON object of endpoints by name.
+
+    `{"cheap": {"base_url": "https://...", "api_key_env": "CHEAP_KEY"}}`: `api_key_env` names
+    the variable holding the key, so no secret sits in this JSON (a literal `api_key` is
+    accepted too); `native_output: false` for a server that rejects `response_format`. A
+    variable that is not set leaves the key empty: the process that calls that endpoint
+    reports it, and a process that never does (the API) runs without the secret.
+    """
+    if not raw.strip():
+        return {}
+
+    def bad(problem: str) -> ConfigurationError:
+        return ConfigurationError(f"{MODEL_ENDPOINTS_VAR}: {problem}")
+
+    try:
+        found = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise bad(f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    if not isinstance(found, dict):
+        raise bad(f"expected a JSON object of endpoints by name, got {type(found).__name__}")
+    endpoints: dict[str, Endpoint] = {}
+    for name, entry in found.items():
+        if not name or "/" in name or name != name.strip():
+            raise bad(f"endpoint name {name!r} must be non-empty, without '/' or outer spaces")
+        if not isinstance(entry, dict):
+            raise bad(f'endpoint {name!r} must be an object such as {{"base_url": ...}}')
+        unknown = sorted(set(entry) - set(_ENDPOINT_KEYS))
+        if unknown:
+            raise bad(
+                f"endpoint {name!r} has unknown keys {unknown}; known: {', '.join(_ENDPOINT_KEYS)}"
+            )
+        key_var = entry.get("api_key_env")
+        if key_var is not None:
+            if "api_key" in entry:
+                raise bad(f"endpoint {name!r} gives both api_key and api_key_env: keep one")
+            if not isinstance(key_var, str) or not key_var.strip():
+                raise bad(f"endpoint {name!r}: api_key_env must name a variable, not {key_var!r}")
+            entry = {**entry, "api_key": env.get(key_var) or None}
+        try:
+            endpoints[name] = Endpoint.model_validate(entry)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+                for e in exc.errors(include_url=False, include_input=False)
+            )
+            raise bad(f"endpoint {name!r}: {problems}") from None
+    return endpoints
