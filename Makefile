@@ -3,7 +3,7 @@
 #   make dev        everything locally: embedded Postgres + Temporal + worker + API (Ctrl-C stops)
 #   make test       the test suite (real Postgres and Temporal, embedded; no Docker needed)
 #   make test-fast  the tests that start no stack (`-m "not stack"`): about a minute
-#   make lint       ruff check, ruff format --check, mypy --strict
+#   make lint       ruff check, ruff format --check, mypy --strict, import contracts, module sizes
 #   make fmt        format and autofix
 #   make bench      the benchmarks in bench/
 #   make ui         rebuild the chat page (ui/ -> api/ui/, committed; needs Node and npm)
@@ -81,6 +81,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python tools/check_module_sizes.py
 
 fmt: $(STAMP)
 	$(BIN)/ruff format .

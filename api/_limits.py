@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from api.errors import Problem
-from think import metrics
+from think.server import metrics
 
 
 @dataclass

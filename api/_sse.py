@@ -18,8 +18,8 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.types import Receive, Scope, Send
 
 from api.deps import Resources
-from think import metrics, server
-from think.storage import public_turn_id
+from think import server
+from think.server import metrics, public_turn_id
 
 log = logging.getLogger("think.api.stream")
 

@@ -26,10 +26,11 @@ from api.deps import Resources
 from api.errors import Problem
 from api.schemas import QueuedBehind, RegenerateBody, SubmitTurnBody, TurnOut
 from think import server
-from think.server import DispatchFailed, Think
-from think.storage import (
+from think.server import (
     Admission,
     Conversation,
+    DispatchFailed,
+    Think,
     TurnRecord,
     public_turn_id,
     public_turn_id_or_none,

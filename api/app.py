@@ -20,10 +20,16 @@ from api._limits import TenantLimits
 from api._unique_keys import UniqueKeys
 from api.deps import Resources, require_tenant
 from api.routes import agents, conversations, health, schedules, search, tree, turns, workspace
-from think import metrics
-from think.server import AgentRegistry, ChunkListener, Settings, connect
-from think.storage import Store, open_database
-from think.tools import close_mcp_pool
+from think.server import (
+    AgentRegistry,
+    ChunkListener,
+    Settings,
+    Store,
+    close_mcp_pool,
+    connect,
+    metrics,
+    open_database,
+)
 
 
 class BodyLimit:

@@ -13,8 +13,7 @@ from temporalio.client import Client
 from api._limits import TenantLimits
 from api.errors import Problem
 from api.schemas import ID_PATTERN
-from think.server import AgentRegistry, ChunkListener, Settings, Think
-from think.storage import Conversation, Store
+from think.server import AgentRegistry, ChunkListener, Conversation, Settings, Store, Think
 
 
 @dataclass

@@ -13,19 +13,19 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute, Match
 
-from think import metrics
 from think.exceptions import AgentNotFoundError, UserError
-from think.schedules import ScheduleNotFound
-from think.storage import (
+from think.server import (
     ConversationBusy,
     IdempotencyConflict,
     MessageIdConflict,
     MessageNotFound,
     NotRegenerable,
     ParentNotFound,
+    ScheduleNotFound,
     SubmissionConflict,
     TurnNotFound,
     TurnStillActive,
+    metrics,
 )
 
 log = logging.getLogger("think.api")

@@ -25,8 +25,14 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
-from think.server import ID, PendingApproval, PendingClientTool, TurnFields, UIMessage
-from think.storage import MessageConcurrency
+from think.server import (
+    ID,
+    MessageConcurrency,
+    PendingApproval,
+    PendingClientTool,
+    TurnFields,
+    UIMessage,
+)
 
 ID_PATTERN = f"^{ID.pattern}$"
 EXTENSION: dict[str, Any] = {"x-think-extension": True}

@@ -13,7 +13,7 @@ import httpx
 from temporalio.client import Client
 
 from bench._stack import local_stack
-from think.workflows._names import turn_workflow_id
+from think.workflows.names import turn_workflow_id
 
 
 async def run(args: argparse.Namespace) -> None:

@@ -22,7 +22,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from bench._stack import local_stack
 from think.testing import text
-from think.workflows._names import turn_workflow_id
+from think.workflows.names import turn_workflow_id
 
 _TIMES = """
     SELECT extract(epoch from created_at) AS created, extract(epoch from started_at) AS started,

@@ -19,7 +19,7 @@ from temporalio.client import Client, WorkflowFailureError
 
 from tests._sse import chunks, read_stream
 from tests._turn_helpers import activity_attempts
-from think.workflows._names import turn_workflow_id
+from think.workflows.names import turn_workflow_id
 
 SAFE = "because of an internal error"
 REFUSAL = "refused by the test"

@@ -49,7 +49,7 @@ from think import (
     tool,
 )
 from think.tools import search_history
-from think.workflows._names import CHAT_RESPONSE_ACTIVITY, COMPACT_ACTIVITY
+from think.workflows.names import CHAT_RESPONSE_ACTIVITY, COMPACT_ACTIVITY
 
 
 @tool

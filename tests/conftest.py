@@ -23,7 +23,7 @@ from think.dev import Services, start_services
 from think.storage import migrate
 from think.testing import FakeOpenAIServer
 from think.turns._service import ThinkService
-from think.workflows._connect import connect
+from think.workflows import connect
 
 
 @pytest.fixture(scope="session")

@@ -15,19 +15,26 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from think._messages import UIMessage
     from think._settings import Settings
-    from think.agent._agent_tool import AgentTool, AgentToolResult, SubAgent, agent_tool
-    from think.agent._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptions
-    from think.agent._think import Think
-    from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
-    from think.agent._turn_hooks import (
+    from think.agent import (
+        AgentTool,
+        AgentToolResult,
         ChatErrorContext,
+        ChatRecovery,
+        ChatRecoveryContext,
+        ChatRecoveryOptions,
         ChatResponseResult,
         StepConfig,
         StepContext,
         StepFinishContext,
         StepResult,
+        SubAgent,
+        Think,
+        ToolCallContext,
+        ToolCallDecision,
+        ToolCallResultContext,
         TurnConfig,
         TurnContext,
+        agent_tool,
     )
     from think.client import AsyncThinkClient, ThinkAPIError, ThinkClient
     from think.exceptions import (
@@ -39,26 +46,33 @@ if TYPE_CHECKING:
         TurnFailed,
         UserError,
     )
-    from think.models import ModelClient, ModelRequest
-    from think.models._overflow import ChatErrorClass as ChatErrorClassification
-    from think.models._overflow import default_context_overflow_classifier
+    from think.models import ChatErrorClass as ChatErrorClassification
+    from think.models import ModelClient, ModelRequest, default_context_overflow_classifier
     from think.schedules import ScheduledRun, ScheduledTask
-    from think.sessions._compaction import (
+    from think.sessions import (
         CompactionContext,
         CompactionResult,
+        ContextBlock,
+        ContextOverflow,
+        ContextProvider,
+        MediaEviction,
+        Proactive,
+        Session,
         create_compact_function,
         default_token_counter,
     )
-    from think.sessions._context_blocks import ContextBlock, ContextProvider
-    from think.sessions._eviction import MediaEviction
-    from think.sessions._session import ContextOverflow, Proactive, Session
-    from think.storage import ConversationBusy, MessageConcurrency, SubmissionConflict
-    from think.storage._compactions import Compaction
-    from think.tools import skills
-    from think.tools._fetch import FetchTarget, FetchTools
-    from think.tools._mcp import McpServer
-    from think.tools._tool import Tool, ToolContext, ToolPolicy, tool
-    from think.turns._service import (
+    from think.storage import Compaction, ConversationBusy, MessageConcurrency, SubmissionConflict
+    from think.tools import (
+        FetchTarget,
+        FetchTools,
+        McpServer,
+        Tool,
+        ToolContext,
+        ToolPolicy,
+        skills,
+        tool,
+    )
+    from think.turns import (
         ConversationHandle,
         StreamCallback,
         Submission,

@@ -22,7 +22,7 @@ from think.exceptions import UserError
 from think.storage import TurnRecord
 
 if TYPE_CHECKING:
-    from think.turns._service import ConversationHandle, ThinkService
+    from think.turns import ConversationHandle, ThinkService
 
 
 BOUND: ContextVar[_Binding | None] = ContextVar("think_bound_turn", default=None)

@@ -38,8 +38,7 @@ from typing import Annotated, ClassVar, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from think.exceptions import UserError
-from think.models._base import FinishReason, Usage
-from think.models._overflow import ChatErrorClass
+from think.models import ChatErrorClass, FinishReason, Usage
 
 log = logging.getLogger("think.events")
 

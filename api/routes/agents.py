@@ -8,9 +8,7 @@ from fastapi import APIRouter
 from api.deps import Res
 from api.schemas import AgentOut, AgentsOut, AgentTool
 from think.exceptions import ConfigurationError
-from think.models import resolve_model
-from think.server import Settings, Think
-from think.tools import Tool
+from think.server import Settings, Think, Tool, resolve_model
 
 log = logging.getLogger("think.api.agents")
 

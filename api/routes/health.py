@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, Field
 
 from api.deps import Res
-from think import metrics
+from think.server import metrics
 
 log = logging.getLogger("think.api")
 

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Path, Query
 
 from api.deps import AgentClass, Res, Tenant
 from api.schemas import ID_PATTERN, ScheduleOut, SchedulesOut, TriggeredOut
-from think.schedules import list_schedules, trigger
+from think.server import list_schedules, trigger
 
 router = APIRouter(tags=["schedules"])
 

@@ -7,7 +7,7 @@ from pydantic import AfterValidator
 
 from api.deps import ExistingConversation, Res
 from api.schemas import NOT_BLANK, SearchHitOut, SearchOut
-from think.storage import MAX_SEARCH_LIMIT, search_messages
+from think.server import MAX_SEARCH_LIMIT, search_messages
 
 router = APIRouter(tags=["conversations"])
 

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Body, Header, Path, Query, Response
 from fastapi.responses import JSONResponse
 from fastapi.types import DecoratedCallable
 
-from api import _decisions, _turns
+from api import _answers, _turns
 from api._openapi import described
 from api._sse import stream_response
 from api.deps import (
@@ -34,10 +34,16 @@ from api.schemas import (
     TurnOut,
     TurnsOut,
 )
-from think.server import Think, ToolDecision, ToolResultSubmission
-from think.storage import TERMINAL_STATUSES, TurnRecord, TurnStatus
-from think.storage import delete_turn as delete_turn_of
-from think.storage import delete_turns as delete_turns_of
+from think.server import (
+    TERMINAL_STATUSES,
+    Think,
+    ToolDecision,
+    ToolResultSubmission,
+    TurnRecord,
+    TurnStatus,
+)
+from think.server import delete_turn as delete_turn_of
+from think.server import delete_turns as delete_turns_of
 
 log = logging.getLogger("think.api.turns")
 
@@ -288,7 +294,7 @@ async def decide_approval(
         by="http",
         principal=caller.label,
     )
-    current, applied = await _decisions.decide(res, turn, decision)
+    current, applied = await _answers.answer_approval(res, turn, decision)
     return _answer(res, current, status_code=200 if applied else 202)
 
 
@@ -323,5 +329,5 @@ async def submit_tool_result(
         )
     turn = await _turn(res, conv, turn_id)
     result = ToolResultSubmission(tool_call_id=tool_call_id, output=body.output, error=body.error)
-    current, applied = await _decisions.submit_tool_result(res, turn, result)
+    current, applied = await _answers.answer_client_tool(res, turn, result)
     return _answer(res, current, status_code=200 if applied else 202)

@@ -195,6 +195,7 @@ def test_exports() -> None:
         "TurnStream",
         "WorkspaceFile",
         "new_idempotency_key",
+        "run_chat",
     ]
     for name in think.client.__all__:
         assert getattr(think.client, name) is not None

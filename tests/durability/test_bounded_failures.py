@@ -19,7 +19,7 @@ from temporalio.client import Client
 
 from tests._failures import attempts, ends_in_error, next_turn_completes, refused
 from think.testing import FakeOpenAIServer, text, tool_call
-from think.workflows._names import COMMIT_ACTIVITY, MODEL_STEP_ACTIVITY, TOOL_CALL_ACTIVITY
+from think.workflows.names import COMMIT_ACTIVITY, MODEL_STEP_ACTIVITY, TOOL_CALL_ACTIVITY
 
 
 async def test_model_output_postgres_refuses_ends_the_turn_after_one_call(

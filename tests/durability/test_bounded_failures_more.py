@@ -36,7 +36,7 @@ from tests._sse import read_until
 from tests._turn_helpers import tool_part, until_status
 from tests.agents import OVERRIDE_SECRET
 from think.testing import FakeOpenAIServer, stall, text, tool_call
-from think.workflows._names import (
+from think.workflows.names import (
     AGENT_TOOL_FINISH_ACTIVITY,
     AGENT_TOOL_START_ACTIVITY,
     CANCEL_CHILDREN_ACTIVITY,

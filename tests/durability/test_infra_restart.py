@@ -34,8 +34,8 @@ from think.dev import (
 )
 from think.storage import migrate_now
 from think.testing import FakeOpenAIServer, reply, text
-from think.workflows._connect import connect
-from think.workflows._names import turn_workflow_id
+from think.workflows import connect
+from think.workflows.names import turn_workflow_id
 
 WORDS = [f"word{i} " for i in range(60)]  # ~3 s of streaming at 0.05 s per chunk
 LONG_WORDS = [f"long{i} " for i in range(200)]  # ~10 s: still streaming when Temporal is back

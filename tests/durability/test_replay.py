@@ -20,7 +20,7 @@ from tests._replay import HISTORIES, replayer
 from tests._sse import deltas, read_until
 from tests._turn_helpers import helper_path
 from think.testing import FakeOpenAIServer, reply, text, tool_call
-from think.workflows._names import turn_workflow_id
+from think.workflows.names import turn_workflow_id
 
 
 def _load(path: Path) -> WorkflowHistory:

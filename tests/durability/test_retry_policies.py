@@ -22,7 +22,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from think.exceptions import ModelError
 from think.storage import is_transient
-from think.storage._stream_log import StaleAttempt
+from think.storage.stream_log import StaleAttempt
 from think.workflows._turn._activities import (
     COMPACT_RETRY,
     DB_RETRY,

@@ -45,6 +45,35 @@ def test_the_apps_use_only_public_faces() -> None:
     assert private == []
 
 
+APP_FACES = {"think.server", "think.exceptions"}
+"""All the apps (`api/`, `workers/`) import of the framework: the server face and the
+exception tree. What they need from elsewhere in `think` is named in `think.server`."""
+
+
+def _framework_imports(path: Path) -> list[tuple[str, int]]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "think":
+                found += [(f"think.{a.name}", node.lineno) for a in node.names]
+            elif node.module.startswith("think."):
+                found.append((node.module, node.lineno))
+        elif isinstance(node, ast.Import):
+            found += [(a.name, node.lineno) for a in node.names if a.name.startswith("think")]
+    return found
+
+
+def test_the_apps_use_think_server_and_exceptions_only() -> None:
+    files = sorted((ROOT / "api").rglob("*.py")) + sorted((ROOT / "workers").rglob("*.py"))
+    elsewhere = [
+        f"{path.relative_to(ROOT)}:{line} imports {module}"
+        for path in files
+        for module, line in _framework_imports(path)
+        if module not in APP_FACES
+    ]
+    assert elsewhere == []
+
+
 def test_few_modules_at_the_root_of_think() -> None:
     modules = sorted(p.name for p in (ROOT / "think").glob("*.py"))
     assert len(modules) <= 8, modules

@@ -28,7 +28,7 @@ from think.models import (
     resolve_model,
 )
 from think.models._offline import estimate_tokens
-from think.models._openai import _client, _StreamState
+from think.models._openai import OpenAIStreamState, _client
 from think.testing import (
     FakeOpenAIServer,
     ScriptedModel,
@@ -127,7 +127,7 @@ def chunk(delta: dict[str, object]) -> dict[str, object]:
 
 
 def reasoning_of(*deltas: dict[str, object]) -> list[str]:
-    state = _StreamState()
+    state = OpenAIStreamState()
     return [e.delta for d in deltas for e in state.feed(chunk(d)) if isinstance(e, ReasoningDelta)]
 
 

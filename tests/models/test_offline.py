@@ -13,7 +13,7 @@ from tests._stack import Stack, own_stack, stack_env
 from think.dev import Services
 from think.models import ModelRequest, OfflineModel
 from think.models._base import TextDelta
-from think.workflows._names import turn_workflow_id
+from think.workflows.names import turn_workflow_id
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ from think.dev import (
     start_services,
     start_temporal,
 )
-from think.workflows._names import SEARCH_ATTRIBUTES as WORKFLOW_SEARCH_ATTRIBUTES
+from think.workflows.names import SEARCH_ATTRIBUTES as WORKFLOW_SEARCH_ATTRIBUTES
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,7 @@ from temporalio.client import Client
 from tests._stack import Stack
 from tests._turn_helpers import helper_path
 from think.dev import Services
-from think.workflows._names import turn_workflow_id
+from think.workflows.names import turn_workflow_id
 
 
 async def test_operator_finds_turns_by_conversation(

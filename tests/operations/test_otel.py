@@ -28,7 +28,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from think._settings import Settings
 from think.dev import Services
 from think.exceptions import ConfigurationError
-from think.workflows._connect import connect
+from think.workflows import connect
 from think.workflows._otel import service_name, tracing_interceptor, tracing_interceptors
 
 
@@ -159,7 +159,7 @@ import asyncio, json, sys
 from opentelemetry import trace
 from temporalio.contrib.opentelemetry import TracingInterceptor
 from think._settings import Settings
-from think.workflows._connect import connect
+from think.workflows import connect
 
 async def main():
     client = await connect(Settings(temporal_address=sys.argv[1], temporal_namespace=sys.argv[2]))

@@ -16,7 +16,7 @@ from think.engine.activities._turn import TurnActivities
 from think.models import close_openai_clients
 from think.storage import PathCache, Store, open_database
 from think.testing import FakeOpenAIServer, text
-from think.workflows._connect import connect
+from think.workflows import connect
 
 BUDGETS = (None, 10_000, 1300, 1299, 400, 300, 10)
 

@@ -11,7 +11,7 @@ import pytest
 
 from think._messages import storable, storable_text
 from think.models._base import ReasoningDelta, TextDelta
-from think.models._openai import _StreamState
+from think.models._openai import OpenAIStreamState
 from think.storage._db import storable_json
 
 EMOJI = "\U0001f600"
@@ -90,7 +90,7 @@ def chunk(delta: dict[str, Any]) -> dict[str, Any]:
 
 def test_list_typed_content_is_text_and_reasoning_in_order() -> None:
     """Mistral's reasoning models: `content` as parts; unknown parts and shapes are skipped."""
-    state = _StreamState()
+    state = OpenAIStreamState()
     thinking = {"type": "thinking", "thinking": [{"type": "text", "text": "Hmm."}]}
     events = state.feed(
         chunk(
@@ -125,4 +125,4 @@ def test_list_typed_content_is_text_and_reasoning_in_order() -> None:
 def test_a_delta_of_an_unexpected_shape_is_skipped_not_raised(delta: dict[str, Any]) -> None:
     """Before, a non-string `content` raised pydantic's ValidationError, which the step's
     retries met again on every attempt."""
-    _StreamState().feed(chunk(delta))
+    OpenAIStreamState().feed(chunk(delta))

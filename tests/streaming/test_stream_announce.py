@@ -11,9 +11,9 @@ import pytest
 from tests._turn_helpers import pending_turn
 from think import ThinkService
 from think._settings import Settings
-from think.storage import _stream_log as stream_log
+from think.storage import stream_log
 from think.streaming import ChunkListener, append
-from think.turns import _admission
+from think.turns import _follow
 
 
 async def _write(service: ThinkService, turn_id: str, chunks: list[dict[str, Any]]) -> None:
@@ -36,7 +36,7 @@ async def test_a_live_stream_reads_only_what_was_not_announced(
         replayed.set()
         return rows
 
-    monkeypatch.setattr(_admission, "read_timed", counted)
+    monkeypatch.setattr(_follow, "read_timed", counted)
     big = "x" * (stream_log.ANNOUNCED_BYTES + 100)
     # After the `start` its admission wrote (seq 0), which the replay reads.
     started = {"type": "start", "messageId": turn.message_id}
@@ -53,7 +53,7 @@ async def test_a_live_stream_reads_only_what_was_not_announced(
         got: list[tuple[int, dict[str, Any]]] = []
 
         async def consume() -> None:
-            async for item in _admission.follow(service.store, listener, turn_id):
+            async for item in _follow.follow(service.store, listener, turn_id):
                 got.append(item)
 
         following = asyncio.create_task(consume())

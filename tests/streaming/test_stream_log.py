@@ -17,7 +17,7 @@ from tests._turn_helpers import chunk_types, pending_turn
 from tests._waits import eventually
 from think import ThinkService
 from think._settings import Settings
-from think.storage._stream_log import FirstClaim, read
+from think.storage.stream_log import FirstClaim, read
 from think.streaming import (
     ChunkWriter,
     Fence,

@@ -27,7 +27,7 @@ from think._messages import UIMessage
 from think.storage import TurnRecord, TurnRequest
 from think.testing import FakeOpenAIServer, text
 from think.turns._dispatch import start_turn_workflow
-from think.workflows._names import turn_workflow_id
+from think.workflows.names import turn_workflow_id
 
 
 def _workflow_id(turn: TurnRecord) -> str:

@@ -1,6 +1,6 @@
 """A turn a gateway starts in its admission is announced to the workers of its queue, and a
 worker sends its workflow's start, eagerly: Temporal answers the start with the first workflow
-task, which that worker runs at once (`think.engine._announced`). The test process runs no
+task, which that worker runs at once (`think.engine._eager_start`). The test process runs no
 worker, so its admissions announce, as a gateway's do. One worker of those told starts the
 turn (`Store.claim_start`); a turn no worker takes is started by its admitting process after
 `ANNOUNCED_GRACE`; a turn whose commit failed was never announced. The sweeper starts only
@@ -23,7 +23,7 @@ from think._messages import UIMessage
 from think.storage import Admission, TurnRecord, TurnRequest
 from think.testing import FakeOpenAIServer, text
 from think.turns._dispatch import ANNOUNCED_GRACE
-from think.workflows._names import turn_workflow_id
+from think.workflows.names import turn_workflow_id
 
 
 def _handle(service: ThinkService, turn: TurnRecord | Admission) -> Any:

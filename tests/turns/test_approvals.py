@@ -30,9 +30,9 @@ from think import ThinkService
 from think._settings import Settings
 from think.testing import FakeOpenAIServer, text, tool_call
 from think.turns._results import QueuedBehind
-from think.workflows._connect import connect
-from think.workflows._inputs import ToolDecision, TurnStatusView
-from think.workflows._names import turn_workflow_id
+from think.workflows import connect
+from think.workflows.inputs import ToolDecision, TurnStatusView
+from think.workflows.names import turn_workflow_id
 
 AGENT = "gatekeeper"
 

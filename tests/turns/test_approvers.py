@@ -14,7 +14,7 @@ from temporalio.client import Client
 
 from tests._stack import Stack, bearer_client, extra_gateway
 from think.testing import FakeOpenAIServer, text, tool_call
-from think.workflows._names import turn_workflow_id
+from think.workflows.names import turn_workflow_id
 
 KEYS = "acme-key:acme,ops-key:acme:ops-lead,intern-key:acme:intern"
 

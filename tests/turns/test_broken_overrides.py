@@ -19,7 +19,7 @@ from tests._turn_helpers import activity_attempts
 from tests.agents import OVERRIDE_SECRET, Fragile
 from think import ThinkService, UIMessage
 from think.testing import FakeOpenAIServer, tool_call
-from think.workflows._names import MODEL_STEP_ACTIVITY, turn_workflow_id
+from think.workflows.names import MODEL_STEP_ACTIVITY, turn_workflow_id
 
 SAFE = "because of an internal error"
 

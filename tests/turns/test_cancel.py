@@ -13,7 +13,7 @@ from tests._ai_sdk import NODE_DIR, reconstruct
 from tests._sse import chunks, deltas, read_stream, read_until, until_terminal
 from tests._turn_helpers import helper_path
 from think.testing import FakeOpenAIServer, reply, stall, text, tool_call
-from think.workflows._names import turn_workflow_id
+from think.workflows.names import turn_workflow_id
 
 WORDS = [f"w{i} " for i in range(60)]
 

@@ -10,8 +10,8 @@ from temporalio.client import Client
 
 from tests._turn_helpers import helper_path, tool_part, until_status
 from think.testing import FakeOpenAIServer, text, tool_call
-from think.workflows._inputs import TurnStatusView
-from think.workflows._names import turn_workflow_id
+from think.workflows.inputs import TurnStatusView
+from think.workflows.names import turn_workflow_id
 
 LOCATION = {
     "name": "get_location",

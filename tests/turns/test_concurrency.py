@@ -21,7 +21,7 @@ from tests._sse import chunks, read_stream
 from tests._turn_helpers import SLOW, slow, streaming, transcript
 from think import ConversationBusy, ThinkService
 from think.testing import FakeOpenAIServer, text
-from think.workflows._names import turn_workflow_id
+from think.workflows.names import turn_workflow_id
 
 
 async def test_queue_runs_every_submission_in_order(

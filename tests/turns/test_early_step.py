@@ -17,7 +17,7 @@ import pytest
 from tests._logs import hook_calls
 from tests._stack import Stack
 from tests._turn_helpers import wait_turn
-from think.engine.activities._early_steps import _given_up
+from think.engine.activities._eager_first_step import _given_up
 from think.engine.activities._model_step import EarlyStep
 from think.engine.activities._model_stream import CancelSubscription, PreparedStep, SentRequest
 from think.models import Finish, ModelEvent, TextDelta

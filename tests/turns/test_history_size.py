@@ -9,7 +9,7 @@ from temporalio.client import Client
 
 from tests._turn_helpers import helper_path
 from think.testing import FakeOpenAIServer, text, tool_call
-from think.workflows._names import turn_workflow_id
+from think.workflows.names import turn_workflow_id
 
 
 async def _history(temporal: Client, cid: str, turn_id: str) -> tuple[int, int]:

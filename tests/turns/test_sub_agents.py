@@ -45,8 +45,8 @@ from think.exceptions import ConfigurationError
 from think.storage import Delegation, TurnRecord, TurnRequest
 from think.testing import FakeOpenAIServer, disconnect, error, reply, stall, text, tool_call
 from think.turns import DispatchFailed, start_turn_workflow
-from think.workflows._inputs import AgentToolInput
-from think.workflows._names import SEARCH_ATTRIBUTES, turn_workflow_id
+from think.workflows.inputs import AgentToolInput
+from think.workflows.names import SEARCH_ATTRIBUTES, turn_workflow_id
 
 WORDS = [f"fact{i} " for i in range(30)]
 

@@ -16,7 +16,7 @@ from temporalio.client import Client
 
 from tests._stack import Stack, extra_gateway
 from think.testing import FakeOpenAIServer, text, tool_call
-from think.workflows._names import parse_turn_workflow_id, turn_workflow_id
+from think.workflows.names import parse_turn_workflow_id, turn_workflow_id
 
 COLLIDING = [
     # (tenant, agent, conversation): all the same string once joined with `-` or `:`.

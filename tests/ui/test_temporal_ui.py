@@ -20,7 +20,7 @@ from playwright.async_api import BrowserContext, Page, expect
 from tests._browser import CHROMIUM_ARGS, find_chromium, require_browser, screenshot_dir
 from tests._stack import Stack
 from think.testing import FakeOpenAIServer, text, tool_call
-from think.workflows._names import turn_workflow_id
+from think.workflows.names import turn_workflow_id
 
 pytestmark = require_browser()
 

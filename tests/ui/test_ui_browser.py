@@ -23,7 +23,7 @@ from tests._stack import Stack, extra_gateway, own_stack, stack_env
 from tests._turn_helpers import helper_path
 from think.dev import Services
 from think.testing import FakeOpenAIServer, error, reasoning, reply, stall, text, tool_call
-from think.workflows._names import turn_workflow_id
+from think.workflows.names import turn_workflow_id
 
 pytestmark = require_browser()
 

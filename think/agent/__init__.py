@@ -6,7 +6,65 @@ Who may import it: `turns`, `engine`, `schedules`, `server` and the apps (see th
 docs/architecture.md). It imports the layers below it (sessions, tools, models, storage).
 """
 
+from think.agent._agent_tool import (
+    AgentTool,
+    AgentToolResult,
+    SubAgent,
+    agent_tool,
+    answer_text,
+    child_conversation_id,
+)
+from think.agent._compactor import compact, model_view
+from think.agent._conversation_methods import bind_config
+from think.agent._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptions
 from think.agent._registry import AgentRegistry
 from think.agent._think import Think
+from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
+from think.agent._turn_api import TurnAPI
+from think.agent._turn_hooks import (
+    ChatErrorContext,
+    ChatErrorStage,
+    ChatResponseResult,
+    StepConfig,
+    StepContext,
+    StepFinishContext,
+    StepResult,
+    StoredTurnConfig,
+    ToolCallRecord,
+    TurnConfig,
+    TurnContext,
+    stored_or,
+)
 
-__all__ = ["AgentRegistry", "Think"]
+__all__ = [
+    "AgentRegistry",
+    "AgentTool",
+    "AgentToolResult",
+    "ChatErrorContext",
+    "ChatErrorStage",
+    "ChatRecovery",
+    "ChatRecoveryContext",
+    "ChatRecoveryOptions",
+    "ChatResponseResult",
+    "StepConfig",
+    "StepContext",
+    "StepFinishContext",
+    "StepResult",
+    "StoredTurnConfig",
+    "SubAgent",
+    "Think",
+    "ToolCallContext",
+    "ToolCallDecision",
+    "ToolCallRecord",
+    "ToolCallResultContext",
+    "TurnAPI",
+    "TurnConfig",
+    "TurnContext",
+    "agent_tool",
+    "answer_text",
+    "bind_config",
+    "child_conversation_id",
+    "compact",
+    "model_view",
+    "stored_or",
+]

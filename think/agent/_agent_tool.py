@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from pydantic import BaseModel, ConfigDict
 
@@ -22,13 +22,11 @@ from think._messages import ID
 from think._protocol import joined_text, last_step_text, parts_of
 from think.agent._turn_api import AddOptions, ChatOptions, TurnAPI
 from think.exceptions import ToolError, UserError
-from think.tools._tool import Tool
+from think.tools import Tool
 
 if TYPE_CHECKING:
     from think.agent._think import Think
-    from think.turns._conversation import ConversationHandle
-    from think.turns._results import Submission, TurnResult
-    from think.turns._turn_input import MessagesFunction, TurnInput
+    from think.turns import ConversationHandle, MessagesFunction, Submission, TurnInput, TurnResult
 
 
 def check_child_name(name: str) -> None:
@@ -126,20 +124,22 @@ class AgentTool(Tool):
         return f"AgentTool({self.name!r} -> {self.agent.name!r})"
 
 
-def agent_tool(
-    agent: type[Think],
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    fresh: bool = False,
-    timeout: float = 3600.0,
-) -> AgentTool:
+class AgentToolOptions(TypedDict, total=False):
+    """`agent_tool`'s keyword options, each optional (`AgentTool` says their defaults)."""
+
+    name: str | None
+    description: str | None
+    fresh: bool
+    timeout: float
+
+
+def agent_tool(agent: type[Think], **options: Unpack[AgentToolOptions]) -> AgentTool:
     """A tool that delegates to a sub-agent: each call is a turn of `agent` in a child
     conversation of the calling one (by default one per parent conversation and tool, which
     remembers earlier delegations; `fresh=True` gives each call a child of its own). `timeout`
     bounds how long the parent waits for the child's turn (seconds), after which the child is
     cancelled and the parent's model gets a tool error."""
-    return AgentTool(agent, name=name, description=description, fresh=fresh, timeout=timeout)
+    return AgentTool(agent, **options)
 
 
 def agent_tools(tools: Sequence[Tool]) -> list[AgentTool]:

@@ -18,18 +18,17 @@ from think._settings import Settings
 from think.agent._think import Think
 from think.exceptions import UserError
 from think.models import ModelClient, resolve_model
-from think.sessions._compaction import (
+from think.sessions import (
     CompactionContext,
     CompactionResult,
     CompactionTrigger,
     apply_summaries,
     is_summary,
+    session_for,
     summary_message,
 )
-from think.sessions._session import session_for
-from think.storage import Conn, Store
-from think.storage._compactions import Compaction, insert_summary, summaries_on_path
-from think.tools._tool import maybe_await
+from think.storage import Compaction, Conn, Store, insert_summary, summaries_on_path
+from think.tools import maybe_await
 
 log = logging.getLogger("think.compaction")
 

@@ -20,9 +20,7 @@ from think.agent._turn_api import AddOptions, TurnAPI
 if TYPE_CHECKING:
     from think.agent._think import Think
     from think.tools import McpServer
-    from think.turns._conversation import ConversationHandle
-    from think.turns._results import TurnResult
-    from think.turns._turn_input import MessagesFunction, TurnInput
+    from think.turns import ConversationHandle, MessagesFunction, TurnInput, TurnResult
 
 
 class ConversationMethods(TurnAPI):

@@ -26,18 +26,19 @@ from think.agent._turn_hooks import (
     TurnContext,
 )
 from think.exceptions import UserError
-from think.models import ModelClient
-from think.models._overflow import ChatErrorClass
-from think.models._transcript import interrupted_tool_error
-from think.sessions._context_blocks import ContextBlock, checked_blocks, set_context_tool
-from think.sessions._eviction import MediaEviction, eviction_settings
-from think.sessions._session import ContextOverflow, Session
-from think.sessions._truncation import check_step
-from think.storage._records import MessageConcurrency
-from think.tools._fetch import FetchTools
-from think.tools._mcp import McpServer, McpTool, mcp_tools_of
-from think.tools._tool import Tool
-from think.tools._workspace import WORKSPACE_TOOLS
+from think.models import ChatErrorClass, ModelClient, interrupted_tool_error
+from think.sessions import (
+    ContextBlock,
+    ContextOverflow,
+    MediaEviction,
+    Session,
+    check_step,
+    checked_blocks,
+    eviction_settings,
+    set_context_tool,
+)
+from think.storage import MessageConcurrency
+from think.tools import WORKSPACE_TOOLS, FetchTools, McpServer, McpTool, Tool, mcp_tools_of
 from think.tools.skills import SkillSource, load_catalog, render_catalog, skill_tools
 
 SKILLS_BLOCK = "skills"
@@ -188,7 +189,7 @@ class Think(ConversationMethods):
         recorded instead. An explicit call: `include_mcp_tools = False` (which keeps these
         tools from the model) does not change what it returns."""
         # Imported here: the SDK costs most of a second, paid only where MCP is used.
-        from think.tools._mcp_pool import pool
+        from think.tools import pool
 
         servers = list(self.get_mcp_servers())
         found = await asyncio.gather(*(pool().tools(s, wait=True, within=within) for s in servers))

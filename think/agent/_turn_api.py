@@ -18,10 +18,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack, overload
 
 if TYPE_CHECKING:
     from think.storage import MessageConcurrency
-    from think.turns._conversation import ConversationHandle
-    from think.turns._results import Submission, TurnResult
-    from think.turns._stream import TurnStream
-    from think.turns._turn_input import MessagesFunction, TurnInput
+    from think.turns import (
+        ConversationHandle,
+        MessagesFunction,
+        Submission,
+        TurnInput,
+        TurnResult,
+        TurnStream,
+    )
 
 
 class _SubmissionOptions(TypedDict, total=False):

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from think.exceptions import UserError
-from think.tools._tool import Tool
+from think.tools import Tool
 
 T = TypeVar("T")
 

@@ -58,7 +58,7 @@ async def _migrate(settings: Settings) -> list[str]:
     from sqlalchemy.exc import OperationalError
 
     from think import storage
-    from think.workflows._connect import connect, register_search_attributes
+    from think.workflows import connect, register_search_attributes
 
     try:
         await storage.migrate(settings)
@@ -113,7 +113,7 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     settings = _require_services(_settings())
     _configure_logging()
     return_freed_memory()
-    from think.engine._worker import run_worker
+    from think.engine import run_worker
 
     with asyncio.Runner(loop_factory=_event_loop_factory(settings)) as runner:
         runner.run(_until_signalled(run_worker(settings)))
@@ -144,7 +144,7 @@ def _uvicorn_loop(settings: Settings) -> str:
 
 
 def _cmd_schedules(args: argparse.Namespace) -> int:
-    from think.schedules._cli import schedules_command
+    from think.schedules.cli import schedules_command
 
     if args.trigger and not args.agent:
         raise UserError("--trigger needs --agent: the task ids are per agent")
@@ -193,7 +193,7 @@ def _configure_logging() -> None:
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:
-    from think.client._chat import run_chat
+    from think.client import run_chat
 
     return run_chat(
         url=args.url,

@@ -53,7 +53,7 @@ class _Stopping(KeyboardInterrupt):
 
 
 def _cmd_dev(args: argparse.Namespace) -> int:
-    from think.agent._registry import AgentRegistry
+    from think.agent import AgentRegistry
     from think.dev import free_port
 
     # The settings never come from a running `think dev`'s endpoints file here: a file left

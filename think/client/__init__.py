@@ -14,9 +14,11 @@ arrives once, in order; errors are `ThinkAPIError`s carrying the gateway's probl
 
 There is one implementation, `AsyncThinkClient`; `ThinkClient` is its blocking face (the same
 code, run on a private event loop in a background thread: see `think/client/_sync.py`).
+`run_chat` is the terminal chat built on it (`think chat`).
 """
 
 from think.client._async import AsyncThinkClient, AsyncTurnStream
+from think.client._chat import run_chat
 from think.client._errors import (
     AuthenticationError,
     ConflictError,
@@ -72,4 +74,5 @@ __all__ = [
     "TurnStream",
     "WorkspaceFile",
     "new_idempotency_key",
+    "run_chat",
 ]

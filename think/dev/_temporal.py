@@ -28,7 +28,7 @@ from think.dev._processes import (
     port_open,
     spawn,
 )
-from think.workflows._names import SEARCH_ATTRIBUTES as _SEARCH_ATTRIBUTE_NAMES
+from think.workflows.names import SEARCH_ATTRIBUTES as _SEARCH_ATTRIBUTE_NAMES
 
 __all__ = [
     "SEARCH_ATTRIBUTES",
@@ -42,9 +42,9 @@ __all__ = [
 SEARCH_ATTRIBUTES: dict[str, str] = dict.fromkeys(_SEARCH_ATTRIBUTE_NAMES, "Keyword")
 """The custom search attributes of every turn workflow (API.md), with their Temporal types."""
 
-# Exactly the flags DESIGN.md measured: WAL doubles throughput on the file database, and the
-# two dynamic-config values lift a dev-server rate limit that puts a 150 ms floor under every
-# workflow (30 ms without it).
+# Exactly the flags DESIGN.md measured: WAL on the file database, and two dynamic-config
+# values that lift a dev-server rate limit putting a floor under every workflow (the figures:
+# docs/benchmarks.md, "Figures behind code comments").
 _TEMPORAL_TUNING = (
     "--sqlite-pragma",
     "journal_mode=wal",

@@ -4,6 +4,14 @@ the end of a turn), as a worker registers them.
 Imported by `server` and the worker entry point only.
 """
 
-from think.engine.activities import SubmissionActivities, TurnActivities
+from think.engine._worker import build_worker, run_worker, sweep_once, workflow_runner
+from think.engine.activities import DebounceActivities, TurnActivities
 
-__all__ = ["SubmissionActivities", "TurnActivities"]
+__all__ = [
+    "DebounceActivities",
+    "TurnActivities",
+    "build_worker",
+    "run_worker",
+    "sweep_once",
+    "workflow_runner",
+]

@@ -16,11 +16,14 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from think import metrics
 from think._current import BindTurns
 from think._settings import Settings
-from think.agent._registry import AgentRegistry
-from think.engine._announced import AnnouncedTurns
-from think.engine.activities import SubmissionActivities, TurnActivities
-from think.engine.activities._resources import ActivityResources
-from think.engine.activities._turn_state import end_abandoned
+from think.agent import AgentRegistry
+from think.engine._eager_start import AnnouncedTurns
+from think.engine.activities import (
+    ActivityResources,
+    DebounceActivities,
+    TurnActivities,
+    end_abandoned,
+)
 from think.models import close_openai_clients
 from think.schedules import (
     ScheduleActivities,
@@ -32,21 +35,19 @@ from think.schedules import (
 from think.storage import Store, open_database, unapplied_answers
 from think.streaming import CANCEL_CHANNEL, ChunkListener
 from think.tools import McpServer, close_mcp_pool, warm_mcp_servers
-from think.turns._dispatch import DispatchFailed, hand_off, host_queue, start_turn_workflow
-from think.turns._service import ThinkService
-from think.workflows import WORKFLOWS
-from think.workflows._connect import connect
-from think.workflows._names import APPROVE, SUBMIT_TOOL_RESULT, turn_workflow_id
+from think.turns import DispatchFailed, ThinkService, hand_off, host_queue, start_turn_workflow
+from think.workflows import WORKFLOWS, connect
+from think.workflows.names import APPROVE, SUBMIT_TOOL_RESULT, turn_workflow_id
 
 log = logging.getLogger("think.worker")
 
-# Libraries the workflow sandbox would otherwise re-import for every workflow run
-# (measured: 311 ms instead of 42 ms per run). Workflows never call them.
+# Libraries the workflow sandbox would otherwise re-import for every workflow run (what that
+# cost: docs/benchmarks.md, "Figures behind code comments"). Workflows never call them.
 PASSTHROUGH = ("sqlalchemy", "psycopg", "httpx", "openai", "pydantic_core", "alembic")
 # The workflow modules themselves must stay sandboxed (reloaded per run, isolating their
 # state), so `think` cannot be passed through as a whole: importing a workflow module runs
 # `think/__init__.py`, which would otherwise re-execute the whole framework in every run
-# (measured: the first workflow task of a turn took 85 ms instead of a few).
+# (the first workflow task of a turn took many times longer: docs/benchmarks.md).
 SANDBOXED = ("think.workflows._turn", "think.schedules._workflow")
 
 
@@ -105,7 +106,7 @@ def build_worker(
         workflows=[*WORKFLOWS, ScheduledOccurrence],
         activities=[
             *activities.activities(),
-            *SubmissionActivities(activities.res.store).activities(),
+            *DebounceActivities(activities.res.store).activities(),
             *ScheduleActivities(service).activities(),
         ],
         # Every activity of a turn runs with the turn bound: the turn API for hooks and tools,

@@ -27,11 +27,40 @@ from think.models._base import (
     Usage,
     supports_native_output,
 )
-from think.models._offline import OfflineModel
-from think.models._openai import OpenAIModel, close_openai_clients
+from think.models._offline import (
+    OfflineModel,
+    estimate_tokens,
+    last_user_text,
+    message_text,
+    word_chunks,
+)
+from think.models._openai import (
+    METADATA_HEADER_PREFIX,
+    OpenAIModel,
+    OpenAIStreamState,
+    close_openai_clients,
+    finish_reason_from_openai,
+    status_error,
+)
 from think.models._output import Output, output_spec, strict_json_schema, validate_output
+from think.models._overflow import (
+    ChatErrorClass,
+    classify_model_error,
+    default_context_overflow_classifier,
+)
+from think.models._transcript import (
+    ByIdentity,
+    Repair,
+    converted,
+    interrupted_tool_error,
+    is_media,
+    to_chat_messages,
+)
 
 __all__ = [
+    "METADATA_HEADER_PREFIX",
+    "ByIdentity",
+    "ChatErrorClass",
     "EncodedMessages",
     "Endpoint",
     "Finish",
@@ -41,20 +70,34 @@ __all__ = [
     "ModelRequest",
     "OfflineModel",
     "OpenAIModel",
+    "OpenAIStreamState",
     "Output",
     "OutputSpec",
     "ReasoningDelta",
+    "Repair",
     "TextDelta",
     "ToolCallDelta",
     "ToolCallStart",
     "ToolSpec",
     "Usage",
+    "classify_model_error",
     "close_openai_clients",
+    "converted",
+    "default_context_overflow_classifier",
+    "estimate_tokens",
+    "finish_reason_from_openai",
+    "interrupted_tool_error",
+    "is_media",
+    "last_user_text",
+    "message_text",
     "output_spec",
     "resolve_model",
+    "status_error",
     "strict_json_schema",
     "supports_native_output",
+    "to_chat_messages",
     "validate_output",
+    "word_chunks",
 ]
 
 

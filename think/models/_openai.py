@@ -196,9 +196,9 @@ def _client(base_url: str, api_key: str) -> openai.AsyncOpenAI:
     client = per_loop.get((base_url, api_key))
     if client is None:
         # On aiohttp's transport (the SDK's own `DefaultAioHttpClient`), whose HTTP parsing is
-        # in C: a tool turn (two calls) cost the worker 1-2.5 ms less CPU than on httpx's
-        # default transport, for 4-6 % more turns/s (docs/benchmarks.md). Timeouts, proxies
-        # from the environment and the SDK's typed errors are as before.
+        # in C: a tool turn costs the worker less CPU than on httpx's default transport
+        # (docs/benchmarks.md, "Figures behind code comments"). Timeouts, proxies from the
+        # environment and the SDK's typed errors are as before.
         client = openai.AsyncOpenAI(
             base_url=base_url,
             api_key=api_key,
@@ -265,7 +265,7 @@ class OpenAIModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         client = _client(self.base_url, self._api_key)
-        state = _StreamState()
+        state = OpenAIStreamState()
         try:
             body: dict[str, Any] = {
                 "model": self.model,
@@ -280,8 +280,9 @@ class OpenAIModel:
                 ),
                 **self._extra_body,
             }
-            # The SDK's typed `create()` walks every message through its TypedDict transformer:
-            # measured here, 150 ms of CPU for a 400-message transcript, growing with every turn.
+            # The SDK's typed `create()` walks every message through its TypedDict transformer,
+            # at a cost that grows with every turn (docs/benchmarks.md, "Figures behind code
+            # comments").
             # The messages are already plain Chat Completions JSON, so post them as they are;
             # responses, streaming and typed errors go through the SDK exactly as before.
             # Encoded with orjson, not the SDK's json.dumps, and the history not at all when
@@ -357,7 +358,7 @@ class _ToolCall:
     pending: list[str] = field(default_factory=list)
 
 
-class _StreamState:
+class OpenAIStreamState:
     """Turns chunks into events; tool calls are keyed by `index`, since only the first has an id."""
 
     def __init__(self) -> None:

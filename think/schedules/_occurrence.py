@@ -21,7 +21,7 @@ from think.schedules._reconcile import check_task, find_task
 from think.schedules._task import ScheduledRun
 
 if TYPE_CHECKING:
-    from think.turns._service import ThinkService
+    from think.turns import ThinkService
 
 log = logging.getLogger("think.schedules")
 

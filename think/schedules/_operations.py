@@ -25,8 +25,8 @@ from think.schedules._names import ScheduleRef
 from think.schedules._reconcile import arm, our_schedule_ids, reconcile
 
 if TYPE_CHECKING:
-    from think.agent._think import Think
-    from think.turns._service import ThinkService
+    from think.agent import Think
+    from think.turns import ThinkService
 
 log = logging.getLogger("think.schedules")
 

@@ -34,7 +34,7 @@ from think.schedules._names import OCCURRENCE_WORKFLOW, ScheduleRef, agent_prefi
 from think.schedules._task import ScheduledTask
 
 if TYPE_CHECKING:
-    from think.agent._think import Think
+    from think.agent import Think
 
 OVERLAP = ScheduleOverlapPolicy.SKIP
 """An occurrence still waiting for a worker (all workers down) makes the later ones skip:

@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 
 from think._messages import UIMessage
-from think.models._transcript import Repair, converted
+from think.models import Repair, converted
 from think.sessions._eviction import (
     Evicted,
     MediaEviction,

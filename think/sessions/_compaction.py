@@ -36,10 +36,9 @@ from think._protocol import (
 )
 from think._settings import Settings
 from think.exceptions import UserError
-from think.models import ModelClient, ModelRequest, TextDelta, resolve_model
-from think.models._transcript import to_chat_messages
-from think.storage._compactions import Compaction
-from think.tools._tool import maybe_await
+from think.models import ModelClient, ModelRequest, TextDelta, resolve_model, to_chat_messages
+from think.storage import Compaction
+from think.tools import maybe_await
 
 CompactionTrigger = Literal["between_turns", "proactive", "reactive", "manual"]
 """After a turn (`compact_after`), before a step that nears the window, after a provider's

@@ -7,7 +7,7 @@ set_context`), within its `max_tokens`.
 
 The system prompt is assembled from `get_system_prompt()` and the blocks once, stored with the
 conversation (`conversations.system_prompt`) and sent byte for byte on every later step, so a
-provider's prompt cache keeps hitting. It is rebuilt (`think.engine.activities._context`):
+provider's prompt cache keeps hitting. It is rebuilt (`think.engine.activities._system_prompt`):
 
 - when the conversation has none yet (its first model step);
 - at the first step of a turn, when a memory block without `when_changed` was written since;
@@ -34,7 +34,7 @@ from typing import Any, Literal, Protocol, TypeAlias
 from think._current import BOUND
 from think.exceptions import ToolError, UserError
 from think.storage import write_memory
-from think.tools._tool import Tool, maybe_await
+from think.tools import Tool, maybe_await
 
 SET_CONTEXT = "set_context"
 """The built-in tool that writes memory blocks, added when an agent declares one."""

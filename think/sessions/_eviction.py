@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from think._current import BOUND
 from think._messages import UIMessage
 from think._protocol import PartLike, is_file_part
-from think.models._transcript import ByIdentity, is_media
+from think.models import ByIdentity, is_media
 from think.sessions._truncation import KEEP_WHOLE
 from think.storage import Workspace
 

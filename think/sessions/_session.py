@@ -25,7 +25,7 @@ from think.exceptions import UserError
 from think.sessions._compaction import CompactFunction, TokenCounter, default_token_counter
 
 if TYPE_CHECKING:
-    from think.agent._think import Think
+    from think.agent import Think
 
 
 class Session:

@@ -19,7 +19,7 @@ import math
 from think._messages import UIMessage
 from think._protocol import PartLike, is_text_part, is_tool_part
 from think.exceptions import UserError
-from think.models._transcript import ByIdentity
+from think.models import ByIdentity
 
 TOOL_OUTPUT_LIMIT = 500
 """Characters of an older message's tool output (or tool error) the model reads."""

@@ -8,26 +8,27 @@ from pathlib import Path
 from sqlalchemy import create_engine
 
 from think._settings import Settings
+from think.storage._admission import ANNOUNCE_CHANNEL, ConversationBusy, SubmissionConflict
 from think.storage._answers import (
     AnswerKind,
     first_answer,
     record_answer,
     unapplied_answers,
 )
-from think.storage._context import (
-    PromptState,
-    clear_system_prompt,
+from think.storage._compactions import (
+    Compaction,
+    insert_summary,
+    summaries_on_path,
+    turn_compactions,
+)
+from think.storage._conversation_config import (
     conversation_config,
     conversation_mcp_servers,
     delete_conversation_mcp_server,
-    freeze_prompt,
-    prompt_state,
     put_conversation_mcp_server,
-    read_memory,
     set_conversation_config,
-    write_memory,
 )
-from think.storage._db import Conn, Database
+from think.storage._db import Conn, Database, collector_paused, fetch_one
 from think.storage._errors import (
     IdempotencyConflict,
     MessageIdConflict,
@@ -43,7 +44,24 @@ from think.storage._failures import (
     is_transient,
     non_transient_failure,
 )
+from think.storage._frozen_prompt import (
+    PromptState,
+    clear_system_prompt,
+    freeze_prompt,
+    prompt_state,
+    read_memory,
+    write_memory,
+)
+from think.storage._message_upserts import upsert_messages
 from think.storage._path_cache import PathCache
+from think.storage._queue import (
+    answer_parent,
+    begin_turn,
+    prepare_start,
+    queue_head,
+    quiet_left,
+    skipped_chunks,
+)
 from think.storage._records import (
     ACTIVE_STATUSES,
     PAUSED_STATUSES,
@@ -61,24 +79,9 @@ from think.storage._records import (
 )
 from think.storage._search import MAX_SEARCH_LIMIT, SearchHit, search_messages
 from think.storage._store import Store
-from think.storage._submissions import (
-    ANNOUNCE_CHANNEL,
-    ConversationBusy,
-    SubmissionConflict,
-    TurnNotFound,
-    TurnStillActive,
-    answer_parent,
-    begin_turn,
-    delete_turn,
-    delete_turns,
-    prepare_start,
-    queue_head,
-    quiet_left,
-    skipped_chunks,
-    upsert_messages,
-)
 from think.storage._tree import Appended, Siblings, TreeNode
 from think.storage._turn_columns import NOW
+from think.storage._turn_deletes import TurnNotFound, TurnStillActive, delete_turn, delete_turns
 from think.storage._turn_ids import public_turn_id, public_turn_id_or_none
 from think.storage._workspace import (
     Workspace,
@@ -108,6 +111,7 @@ __all__ = [
     "Admission",
     "AnswerKind",
     "Appended",
+    "Compaction",
     "Conn",
     "Conversation",
     "ConversationBusy",
@@ -145,16 +149,19 @@ __all__ = [
     "bounded_failures",
     "chain_leaf",
     "clear_system_prompt",
+    "collector_paused",
     "conversation_config",
     "conversation_mcp_servers",
     "delete_conversation_mcp_server",
     "delete_files",
     "delete_turn",
     "delete_turns",
+    "fetch_one",
     "first_answer",
     "freeze_prompt",
     "gives_up",
     "guess_media_type",
+    "insert_summary",
     "is_transient",
     "lock_for_write",
     "migrate",
@@ -174,6 +181,8 @@ __all__ = [
     "search_messages",
     "set_conversation_config",
     "skipped_chunks",
+    "summaries_on_path",
+    "turn_compactions",
     "unapplied_answers",
     "upsert_messages",
     "workspace_path",

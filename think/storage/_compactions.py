@@ -14,8 +14,8 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
-from think.storage._context import clear_system_prompt
 from think.storage._db import Conn, fetch_all, fetch_one
+from think.storage._frozen_prompt import clear_system_prompt
 
 _COLUMNS = (
     "id, first_message_id, last_message_id, summary, tokens_before, tokens_after, trigger, "

@@ -1,9 +1,9 @@
 """The process's Postgres connection pool (psycopg 3), and the connection type stores use.
 
-The hot path talks to psycopg directly. Measured here, a short statement through SQLAlchemy's
-asyncio layer cost 0.5-4 ms (greenlet hops, statement compilation, pool reset), against
-0.12 ms through psycopg; a turn runs a few dozen statements, so that difference was most of a
-turn's latency. SQLAlchemy still describes the schema (`_tables.py`) for Alembic.
+The hot path talks to psycopg directly: a short statement through SQLAlchemy's asyncio layer
+(greenlet hops, statement compilation, pool reset) cost many times what it costs through
+psycopg, and a turn runs a few dozen statements (docs/benchmarks.md, "Figures behind code
+comments"). SQLAlchemy still describes the schema (`_tables.py`) for Alembic.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 from psycopg import AsyncConnection
-from psycopg.abc import AdaptContext, Buffer
+from psycopg.abc import Buffer
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import (
     Jsonb,
@@ -109,6 +109,11 @@ def _note(connection: Any, size: int) -> None:
         _large.add(connection)
 
 
+def _noted(connection: Any, data: Buffer | None) -> Buffer | None:
+    _note(connection, len(data or b""))
+    return data
+
+
 def note_large(conn: Conn, size: int) -> None:
     """`conn` received a value of `size` bytes (a `bytea` read: psycopg's C row loader hands
     Python loaders views, which its escaping functions refuse, so reads are noted by their
@@ -128,12 +133,14 @@ class _NotedBytesBinaryDumper(BytesBinaryDumper):
         return super().dump(obj)
 
 
+# The JSON functions are set as psycopg's loaders and dumpers take them, per subclass
+# (`_loads`, `_dumps`). JSONB columns (message parts, turn drafts) decode with orjson: a model
+# step reads the whole transcript, and the standard library's decoder was most of that read's
+# time. What Postgres cannot store is replaced on the way in (`storable_json`, the backstop).
+
+
 class _NotedJsonbLoader(JsonbLoader):
-    def __init__(self, oid: int, context: AdaptContext | None = None) -> None:
-        super().__init__(oid, context)
-        # JSONB columns (message parts, turn drafts) decode with orjson: a model step reads
-        # the whole transcript, and the standard library's decoder was most of that read's time.
-        self.loads = orjson.loads
+    _loads = staticmethod(orjson.loads)
 
     def load(self, data: Buffer) -> Any:
         _note(self.connection, len(data))
@@ -141,9 +148,7 @@ class _NotedJsonbLoader(JsonbLoader):
 
 
 class _NotedJsonbBinaryLoader(JsonbBinaryLoader):
-    def __init__(self, oid: int, context: AdaptContext | None = None) -> None:
-        super().__init__(oid, context)
-        self.loads = orjson.loads
+    _loads = staticmethod(orjson.loads)
 
     def load(self, data: Buffer) -> Any:
         _note(self.connection, len(data))
@@ -151,25 +156,17 @@ class _NotedJsonbBinaryLoader(JsonbBinaryLoader):
 
 
 class _NotedJsonbDumper(JsonbDumper):
-    def __init__(self, cls: type, context: AdaptContext | None = None) -> None:
-        super().__init__(cls, context)
-        self.dumps = storable_json  # the backstop: what Postgres cannot store is replaced
+    _dumps = staticmethod(storable_json)
 
     def dump(self, obj: Any) -> Buffer | None:
-        data = super().dump(obj)
-        _note(self.connection, len(data or b""))
-        return data
+        return _noted(self.connection, super().dump(obj))
 
 
 class _NotedJsonbBinaryDumper(JsonbBinaryDumper):
-    def __init__(self, cls: type, context: AdaptContext | None = None) -> None:
-        super().__init__(cls, context)
-        self.dumps = storable_json  # the backstop: what Postgres cannot store is replaced
+    _dumps = staticmethod(storable_json)
 
     def dump(self, obj: Any) -> Buffer | None:
-        data = super().dump(obj)
-        _note(self.connection, len(data or b""))
-        return data
+        return _noted(self.connection, super().dump(obj))
 
 
 async def _configure(conn: Conn) -> None:
@@ -266,9 +263,9 @@ async def fetch_all(conn: Conn, query: Any, params: dict[str, Any] | None = None
 def collector_paused() -> Iterator[None]:
     """Decoding a long transcript makes hundreds of thousands of objects, none of them
     garbage, and the garbage collector's passes over them (and over everything else the
-    process holds) cost as much as the decoding itself: 10,000 messages took 574 ms with it,
-    341 ms without (docs/benchmarks.md). Paused for that moment only, and left as it was (an
-    application may have turned it off itself)."""
+    process holds) cost as much as the decoding itself (docs/benchmarks.md, "Figures behind
+    code comments"). Paused for that moment only, and left as it was (an application may have
+    turned it off itself)."""
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -29,7 +29,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from think.exceptions import NON_TRANSIENT_FAILURE, ModelError
 from think.storage._errors import TurnNotRecorded
-from think.storage._stream_log import StaleAttempt, TurnChanged, TurnEnded
+from think.storage.stream_log import StaleAttempt, TurnChanged, TurnEnded
 
 log = logging.getLogger("think.engine.activities")
 

@@ -18,23 +18,34 @@ from psycopg.types.json import Jsonb
 
 from think._messages import UIMessage, new_id, search_text
 from think.exceptions import UserError
-from think.storage import _stream_log, _submissions, _tree
+from think.storage import _admission, _queue, _tree, stream_log
 from think.storage._db import Conn, Database, collector_paused, fetch_all, fetch_one
 from think.storage._errors import MessageIdConflict, ParentNotFound, TurnNotRecorded
 from think.storage._path_cache import walk
 from think.storage._records import (
     AWAITS_WORKFLOW_SQL,
-    FIRST_STEP,
-    STARTER,
     Conversation,
     QueueLock,
     StoredMessage,
     TurnRecord,
     TurnRequest,
 )
-from think.storage._stream_log import FirstClaim
 from think.storage._turn_columns import assignments
 from think.storage._turn_ids import turn_id_candidates
+from think.storage._turn_queries import (
+    CLAIM_QUEUED_TURN,
+    CLAIM_START,
+    CLAIM_STEP,
+    LOCK_QUEUED_TURN,
+    LOCK_TURN,
+    LOCK_TURN_QUEUE,
+    READ_STARTED_TURN,
+    TURN_BY_ID,
+    TURN_NAMED,
+    TURN_SELECT,
+    turn_record,
+)
+from think.storage.stream_log import FirstClaim
 
 _CONVERSATION_COLUMNS = "uid, tenant, agent, id, created_at, active_leaf_id, metadata"
 
@@ -56,81 +67,6 @@ _LIST_CONVERSATIONS = f"""
     ORDER BY created_at DESC, id DESC
     LIMIT %(limit)s
 """
-
-_TURN_SELECT = _submissions.TURN_SELECT
-_TURN_BY_ID = _TURN_SELECT + " WHERE t.id = %(id)s"
-_TURN_NAMED = _TURN_SELECT + " WHERE t.id = ANY(%(ids)s) AND t.conversation_uid = %(c)s LIMIT 1"
-"""A turn of one conversation by an id a client gave (`turn_id_candidates`)."""
-_LOCK_TURN = _TURN_BY_ID + " FOR UPDATE OF t"
-_HAS_MCP_SERVERS = """
-    EXISTS (SELECT 1 FROM conversation_mcp_servers s WHERE s.conversation_uid = c.uid)
-        AS conversation_has_mcp_servers
-"""
-"""Whether the conversation has MCP servers of its own (the one read that needs to know: the
-first step's): an index probe."""
-_QUEUE_FACTS = f"""
-    EXISTS (SELECT 1 FROM turns o WHERE o.conversation_uid = t.conversation_uid
-            AND o.completed_at IS NULL AND o.id <> t.id) AS followers,
-    {_HAS_MCP_SERVERS}
-"""
-"""Whether the turn has followers, and `_HAS_MCP_SERVERS`. Read after the conversation's lock
-is held: a statement's snapshot is taken as it starts, so every admission that committed
-before the lock was granted is seen, and every later one waits for it."""
-_LOCK_QUEUED_TURN = f"""
-    SELECT {_submissions.TURN_COLUMNS}, {_QUEUE_FACTS}
-    {_submissions.TURN_FROM} WHERE t.id = %(id)s FOR UPDATE OF t
-"""
-"""`_LOCK_TURN` with the `_QUEUE_FACTS`."""
-_CLAIM = """
-    UPDATE turns t
-    SET fences = jsonb_set(t.fences, ARRAY[%(key)s],
-        to_jsonb(COALESCE((t.fences ->> %(key)s)::int, 0) + 1))
-    FROM conversations c
-    WHERE t.id = %(id)s AND c.uid = t.conversation_uid
-    RETURNING {columns}, (t.fences ->> %(key)s)::int AS claimed_attempt {facts}
-"""
-_CLAIM_START = f"""
-    UPDATE turns t SET fences = jsonb_set(t.fences, ARRAY['{STARTER}'], '1')
-    FROM conversations c, (SELECT set_config('synchronous_commit', 'off', true)) AS quick
-    WHERE t.id = %(id)s AND c.uid = t.conversation_uid AND t.status = 'running'
-      AND t.fences ->> '{STARTER}' IS NULL AND t.fences ->> '{FIRST_STEP}' IS NULL
-    RETURNING {_submissions.TURN_COLUMNS}
-"""
-"""`Store.claim_start`. It commits without waiting for its WAL flush: a mark lost in a
-crash only lets a second worker send a start Temporal refuses."""
-_CLAIM_STEP = _CLAIM.format(columns=_submissions.TURN_COLUMNS, facts="")
-_CLAIM_QUEUED_TURN = _CLAIM.format(columns=_submissions.TURN_COLUMNS, facts=f", {_QUEUE_FACTS}")
-"""`_CLAIM_STEP` with the `_QUEUE_FACTS`: the `UPDATE` takes the row lock `_LOCK_QUEUED_TURN`'s
-`FOR UPDATE` would, after the conversation's."""
-_READ_STARTED_TURN = f"""
-    WITH RECURSIVE mine AS (
-        SELECT m.conversation_uid, m.id, m.parent_id, m.role, m.parts, m.metadata,
-               m.byte_size, 0 AS depth
-        FROM turns t0 JOIN messages m
-          ON m.conversation_uid = t0.conversation_uid AND m.id = t0.parent_id
-         AND m.turn_id = t0.id
-        WHERE t0.id = %(id)s
-      UNION ALL
-        SELECT m.conversation_uid, m.id, m.parent_id, m.role, m.parts, m.metadata,
-               m.byte_size, p.depth + 1
-        FROM messages m JOIN mine p
-          ON m.conversation_uid = p.conversation_uid AND m.id = p.parent_id
-         AND m.turn_id = %(id)s
-    )
-    SELECT {_submissions.TURN_COLUMNS}, {_HAS_MCP_SERVERS},
-           (SELECT jsonb_agg(jsonb_build_object(
-               'id', id, 'parent_id', parent_id, 'role', role, 'parts', parts,
-               'metadata', metadata, 'byte_size', byte_size) ORDER BY depth DESC)
-            FROM mine) AS stored
-    {_submissions.TURN_FROM} WHERE t.id = %(id)s AND t.status <> 'pending'
-"""
-"""A first step's turn, if it has started (at its admission), with the messages its start
-stored (the chain up from the turn's parent that it owns): a read, with no lock on the
-conversation (only starting the turn needs one) and no claim (`Fence.first`)."""
-_LOCK_TURN_QUEUE = (
-    "SELECT active_leaf_id FROM conversations "
-    "WHERE uid = (SELECT conversation_uid FROM turns WHERE id = %(id)s) FOR UPDATE"
-)
 
 _PATH = walk()
 
@@ -176,10 +112,6 @@ _INSERT_ACTIVE_MESSAGE = f"""
 def _conversation(row: DictRow) -> Conversation:
     # The queries select exactly the record's fields, by the same names.
     return Conversation.model_validate(row)
-
-
-def _turn_record(row: DictRow) -> TurnRecord:
-    return TurnRecord.model_validate(row)
 
 
 def _window(rows: list[DictRow]) -> list[DictRow]:
@@ -377,7 +309,7 @@ class Store:
 
     # -- turns -----------------------------------------------------------------------------
 
-    admit_turn = _submissions.record
+    admit_turn = _admission.admit_turn
     """Record a submission durably, or find the one its idempotency key (or submission id)
     already made. The unique constraints on (conversation, key) and on the id are what make a
     storm of identical requests produce one turn: every loser's insert waits for the winner's
@@ -429,8 +361,8 @@ class Store:
         """The turn of this stored id (`TurnRecord.id`), whoever's it is: for the service's
         own code, which has the id from a record. A client's id goes through `find_turn`."""
         async with self.db.connection() as conn:
-            row = await fetch_one(conn, _TURN_BY_ID, {"id": turn_id})
-        return _turn_record(row) if row else None
+            row = await fetch_one(conn, TURN_BY_ID, {"id": turn_id})
+        return turn_record(row) if row else None
 
     async def find_turn(self, conversation: Conversation, turn_id: str) -> TurnRecord | None:
         """The turn of `conversation` that a client names `turn_id` (the id a door showed it,
@@ -438,13 +370,13 @@ class Store:
         conversation has no such turn, whoever else has one of that name."""
         ids = turn_id_candidates(conversation.tenant, turn_id)
         async with self.db.connection() as conn:
-            row = await fetch_one(conn, _TURN_NAMED, {"ids": ids, "c": conversation.uid})
-        return _turn_record(row) if row else None
+            row = await fetch_one(conn, TURN_NAMED, {"ids": ids, "c": conversation.uid})
+        return turn_record(row) if row else None
 
     async def list_turns(
         self, conversation_uid: str, *, status: Sequence[str] = (), limit: int = 100
     ) -> list[TurnRecord]:
-        query = _TURN_SELECT + " WHERE t.conversation_uid = %(c)s"
+        query = TURN_SELECT + " WHERE t.conversation_uid = %(c)s"
         if status:
             query += " AND t.status = ANY(%(status)s)"
         query += " ORDER BY t.created_at DESC, t.id DESC LIMIT %(limit)s"
@@ -452,26 +384,26 @@ class Store:
             rows = await fetch_all(
                 conn, query, {"c": conversation_uid, "status": list(status), "limit": limit}
             )
-        return [_turn_record(r) for r in rows]
+        return [turn_record(r) for r in rows]
 
     async def claim_step(self, conn: Conn, turn_id: str, key: str) -> tuple[TurnRecord, int]:
         """Take the fence `key` for a new attempt (as `claim` does) and read the turn, in one
         statement on an autocommit connection: what a model step after the first needs before
         it calls the model. Returns the turn as it then stands and the attempt's number."""
-        row = await fetch_one(conn, _CLAIM_STEP, {"id": turn_id, "key": key})
+        row = await fetch_one(conn, CLAIM_STEP, {"id": turn_id, "key": key})
         if row is None:
             raise UserError(f"turn {turn_id!r} does not exist")
         attempt = int(row.pop("claimed_attempt"))
-        return _turn_record(row), attempt
+        return turn_record(row), attempt
 
     async def read_started_turn(
         self, conn: Conn, turn_id: str
     ) -> tuple[TurnRecord, list[StoredMessage]] | None:
-        """A first step's turn if its admission started it (`_submissions.starts_at_admission`),
+        """A first step's turn if its admission started it (`_queue.starts_at_admission`),
         with the messages the start stored (for `PathCache.extend`), in one read; None when
         the turn is still `pending` (its step starts it, `claim_queued_turn`) or not
         recorded."""
-        row = await fetch_one(conn, _READ_STARTED_TURN, {"id": turn_id})
+        row = await fetch_one(conn, READ_STARTED_TURN, {"id": turn_id})
         if row is None:
             return None
         stored = [
@@ -484,22 +416,22 @@ class Store:
             )
             for m in row.pop("stored") or []
         ]
-        return _turn_record(row), stored
+        return turn_record(row), stored
 
     async def read_turn(self, conn: Conn, turn_id: str) -> TurnRecord:
         """The turn as committed, on the caller's connection."""
-        row = await fetch_one(conn, _TURN_BY_ID, {"id": turn_id})
+        row = await fetch_one(conn, TURN_BY_ID, {"id": turn_id})
         if row is None:
             raise UserError(f"turn {turn_id!r} does not exist")
-        return _turn_record(row)
+        return turn_record(row)
 
     async def claim_start(self, turn_id: str) -> TurnRecord | None:
         """Mark the worker that starts an announced turn's workflow (`STARTER`) and read the
         turn, in one statement; None when another worker has, or the turn has begun or
         ended. One worker of those told sends the start, not all of them."""
         async with self.db.connection() as conn:
-            row = await fetch_one(conn, _CLAIM_START, {"id": turn_id})
-        return _turn_record(row) if row else None
+            row = await fetch_one(conn, CLAIM_START, {"id": turn_id})
+        return turn_record(row) if row else None
 
     async def awaiting_workflow(self, turn_ids: list[str]) -> set[str]:
         """Which of these turns still await their workflow (`TurnRecord.awaits_workflow`)."""
@@ -516,26 +448,26 @@ class Store:
         """`think.streaming.claim_first` on a connection of its own: it runs beside the step
         that claims (`Fence.first`)."""
         async with self.db.connection() as conn:
-            return await _stream_log.claim_first(conn, turn_id, key)
+            return await stream_log.claim_first(conn, turn_id, key)
 
     async def lock_turn(self, conn: Conn, turn_id: str) -> TurnRecord:
         """The turn, under its row lock."""
-        row = await fetch_one(conn, _LOCK_TURN, {"id": turn_id})
+        row = await fetch_one(conn, LOCK_TURN, {"id": turn_id})
         if row is None:
             raise UserError(f"turn {turn_id!r} does not exist")
-        return _turn_record(row)
+        return turn_record(row)
 
     async def lock_queue_turn(self, conn: Conn, turn_id: str) -> tuple[TurnRecord, QueueLock]:
         """The turn under its row lock, after its conversation's: what a transaction that may
         start or end the turn takes (`start_turn`, `end_turn`). Admission and cancels take the
         conversation's lock before a turn's, and two transactions that took the same two locks
         in opposite orders would deadlock."""
-        leaf = await fetch_one(conn, _LOCK_TURN_QUEUE, {"id": turn_id})
-        row = await fetch_one(conn, _LOCK_QUEUED_TURN, {"id": turn_id})
+        leaf = await fetch_one(conn, LOCK_TURN_QUEUE, {"id": turn_id})
+        row = await fetch_one(conn, LOCK_QUEUED_TURN, {"id": turn_id})
         if leaf is None or row is None:
             raise UserError(f"turn {turn_id!r} does not exist")
         queue = QueueLock(active_leaf_id=leaf["active_leaf_id"], followers=row["followers"])
-        return _turn_record(row), queue
+        return turn_record(row), queue
 
     async def claim_queued_turn(
         self, conn: Conn, turn_id: str, key: str
@@ -544,15 +476,15 @@ class Store:
         starts the turn and claims its fence in one transaction. Returns the attempt's number
         as well (a step that turns out to be recorded already, or a turn that has ended, has
         counted an attempt that writes nothing, which no writer notices)."""
-        leaf = await fetch_one(conn, _LOCK_TURN_QUEUE, {"id": turn_id})
+        leaf = await fetch_one(conn, LOCK_TURN_QUEUE, {"id": turn_id})
         if leaf is None:
             raise TurnNotRecorded(turn_id)
-        row = await fetch_one(conn, _CLAIM_QUEUED_TURN, {"id": turn_id, "key": key})
+        row = await fetch_one(conn, CLAIM_QUEUED_TURN, {"id": turn_id, "key": key})
         if row is None:
             raise TurnNotRecorded(turn_id)
         attempt = int(row.pop("claimed_attempt"))
         queue = QueueLock(active_leaf_id=leaf["active_leaf_id"], followers=row["followers"])
-        return _turn_record(row), queue, attempt
+        return turn_record(row), queue, attempt
 
     async def update_turn(self, conn: Conn, turn_id: str, **values: Any) -> None:
         fragments, params = assignments(values)
@@ -573,21 +505,21 @@ class Store:
                 conn,
                 "WITH heads AS (SELECT DISTINCT ON (conversation_uid) id, status, fences, "
                 "created_at FROM turns WHERE completed_at IS NULL ORDER BY conversation_uid, seq) "
-                + _TURN_SELECT
+                + TURN_SELECT
                 + f" JOIN heads h ON h.id = t.id WHERE {AWAITS_WORKFLOW_SQL.format(t='h')} "
                 "AND (%(q)s::text IS NULL OR t.task_queue IS NULL OR t.task_queue = %(q)s) "
                 "AND h.created_at < "
                 "now() - make_interval(secs => %(s)s) ORDER BY h.created_at LIMIT %(limit)s",
                 {"s": older_than_seconds, "q": task_queue, "limit": limit},
             )
-        return [_turn_record(r) for r in rows]
+        return [turn_record(r) for r in rows]
 
     async def abort_if_unbegun(self, conn: Conn, turn: TurnRecord, reason: str) -> bool:
         """Abort a turn none of whose steps has begun (`TurnRecord.awaits_workflow`); False when
         one has (or the turn has ended). Takes the conversation's queue lock first, as admission
         does. A step that begins meanwhile claims its fence under the turn's row lock: it sees
         the turn aborted, or this sees the fence."""
-        await _submissions.lock_queue(conn, turn.conversation_uid)
+        await _queue.lock_queue(conn, turn.conversation_uid)
         row = await fetch_one(
             conn,
             "UPDATE turns t SET status = 'aborted', completed_at = now(), error = %(reason)s "

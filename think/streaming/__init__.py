@@ -18,7 +18,7 @@ from think._protocol import (
     tool_name,
     tool_part_type,
 )
-from think.storage._stream_log import (
+from think.storage.stream_log import (
     CANCEL_CHANNEL,
     CHANNEL,
     TERMINAL_CHUNKS,
@@ -35,6 +35,7 @@ from think.storage._stream_log import (
     read_timed,
     step_is_open,
 )
+from think.streaming._builder import MessageBuilder
 from think.streaming._listener import ChunkListener, listen_forever
 from think.streaming._writer import ChunkWriter
 
@@ -52,6 +53,7 @@ __all__ = [
     "DynamicToolUIPart",
     "Fence",
     "FirstClaim",
+    "MessageBuilder",
     "StaleAttempt",
     "ToolApproval",
     "ToolState",

@@ -20,8 +20,8 @@ import orjson
 import psycopg
 
 from think._protocol import UIMessageChunk
-from think.storage._records import PAUSED_STATUSES, TERMINAL_STATUSES
-from think.storage._stream_log import CHANNEL, STATUS_SUFFIX
+from think.storage import PAUSED_STATUSES, TERMINAL_STATUSES
+from think.storage.stream_log import CHANNEL, STATUS_SUFFIX
 
 _SETTLED = TERMINAL_STATUSES | PAUSED_STATUSES
 INBOX_LIMIT = 2000

@@ -16,9 +16,8 @@ import time
 from collections.abc import Awaitable, Callable
 
 from think._protocol import UIMessageChunk, is_content_chunk
-from think.storage import _stream_log as _log
-from think.storage._db import Conn, Database
-from think.storage._stream_log import Fence
+from think.storage import Conn, Database
+from think.storage.stream_log import Fence, append
 
 
 class ChunkWriter:
@@ -91,7 +90,7 @@ class ChunkWriter:
                 # One statement (reserve, insert, NOTIFY): atomic on an autocommit
                 # connection, without a BEGIN and a COMMIT round trip around it.
                 async with self._db.connection() as conn:
-                    await _log.append(conn, self._turn_id, batch, self._fence)
+                    await append(conn, self._turn_id, batch, self._fence)
                     if self._after_flush is not None:
                         await self._after_flush(conn)
                 self._last_flush = time.monotonic()
@@ -109,9 +108,9 @@ class ChunkWriter:
     async def let_first_content_out(self) -> None:
         """Let the batch that holds the step's first content start on its way now. A model
         that sent the whole step in one read (a fast or a cached one) is consumed without a
-        pause, so without this all of it waited for the step's end and its transaction:
-        measured with an instant model, the first words reached the client 2.5 ms later. A
-        model that streams pauses between reads anyway, and nothing changes for it."""
+        pause, so without this all of it waited for the step's end and its transaction (what
+        that cost: docs/benchmarks.md, "Figures behind code comments"). A model that streams
+        pauses between reads anyway, and nothing changes for it."""
         if self._first_content_nudged or self._content_sent or not self._has_content():
             return
         self._first_content_nudged = True

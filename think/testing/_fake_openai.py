@@ -28,8 +28,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from think.models._openai import METADATA_HEADER_PREFIX
-from think.storage._db import collector_paused
+from think.models import METADATA_HEADER_PREFIX
+from think.storage import collector_paused
 from think.testing._replies import Heard, ReplyQueue, plan_of
 from think.testing._script import (
     Chunk,
@@ -270,9 +270,8 @@ class FakeOpenAIServer:
 def _heard_in_full(raw: bytes) -> tuple[dict[str, Any], Heard] | None:
     """The request's body, parsed, and what was heard of its transcript; None if it has none.
 
-    orjson: a long conversation's request is hundreds of KiB (279 KiB: 5.1 ms, against the
-    standard library's 9.1), parsed with the garbage collector paused (11 ms at 315 KiB in a
-    benchmark's process, against 3.5 ms)."""
+    orjson: a long conversation's request is hundreds of KiB, parsed with the garbage collector
+    paused (docs/benchmarks.md, "Figures behind code comments")."""
     body = orjson.loads(raw)
     if not isinstance(body, dict) or not isinstance(messages := body.get("messages"), list):
         return None
@@ -284,9 +283,9 @@ class _Transcripts:
     that one which only grew since is parsed from where it grew.
 
     Without it, the scripted model's own work grows with the conversation, and sits on every
-    model step's path: at turn 1,000 (4,000 messages, 280 KiB) parsing and counting the whole
-    transcript took it 3-6 ms a request, most of what a benchmark measured as the turn's
-    growth. A real model's server does that work in native code, or from a prompt cache.
+    model step's path: at turn 1,000 parsing and counting the whole transcript was most of what
+    a benchmark measured as the turn's growth (docs/benchmarks.md, "Figures behind code
+    comments"). A real model's server does that work in native code, or from a prompt cache.
 
     The worker sends `messages` last and compactly (`think.models._openai.request_json`), so a
     transcript that grew is the last request's bytes up to its last message, a comma, the new

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from think.models._offline import estimate_tokens, last_user_text, message_text
+from think.models import estimate_tokens, last_user_text, message_text
 from think.testing._script import Plan, Reply, compile_reply, echo
 
 

@@ -26,8 +26,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from think.models._base import Usage
-from think.models._offline import word_chunks
+from think.models import Usage, word_chunks
 
 OpenAIFinishReason = Literal["stop", "length", "tool_calls", "content_filter", "function_call"]
 

@@ -12,16 +12,18 @@ import json
 from collections.abc import AsyncIterator
 
 from think.exceptions import ModelError
-from think.models._base import (
+from think.models import (
     Finish,
     ModelEvent,
     ModelRequest,
+    OpenAIStreamState,
     ReasoningDelta,
     TextDelta,
     ToolCallDelta,
     ToolCallStart,
+    finish_reason_from_openai,
+    status_error,
 )
-from think.models._openai import _StreamState, finish_reason_from_openai, status_error
 from think.testing._replies import Heard, ReplyQueue, plan_of
 from think.testing._script import (
     Chunk,
@@ -76,7 +78,7 @@ class ScriptedModel:
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         self.requests.append(request)
         plan = plan_of(self._replies.take(), Heard.of(request.messages))
-        raw = _StreamState()  # a raw delta is read as the OpenAI adapter reads one
+        raw = OpenAIStreamState()  # a raw delta is read as the OpenAI adapter reads one
         for action in plan.actions:
             if isinstance(action, Sleep):
                 await asyncio.sleep(action.seconds)

@@ -29,8 +29,17 @@ from think.tools._mcp import (
     mcp_tools_of,
     warm_mcp_servers,
 )
+from think.tools._mcp_pool import pool
 from think.tools._search_history import search_history
-from think.tools._tool import Tool, ToolCallIdentity, ToolContext, ToolPolicy, tool
+from think.tools._tool import (
+    Tool,
+    ToolCallIdentity,
+    ToolContext,
+    ToolPolicy,
+    maybe_await,
+    tool,
+    tool_output_json,
+)
 from think.tools._workspace import WORKSPACE_TOOLS, current_workspace, media_result
 
 __all__ = [
@@ -57,12 +66,15 @@ __all__ = [
     "address_refusal",
     "close_mcp_pool",
     "current_workspace",
+    "maybe_await",
     "mcp_tools_of",
     "media_result",
     "parse_url",
+    "pool",
     "search_history",
     "skills",
     "system_resolver",
     "tool",
+    "tool_output_json",
     "warm_mcp_servers",
 ]

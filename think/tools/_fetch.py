@@ -22,14 +22,11 @@ status?, final_url?}`, and emits a `tool.fetch` event, refused calls included.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
-import mimetypes
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Any
 from urllib.parse import urljoin
 
 import httpcore
@@ -37,9 +34,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from think import events
-from think._messages import storable, storable_text
 from think.exceptions import UserError
-from think.storage import WorkspaceQuotaError
 from think.tools._fetch_guard import (
     AddressRefused,
     Connector,
@@ -47,6 +42,12 @@ from think.tools._fetch_guard import (
     GuardedTransport,
     Resolver,
     system_resolver,
+)
+from think.tools._fetch_response import (
+    FetchCode,
+    FetchFailure,
+    ResponseMode,
+    read_response,
 )
 from think.tools._fetch_url import (
     DisallowedURL,
@@ -59,20 +60,6 @@ from think.tools._fetch_url import (
     parse_url,
 )
 from think.tools._tool import Tool, ToolContext
-from think.tools._workspace import current_workspace
-
-ResponseMode: TypeAlias = Literal["auto", "text", "json", "workspace"]
-FetchCode: TypeAlias = Literal[
-    "disallowed_url",
-    "disallowed_redirect",
-    "timeout",
-    "aborted",
-    "non_2xx",
-    "unsupported_content_type",
-    "invalid_json",
-    "too_large",
-    "request_failed",
-]
 
 DEFAULT_ACCEPT = (
     "text/markdown, text/plain;q=0.9, application/json;q=0.8, text/html;q=0.7, */*;q=0.1"
@@ -101,29 +88,6 @@ class FetchTarget(BaseModel):
     description: str = ""
 
 
-class _Failure(Exception):
-    def __init__(
-        self,
-        code: FetchCode,
-        message: str,
-        *,
-        status: int | None = None,
-        final_url: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.code: FetchCode = code
-        self.status = status
-        self.final_url = final_url
-
-    def result(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"ok": False, "code": self.code, "message": str(self)}
-        if self.status is not None:
-            out["status"] = self.status
-        if self.final_url is not None:
-            out["final_url"] = self.final_url
-        return out
-
-
 @dataclass(frozen=True)
 class _Policy:
     """What one tool may reach: `allowed(url)` is None or why not; `check` the address check
@@ -134,18 +98,6 @@ class _Policy:
     fixed_headers: Mapping[str, str]
     same_origin: str | None
     """A target's origin: a redirect elsewhere is refused."""
-
-
-def _kind(media_type: str) -> Literal["json", "text", "binary"]:
-    if media_type == "application/json" or media_type.endswith("+json"):
-        return "json"
-    if (
-        media_type.startswith("text/")
-        or media_type in ("application/xml", "application/javascript", "application/x-yaml")
-        or media_type.endswith("+xml")
-    ):
-        return "text"
-    return "binary"
 
 
 class FetchTools:
@@ -361,12 +313,12 @@ class FetchTools:
                 async with asyncio.timeout(self.timeout):
                     result = await self._fetch(start, policy, response, headers, ctx, audit)
             except TimeoutError:
-                raise _Failure(
+                raise FetchFailure(
                     "timeout",
                     f"no complete answer within {self.timeout:g} s",
                     final_url=audit["final_url"],
                 ) from None
-        except _Failure as failure:
+        except FetchFailure as failure:
             result = failure.result()
         except asyncio.CancelledError:
             await self._audit(tool_name, asked, {"ok": False, "code": "aborted"}, audit, began, ctx)
@@ -409,11 +361,11 @@ class FetchTools:
             name = str(key).strip().lower()
             if name not in self.model_headers:
                 allowed = ", ".join(sorted(self.model_headers)) or "none"
-                raise _Failure(
+                raise FetchFailure(
                     "request_failed", f"the header {key!r} may not be set; allowed: {allowed}"
                 )
             if not isinstance(value, str) or any(c in value for c in "\r\n\x00"):
-                raise _Failure("request_failed", f"the value of header {key!r} is not valid")
+                raise FetchFailure("request_failed", f"the value of header {key!r} is not valid")
             out[name] = value
         return out
 
@@ -427,14 +379,14 @@ class FetchTools:
         audit: dict[str, Any],
     ) -> dict[str, Any]:
         if response not in ("auto", "text", "json", "workspace"):
-            raise _Failure("request_failed", "response must be auto, text, json or workspace")
+            raise FetchFailure("request_failed", "response must be auto, text, json or workspace")
         try:
             url = start()
         except DisallowedURL as exc:
-            raise _Failure("disallowed_url", str(exc)) from None
+            raise FetchFailure("disallowed_url", str(exc)) from None
         reason = policy.allowed(url)
         if reason is not None:
-            raise _Failure("disallowed_url", reason)
+            raise FetchFailure("disallowed_url", reason)
         model_headers = self._request_headers(headers)
         sent = {**model_headers, **{k.lower(): v for k, v in policy.fixed_headers.items()}}
         backend = GuardedBackend(self.resolver, self.connector, policy.check)
@@ -448,7 +400,7 @@ class FetchTools:
                     async with client.stream("GET", url.url, headers=sent) as answer:
                         if answer.status_code in _REDIRECTS and "location" in answer.headers:
                             if not self.follow_redirects:
-                                raise _Failure(
+                                raise FetchFailure(
                                     "non_2xx",
                                     f"HTTP {answer.status_code}: a redirect, not followed",
                                     status=answer.status_code,
@@ -457,14 +409,21 @@ class FetchTools:
                             url = self._next_hop(url, answer.headers["location"], policy, audit)
                             sent = dict(model_headers)  # fixed headers never follow a redirect
                             continue
-                        return await self._read(answer, url, response, ctx)
+                        return await read_response(
+                            answer,
+                            url,
+                            response,
+                            max_bytes=self.max_bytes,
+                            max_model_chars=self.max_model_chars,
+                            spill_to_workspace=self.spill_to_workspace,
+                        )
                 except AddressRefused as exc:
                     code: FetchCode = (
                         "disallowed_redirect" if audit["redirects"] else "disallowed_url"
                     )
-                    raise _Failure(code, str(exc), final_url=url.url) from None
+                    raise FetchFailure(code, str(exc), final_url=url.url) from None
                 except (httpx.TimeoutException, httpcore.TimeoutException):
-                    raise _Failure(
+                    raise FetchFailure(
                         "timeout", "the server did not answer in time", final_url=url.url
                     ) from None
                 except (
@@ -474,7 +433,7 @@ class FetchTools:
                     httpcore.ProtocolError,
                     OSError,
                 ) as exc:
-                    raise _Failure(
+                    raise FetchFailure(
                         "request_failed", f"{type(exc).__name__}: {exc}", final_url=url.url
                     ) from None
 
@@ -483,126 +442,24 @@ class FetchTools:
     ) -> NormalURL:
         audit["redirects"] += 1
         if audit["redirects"] > self.max_redirects:
-            raise _Failure(
+            raise FetchFailure(
                 "request_failed", f"more than {self.max_redirects} redirects", final_url=current.url
             )
         try:
             hop = parse_url(urljoin(current.url, location))
         except DisallowedURL as exc:
-            raise _Failure(
+            raise FetchFailure(
                 "disallowed_redirect", f"redirect refused: {exc}", final_url=current.url
             ) from None
         if policy.same_origin is not None and hop.origin != policy.same_origin:
-            raise _Failure(
+            raise FetchFailure(
                 "disallowed_redirect",
                 f"redirect to another origin ({hop.origin}) refused",
                 final_url=current.url,
             )
         reason = policy.allowed(hop)
         if reason is not None:
-            raise _Failure(
+            raise FetchFailure(
                 "disallowed_redirect", f"redirect refused: {reason}", final_url=current.url
             )
         return hop
-
-    async def _read(
-        self,
-        answer: httpx.Response,
-        url: NormalURL,
-        response: ResponseMode,
-        ctx: ToolContext | None,
-    ) -> dict[str, Any]:
-        status = answer.status_code
-        if not 200 <= status < 300:
-            raise _Failure(
-                "non_2xx", f"HTTP {status} from {url.url}", status=status, final_url=url.url
-            )
-        declared = answer.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self.max_bytes:
-            raise _Failure(
-                "too_large",
-                f"the body is {declared} bytes, over max_bytes ({self.max_bytes})",
-                status=status,
-                final_url=url.url,
-            )
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in answer.aiter_bytes():
-            size += len(chunk)
-            if size > self.max_bytes:
-                raise _Failure(
-                    "too_large",
-                    f"the body is over max_bytes ({self.max_bytes})",
-                    status=status,
-                    final_url=url.url,
-                )
-            chunks.append(chunk)
-        data = b"".join(chunks)
-        media_type = answer.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-        media_type = media_type or "application/octet-stream"
-        kind = _kind(media_type)
-        base: dict[str, Any] = {
-            "ok": True,
-            "status": status,
-            "final_url": url.url,
-            "content_type": media_type,
-            "bytes": len(data),
-            "truncated": False,
-        }
-        if response == "workspace":
-            return {**base, "response": "workspace", "path": await _save(url, media_type, data)}
-        if kind == "binary" or (response == "json" and kind != "json" and kind != "text"):
-            if response == "auto" and self.spill_to_workspace:
-                return {**base, "response": "workspace", "path": await _save(url, media_type, data)}
-            raise _Failure(
-                "unsupported_content_type",
-                f"{media_type} is not text; ask with response='workspace' to save it",
-                status=status,
-                final_url=url.url,
-            )
-        try:
-            text = data.decode(answer.charset_encoding or "utf-8", errors="replace")
-        except LookupError:  # a charset Python does not know
-            text = data.decode("utf-8", errors="replace")
-        # A page may hold NUL bytes, or escape them (and lone surrogates) in its JSON: the
-        # model reads, and the turn stores, the same text with each replaced
-        # (`think._messages.storable`).
-        text = storable_text(text)
-        if response == "json" or (response == "auto" and kind == "json"):
-            try:
-                parsed = storable(json.loads(text))
-            except ValueError as exc:
-                raise _Failure(
-                    "invalid_json", f"the body is not JSON: {exc}", status=status, final_url=url.url
-                ) from None
-            return {**base, "response": "json", "json": parsed}
-        if len(text) > self.max_model_chars:
-            if response == "auto" and self.spill_to_workspace:
-                return {**base, "response": "workspace", "path": await _save(url, media_type, data)}
-            return {
-                **base,
-                "response": "text",
-                "truncated": True,
-                "body": text[: self.max_model_chars],
-            }
-        return {**base, "response": "text", "body": text}
-
-
-async def _save(url: NormalURL, media_type: str, data: bytes) -> str:
-    """The body, saved under `fetched/` in the conversation's workspace; the same body is the
-    same file, so a retried call writes nothing new."""
-    name = url.path.rstrip("/").rsplit("/", 1)[-1] or "index"
-    stem = re.sub(r"[^A-Za-z0-9._-]", "_", name)[:60]
-    if "." not in stem:
-        stem += mimetypes.guess_extension(media_type) or ""
-    digest = hashlib.sha256(data).hexdigest()[:12]
-    path = f"fetched/{url.host}/{digest}-{stem}"
-    try:
-        workspace = await current_workspace()
-    except UserError as exc:
-        raise _Failure("request_failed", str(exc)) from None
-    try:
-        await workspace.write(path, data, media_type)
-    except WorkspaceQuotaError as exc:
-        raise _Failure("too_large", str(exc)) from None
-    return f"/workspace/{path}"

@@ -35,7 +35,7 @@ from think.tools._schema import (
 )
 
 if typing.TYPE_CHECKING:
-    from think.turns._service import ConversationHandle
+    from think.turns import ConversationHandle
 
 
 T = typing.TypeVar("T")

@@ -10,21 +10,29 @@ by `Store.regenerate`, is started by the same rule (`dispatch`). Imported by `en
 """
 
 from think.turns._admission import (
-    Waited,
+    RESEND_AFTER,
     admit,
     admit_submission,
-    cancel_turn,
     dispatch,
-    follow,
-    wait_for_answer,
-    wait_for_turn,
+    resolve_concurrency,
 )
+from think.turns._cancelling import cancel_turn
 from think.turns._dispatch import DispatchFailed, hand_off, host_queue, start_turn_workflow
 from think.turns._fingerprint import request_hash, turn_fingerprint
-from think.turns._service import ConversationHandle, ThinkService
+from think.turns._follow import follow
+from think.turns._results import Submission, TurnResult
+from think.turns._service import (
+    ConversationHandle,
+    StreamCallback,
+    ThinkService,
+    current_conversation,
+)
+from think.turns._stream import TurnStream
+from think.turns._turn_input import MessagesFunction, TurnInput
 from think.turns._views import (
     PendingApproval,
     PendingClientTool,
+    TurnFields,
     TurnView,
     approval_decided,
     approval_request,
@@ -33,13 +41,22 @@ from think.turns._views import (
     tool_call_answered,
     turn_view,
 )
+from think.turns._waiting import Waited, settled, wait_for_answer, wait_for_turn
 
 __all__ = [
+    "RESEND_AFTER",
     "ConversationHandle",
     "DispatchFailed",
+    "MessagesFunction",
     "PendingApproval",
     "PendingClientTool",
+    "StreamCallback",
+    "Submission",
     "ThinkService",
+    "TurnFields",
+    "TurnInput",
+    "TurnResult",
+    "TurnStream",
     "TurnView",
     "Waited",
     "admit",
@@ -49,11 +66,14 @@ __all__ = [
     "cancel_turn",
     "client_tool_call",
     "client_tool_names",
+    "current_conversation",
     "dispatch",
     "follow",
     "hand_off",
     "host_queue",
     "request_hash",
+    "resolve_concurrency",
+    "settled",
     "start_turn_workflow",
     "tool_call_answered",
     "turn_fingerprint",

@@ -17,9 +17,7 @@ from typing import Any, Literal
 from think._current import BOUND
 from think._messages import ID, UIMessage
 from think._protocol import chunk_kind, is_error_chunk
-from think.agent._agent_tool import AgentToolResult, answer_text, child_conversation_id
-from think.agent._think import Think
-from think.agent._turn_api import TurnAPI
+from think.agent import AgentToolResult, Think, TurnAPI, answer_text, child_conversation_id
 from think.exceptions import UserError
 from think.storage import (
     ACTIVE_STATUSES,
@@ -28,8 +26,9 @@ from think.storage import (
     TurnRecord,
     public_turn_id,
 )
-from think.tools._tool import maybe_await
-from think.turns._admission import admit_submission, cancel_turn, wait_for_answer
+from think.tools import maybe_await
+from think.turns._admission import admit_submission
+from think.turns._cancelling import cancel_turn
 from think.turns._conversation_state import ConversationState
 from think.turns._results import Submission, TurnResult
 from think.turns._stream import TurnStream, call_back
@@ -41,6 +40,7 @@ from think.turns._turn_input import (
     messages_of,
 )
 from think.turns._views import turn_view
+from think.turns._waiting import wait_for_answer
 
 log = logging.getLogger("think.turns")
 

@@ -12,14 +12,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from think._messages import UIMessage
-from think.agent._compactor import compact
-from think.agent._conversation_methods import bind_config
-from think.agent._think import Think
+from think.agent import Think, bind_config, compact
 from think.exceptions import UserError
 from think.schedules import reconcile_conversation
-from think.sessions._context_blocks import check_write, checked_blocks
-from think.sessions._session import session_for
+from think.sessions import check_write, checked_blocks, session_for
 from think.storage import (
+    Compaction,
     Conn,
     Conversation,
     SearchHit,
@@ -42,7 +40,6 @@ from think.storage import (
     upsert_messages,
     write_memory,
 )
-from think.storage._compactions import Compaction
 from think.tools import McpServer
 from think.turns._results import Submission
 from think.turns._turn_input import TurnInput, messages_of

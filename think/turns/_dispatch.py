@@ -28,8 +28,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from think.exceptions import ThinkError
 from think.storage import Store, TurnRecord, queue_head
-from think.workflows._inputs import ConversationRef, ParentLink, TurnInput
-from think.workflows._names import (
+from think.workflows.inputs import ConversationRef, ParentLink, TurnInput
+from think.workflows.names import (
     AGENT_KEY,
     CONVERSATION_KEY,
     PARENT_TURN_KEY,

@@ -33,8 +33,7 @@ from temporalio.client import Client
 from think._current import BindTurns, current_conversation
 from think._messages import ID
 from think._settings import Settings
-from think.agent._registry import AgentRegistry
-from think.agent._think import Think
+from think.agent import AgentRegistry, Think
 from think.exceptions import UserError
 from think.storage import Database, Store, open_database
 from think.streaming import ChunkListener
@@ -42,7 +41,7 @@ from think.turns._conversation import ConversationHandle
 from think.turns._results import StreamCallback, Submission, TurnResult
 from think.turns._stream import TurnStream
 from think.turns._turn_input import MessageLike, MessagesFunction, TurnInput
-from think.workflows._connect import connect
+from think.workflows import connect
 
 __all__ = [
     "BindTurns",

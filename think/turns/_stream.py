@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from think._protocol import UIMessageChunk
 from think.storage import Admission, public_turn_id
-from think.tools._tool import maybe_await
-from think.turns._admission import follow
+from think.tools import maybe_await
+from think.turns._follow import follow
 from think.turns._results import TurnResult
 
 if TYPE_CHECKING:

@@ -175,24 +175,30 @@ class TurnView(TurnFields):
         )
 
 
+_AS_RECORDED = (
+    "conversation_id",
+    "agent",
+    "status",
+    "idempotency_key",
+    "created_at",
+    "started_at",
+    "completed_at",
+    "message_id",
+    "message",
+    "error",
+    "usage",
+    "output",
+)
+"""The view's fields that are the record's, as they are."""
+
+
 def turn_view(turn: TurnRecord, *, accepted: bool = True) -> TurnView:
     """The view of a turn as it stands in its record. Its id, and the answering turn's, as
     clients name them (`public_turn_id`): a submission id as it was given."""
     return TurnView(
+        **{name: getattr(turn, name) for name in _AS_RECORDED},
         turn_id=public_turn_id(turn.id),
-        conversation_id=turn.conversation_id,
-        agent=turn.agent,
-        status=turn.status,
         accepted=accepted,
-        idempotency_key=turn.idempotency_key,
-        created_at=turn.created_at,
-        started_at=turn.started_at,
-        completed_at=turn.completed_at,
-        message_id=turn.message_id,
-        message=turn.message,
-        error=turn.error,
-        usage=turn.usage,
-        output=turn.output,
         answered_by=public_turn_id_or_none(turn.answered_by),
         continuation=turn.request.continuation,
         pending_approvals=pending_approvals(turn),

@@ -15,8 +15,8 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from think._settings import Settings
-from think.workflows._names import SEARCH_ATTRIBUTES
 from think.workflows._otel import tracing_interceptors
+from think.workflows.names import SEARCH_ATTRIBUTES
 
 
 async def connect(settings: Settings) -> Client:

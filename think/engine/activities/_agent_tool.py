@@ -27,14 +27,16 @@ from temporalio import activity
 
 from think._messages import UIMessage
 from think._protocol import ToolCallPart, UIMessageChunk, is_settled
-from think.agent._agent_tool import (
+from think.agent import (
     AgentTool,
     AgentToolResult,
+    Think,
+    ToolCallContext,
+    ToolCallDecision,
+    ToolCallResultContext,
     answer_text,
     child_conversation_id,
 )
-from think.agent._think import Think
-from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
 from think.engine.activities import _observe as observe
 from think.engine.activities._assembly import turn_tools
 from think.engine.activities._ids import tool_call_ids
@@ -49,17 +51,16 @@ from think.storage import (
     bounded_failures,
     gives_up,
 )
-from think.streaming import StaleAttempt, TurnEnded, append
-from think.streaming._builder import MessageBuilder
-from think.tools._tool import maybe_await, tool_output_json
-from think.turns._admission import admit_submission, cancel_turn
-from think.workflows._inputs import (
+from think.streaming import MessageBuilder, StaleAttempt, TurnEnded, append
+from think.tools import maybe_await, tool_output_json
+from think.turns import admit_submission, cancel_turn
+from think.workflows.inputs import (
     AgentToolFinished,
     AgentToolInput,
     AgentToolStarted,
     CancelChildrenInput,
 )
-from think.workflows._names import (
+from think.workflows.names import (
     AGENT_TOOL_FINISH_ACTIVITY,
     AGENT_TOOL_START_ACTIVITY,
     CANCEL_CHILDREN_ACTIVITY,

@@ -27,13 +27,13 @@ from think._protocol import (
     tool_name,
 )
 from think._settings import Settings
-from think.agent._think import Think
-from think.agent._turn_hooks import (
+from think.agent import (
     ChatErrorStage,
     StepConfig,
     StepContext,
     StepResult,
     StoredTurnConfig,
+    Think,
     ToolCallRecord,
     TurnConfig,
     TurnContext,
@@ -47,15 +47,13 @@ from think.exceptions import (
     OutputValidationError,
     UserError,
 )
-from think.models import EncodedMessages, ModelClient, ToolSpec, resolve_model
-from think.models._transcript import to_chat_messages
-from think.sessions._chat_history import ChatHistories
-from think.sessions._eviction import eviction_settings, preserve
+from think.models import EncodedMessages, ModelClient, ToolSpec, resolve_model, to_chat_messages
+from think.sessions import ChatHistories, eviction_settings, preserve
 from think.storage import TurnRecord
-from think.tools._tool import Tool, maybe_await
+from think.tools import Tool, maybe_await
 
 if TYPE_CHECKING:
-    from think.engine.activities._context import PromptSetup
+    from think.engine.activities._system_prompt import PromptSetup
 
 
 class HookFailed(ApplicationError):
@@ -241,8 +239,9 @@ async def assemble(
     last step; `prompt`: the frozen system prompt and its reminders, for an agent with
     context blocks; `mcp`: the MCP tools the first step found, to be recorded with the
     turn."""
-    # Context blocks (`think.engine.activities._context`): the frozen prompt, and reminders after
-    # the transcript; read-time truncation of older messages (`think.sessions._truncation`).
+    # Context blocks (`think.engine.activities._system_prompt`): the frozen prompt, and
+    # reminders after the transcript; read-time truncation of older messages
+    # (`think.sessions._truncation`).
     if prompt is not None:
         system = prompt.system
     else:

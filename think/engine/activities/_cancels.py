@@ -14,8 +14,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from think.storage import Store
-from think.storage._db import fetch_one
+from think.storage import Store, fetch_one
 from think.streaming import ChunkListener
 
 

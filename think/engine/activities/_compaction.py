@@ -19,21 +19,18 @@ from temporalio.exceptions import ApplicationError
 
 from think._messages import UIMessage
 from think._protocol import DataChunk
-from think.agent._compactor import compact, model_view
-from think.agent._think import Think
-from think.agent._turn_hooks import ChatErrorContext, StoredTurnConfig
+from think.agent import ChatErrorContext, StoredTurnConfig, Think, compact, model_view
 from think.engine.activities._assembly import HookFailed, overrides
 from think.engine.activities._heartbeat import heartbeating
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._step_stream import StepStream
 from think.exceptions import MODEL_RETRY, ModelError
-from think.sessions._session import session_for
-from think.storage import TurnRecord, bounded_failures, is_transient
-from think.storage._compactions import Compaction, turn_compactions
+from think.sessions import session_for
+from think.storage import Compaction, TurnRecord, bounded_failures, is_transient, turn_compactions
 from think.streaming import Fence, append
-from think.tools._tool import maybe_await
-from think.workflows._inputs import TurnInput
-from think.workflows._names import COMPACT_ACTIVITY
+from think.tools import maybe_await
+from think.workflows.inputs import TurnInput
+from think.workflows.names import COMPACT_ACTIVITY
 
 log = logging.getLogger("think.compaction")
 
@@ -60,10 +57,10 @@ class Compactions:
             await self._compact_context(inp)
 
     async def _compact_context(self, inp: TurnInput) -> None:
-        turn = await self.res.store.get_turn(inp.turn_id)
-        if turn is None:
+        found = await self.res.ended_turn(inp.turn_id)  # `get_model` may read `get_config()`
+        if found is None:
             return
-        agent = self.res.bound_agent(turn)  # `get_model` may read `get_config()`
+        turn, agent = found
         session = session_for(agent)
         if session.compaction is None or session.threshold is None:
             return

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import logging
 
-from think.agent._think import Think
-from think.agent._turn_hooks import ChatErrorContext, ChatErrorStage
+from think.agent import ChatErrorContext, ChatErrorStage, Think
 from think.engine.activities._assembly import overrides
 from think.exceptions import ModelError, OutputValidationError, TurnFailed, UserError
-from think.models._overflow import ChatErrorClass, classify_model_error
+from think.models import ChatErrorClass, classify_model_error
 from think.storage import TurnRecord
-from think.tools._tool import maybe_await
+from think.tools import maybe_await
 
 log = logging.getLogger("think.engine.activities")
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from think.agent._think import Think
+from think.agent import Think
 from think.storage import Store, TurnRecord, conversation_mcp_servers
 from think.tools import McpServer, McpToolInfo, Tool, mcp_tools_of
 
@@ -63,7 +63,7 @@ async def discover(
     if not servers:
         return None
     # Imported here: the SDK costs most of a second, paid only by agents that use MCP.
-    from think.tools._mcp_pool import pool
+    from think.tools import pool
 
     found = await asyncio.gather(
         *(pool().tools(s, wait=agent.wait_for_mcp_connections) for s in servers)

@@ -30,8 +30,7 @@ from temporalio.exceptions import ApplicationError
 
 from think._messages import UIMessage
 from think._protocol import is_static_tool_part, parts_of, split_steps
-from think.agent._think import Think
-from think.agent._turn_hooks import StoredTurnConfig, stored_or
+from think.agent import StoredTurnConfig, Think, stored_or
 from think.engine.activities import _observe as observe
 from think.engine.activities._agent_tool import ParentProgress
 from think.engine.activities._assembly import (
@@ -43,7 +42,6 @@ from think.engine.activities._assembly import (
     turn_tools,
 )
 from think.engine.activities._compaction import Compactions
-from think.engine.activities._context import step_prompt
 from think.engine.activities._mcp import declared_servers, discover
 from think.engine.activities._model_stream import (
     CancelSubscription,
@@ -58,6 +56,7 @@ from think.engine.activities._resources import ActivityResources
 from think.engine.activities._step_budget import budget_message, budget_spent
 from think.engine.activities._step_outcomes import StepOutcomes
 from think.engine.activities._step_stream import StepStream
+from think.engine.activities._system_prompt import step_prompt
 from think.engine.activities._tool_plan import (
     client_tool_names,
     paused_status,
@@ -78,13 +77,13 @@ from think.streaming import (
     ChunkWriter,
     Fence,
     FirstClaim,
+    MessageBuilder,
     StaleAttempt,
     TurnEnded,
     append,
     step_is_open,
 )
-from think.streaming._builder import MessageBuilder
-from think.workflows._inputs import ModelStepInput, ModelStepResult
+from think.workflows.inputs import ModelStepInput, ModelStepResult
 
 log = logging.getLogger("think.engine.activities")
 

@@ -20,7 +20,7 @@ from temporalio import activity
 from think import metrics
 from think._messages import UIMessage
 from think._protocol import ToolApprovalRequestChunk, UIMessageChunk
-from think.agent._think import Think
+from think.agent import Think
 from think.engine.activities import _observe as observe
 from think.engine.activities._assembly import StepSetup
 from think.engine.activities._cancels import cancel_noted, cancellable
@@ -42,9 +42,8 @@ from think.models import (
     ToolCallStart,
 )
 from think.storage import TurnRecord, gives_up
-from think.streaming import Fence, StaleAttempt
-from think.streaming._builder import MessageBuilder
-from think.workflows._inputs import ModelStepResult
+from think.streaming import Fence, MessageBuilder, StaleAttempt
+from think.workflows.inputs import ModelStepResult
 
 
 @dataclass

@@ -17,8 +17,7 @@ from think import events
 from think._protocol import ToolApprovalRequestChunk
 from think.engine.activities._ids import turn_ids
 from think.exceptions import ModelError
-from think.models._base import Usage
-from think.models._overflow import classify_model_error
+from think.models import Usage, classify_model_error
 from think.storage import TurnRecord
 
 Which = Literal["seconds", "tokens"]

@@ -12,15 +12,13 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
 from think._settings import Settings
-from think.agent._conversation_methods import bind_config
-from think.agent._registry import AgentRegistry
-from think.agent._think import Think
+from think.agent import AgentRegistry, Think, bind_config
 from think.engine.activities._turn_state import ended_alone
 from think.exceptions import NON_RETRYABLE_USER_ERROR, UserError
-from think.sessions._chat_history import ChatHistories
+from think.sessions import ChatHistories
 from think.storage import PathCache, Store, TurnRecord
 from think.streaming import ChunkListener
-from think.turns._dispatch import DispatchFailed, hand_off
+from think.turns import DispatchFailed, hand_off
 
 log = logging.getLogger("think.engine.activities")
 
@@ -53,6 +51,12 @@ class ActivityResources:
         agent = self.agent(turn.agent)
         bind_config(agent, turn.conversation_config)
         return agent
+
+    async def ended_turn(self, turn_id: str) -> tuple[TurnRecord, Think] | None:
+        """A turn as stored and a fresh agent bound to it (`bound_agent`), for the work that
+        follows its end; None when the turn is gone (deleted since)."""
+        turn = await self.store.get_turn(turn_id)
+        return None if turn is None else (turn, self.bound_agent(turn))
 
     async def hand_off(self, turn_id: str) -> None:
         """Start the workflow of the turn that waits behind this one, if any (the sweeper

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from think.agent._think import Think
-from think.agent._turn_hooks import StoredTurnConfig, stored_or
+from think.agent import StoredTurnConfig, Think, stored_or
 from think.engine.activities._observe import Which
 from think.storage import TurnRecord
 

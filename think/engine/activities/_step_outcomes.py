@@ -9,14 +9,19 @@ anywhere in the step: `StepAttempt.run` settles it, in one place.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
 from think._protocol import DataChunk, UIMessageChunk, UIMessageJSON
-from think.agent._recovery import ChatRecoveryContext, ChatRecoveryOptions
-from think.agent._think import Think
-from think.agent._turn_hooks import ChatErrorStage, StepFinishContext
+from think.agent import (
+    ChatErrorStage,
+    ChatRecoveryContext,
+    ChatRecoveryOptions,
+    StepFinishContext,
+    Think,
+)
 from think.engine.activities import _observe as observe
 from think.engine.activities._assembly import overrides, previous_steps
 from think.engine.activities._errors import chat_error_text
@@ -26,29 +31,29 @@ from think.engine.activities._step_budget import budget_message, elapsed
 from think.engine.activities._step_stream import StepStream
 from think.engine.activities._turn_state import end_turn
 from think.exceptions import MODEL_RETRY, ModelError
-from think.models._overflow import ChatErrorClass
+from think.models import ChatErrorClass
 from think.storage import TurnRecord, non_transient_failure
 from think.streaming import (
     ChunkWriter,
     Fence,
+    MessageBuilder,
     StaleAttempt,
     TurnEnded,
     append,
     count_failure,
     step_is_open,
 )
-from think.streaming._builder import MessageBuilder
-from think.tools._tool import maybe_await
-from think.workflows._inputs import ModelStepResult
+from think.tools import maybe_await
+from think.workflows.inputs import ModelStepResult
 
 log = logging.getLogger("think.engine.activities")
 
 
+@dataclass(eq=False)
 class StepOutcomes:
     """The endings of a model step other than its answer, shared by every step of a worker."""
 
-    def __init__(self, res: ActivityResources) -> None:
-        self.res = res
+    res: ActivityResources
 
     async def out_of_time(
         self, agent: Think, turn: TurnRecord, step: StepStream, fence: Fence, limit: float

@@ -16,9 +16,8 @@ from think._protocol import (
     is_reasoning_chunk,
     last_step_text,
 )
-from think.streaming import ChunkWriter
-from think.streaming._builder import MessageBuilder
-from think.workflows._inputs import ToolCallRef
+from think.streaming import ChunkWriter, MessageBuilder
+from think.workflows.inputs import ToolCallRef
 
 log = logging.getLogger("think.engine.activities")
 

@@ -28,8 +28,7 @@ from think._protocol import (
     is_decided,
     is_settled,
 )
-from think.agent._think import Think
-from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
+from think.agent import Think, ToolCallContext, ToolCallDecision, ToolCallResultContext
 from think.engine.activities import _observe as observe
 from think.engine.activities._assembly import turn_tools
 from think.engine.activities._heartbeat import heartbeating
@@ -38,16 +37,15 @@ from think.engine.activities._resources import ActivityResources
 from think.engine.activities._tool_plan import client_tool_names, paused_status
 from think.exceptions import ToolError
 from think.storage import Store, TurnRecord, bounded_failures, first_answer
-from think.streaming import TurnChanged, TurnEnded, append
-from think.streaming._builder import MessageBuilder
-from think.tools._tool import Tool, ToolContext, maybe_await, tool_output_json
-from think.workflows._inputs import (
+from think.streaming import MessageBuilder, TurnChanged, TurnEnded, append
+from think.tools import Tool, ToolContext, maybe_await, tool_output_json
+from think.workflows.inputs import (
     ToolCallInput,
     ToolCallResult,
     ToolDecision,
     ToolResultSubmission,
 )
-from think.workflows._names import TOOL_CALL_ACTIVITY
+from think.workflows.names import TOOL_CALL_ACTIVITY
 
 log = logging.getLogger("think.engine.activities")
 

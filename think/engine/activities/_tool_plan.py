@@ -22,13 +22,12 @@ from think._protocol import (
     is_static_tool_part,
     tool_name,
 )
-from think.agent._agent_tool import AgentTool
-from think.agent._think import Think
+from think.agent import AgentTool, Think
 from think.engine.activities._ids import tool_call_ids
 from think.storage import TurnRecord
-from think.streaming._builder import MessageBuilder
-from think.tools._tool import Tool, ToolContext, ToolPolicy
-from think.workflows._inputs import ToolCallRef, ToolRun
+from think.streaming import MessageBuilder
+from think.tools import Tool, ToolContext, ToolPolicy
+from think.workflows.inputs import ToolCallRef, ToolRun
 
 log = logging.getLogger("think.engine.activities")
 

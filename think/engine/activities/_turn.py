@@ -17,12 +17,12 @@ from temporalio.exceptions import ApplicationError
 
 from think import metrics
 from think._protocol import UIMessageChunk
-from think.agent._turn_hooks import ChatResponseResult
+from think.agent import ChatResponseResult
 from think.engine.activities import _observe as observe
 from think.engine.activities._agent_tool import AgentToolCalls
 from think.engine.activities._assembly import overrides
 from think.engine.activities._compaction import Compactions
-from think.engine.activities._early_steps import EarlySteps
+from think.engine.activities._eager_first_step import EarlySteps
 from think.engine.activities._errors import chat_error_text
 from think.engine.activities._heartbeat import heartbeating
 from think.engine.activities._ids import turn_ids
@@ -30,21 +30,17 @@ from think.engine.activities._model_step import StepAttempt
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._step_outcomes import StepOutcomes
 from think.engine.activities._tool_call import ToolCalls
-from think.engine.activities._turn_state import end_turn
+from think.engine.activities._turn_state import end_turn, end_with_error
 from think.storage import bounded_failures, gives_up
-from think.tools._tool import maybe_await
-from think.workflows._inputs import (
+from think.tools import maybe_await
+from think.workflows.inputs import (
     CommitInput,
     CommitResult,
     ModelStepInput,
     ModelStepResult,
     TurnInput,
 )
-from think.workflows._names import (
-    CHAT_RESPONSE_ACTIVITY,
-    COMMIT_ACTIVITY,
-    MODEL_STEP_ACTIVITY,
-)
+from think.workflows.names import CHAT_RESPONSE_ACTIVITY, COMMIT_ACTIVITY, MODEL_STEP_ACTIVITY
 
 log = logging.getLogger("think.engine.activities")
 
@@ -59,7 +55,7 @@ class TurnActivities:
         self.compactions = Compactions(res)
         self.outcomes = StepOutcomes(res)
         self.early_steps = EarlySteps(res, self.compactions, self.outcomes)
-        """First steps begun beside their workflows' starts (`think.engine._announced`)."""
+        """First steps begun beside their workflows' starts (`think.engine._eager_start`)."""
 
     def activities(self) -> list[Any]:
         return [
@@ -114,21 +110,9 @@ class TurnActivities:
             "the turn failed because of an internal error "
             f"(the worker's log has the details under turn {turn.id})"
         )
-        async with self.res.store.db.transaction() as conn:
-            turn, queue = await self.res.store.lock_queue_turn(conn, inp.turn_id)
-            if turn.terminal:
-                return CommitResult(status=turn.status)
-            message = turn.message or {"id": turn.message_id, "role": "assistant", "parts": []}
-            await end_turn(
-                self.res.store,
-                conn,
-                turn,
-                queue,
-                status="error",
-                message=message,
-                chunks=[{"type": "error", "errorText": text}],
-                error=text,
-            )
+        ended, turn = await end_with_error(self.res.store, inp.turn_id, text)
+        if not ended:
+            return CommitResult(status=turn.status)
         await observe.finished(turn, "error", reason=text)
         return CommitResult(status="error")
 
@@ -184,10 +168,10 @@ class TurnActivities:
             await self._chat_response(inp)
 
     async def _chat_response(self, inp: TurnInput) -> None:
-        turn = await self.res.store.get_turn(inp.turn_id)
-        if turn is None:
+        found = await self.res.ended_turn(inp.turn_id)
+        if found is None:
             return
-        agent = self.res.bound_agent(turn)
+        turn, agent = found
         result = ChatResponseResult(
             **turn_ids(turn),
             status=turn.status,

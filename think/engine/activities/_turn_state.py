@@ -112,14 +112,14 @@ ABANDONED = (
 )
 
 
-async def end_abandoned(store: Store, turn_id: str) -> bool:
-    """End a turn whose workflow closed without ending it (an operator terminated it, or it
-    failed), as `error` with what it had: otherwise the conversation's queue would wait for it
-    forever. False when the turn had ended after all."""
+async def end_with_error(store: Store, turn_id: str, text: str) -> tuple[bool, TurnRecord]:
+    """End a turn `error` with its draft as stored and `text`, no hook run, under the
+    conversation's lock, so that the conversation goes on. Returns whether it ended it (False:
+    the turn had ended already) and the turn as it then stands."""
     async with store.db.transaction() as conn:
         turn, queue = await store.lock_queue_turn(conn, turn_id)
         if turn.terminal:
-            return False
+            return False, turn
         message = turn.message or {"id": turn.message_id, "role": "assistant", "parts": []}
         await end_turn(
             store,
@@ -128,7 +128,15 @@ async def end_abandoned(store: Store, turn_id: str) -> bool:
             queue,
             status="error",
             message=message,
-            chunks=[{"type": "error", "errorText": ABANDONED}],
-            error=ABANDONED,
+            chunks=[{"type": "error", "errorText": text}],
+            error=text,
         )
-    return True
+    return True, turn
+
+
+async def end_abandoned(store: Store, turn_id: str) -> bool:
+    """End a turn whose workflow closed without ending it (an operator terminated it, or it
+    failed), as `error` with what it had: otherwise the conversation's queue would wait for it
+    forever. False when the turn had ended after all."""
+    ended, _ = await end_with_error(store, turn_id, ABANDONED)
+    return ended

@@ -22,8 +22,10 @@ the step.
 
 Where each part is:
 - `_workflow`: `TurnWorkflow`, the step loop, one tool call, and how the turn ends;
-- `_decisions`: what the turn pauses for (a person's approval, a client's tool result): the
-  Updates and Signals that answer it, the status Query, and the progress the Temporal UI shows;
+- `_approvals_and_client_tools`: what the turn pauses for (a person's answer to an approval
+  request, a client's tool result): the Updates and Signals that answer it;
+- `_progress`: what the turn shows operators: the Temporal UI's current details, the
+  ThinkTurnStatus search attribute and the status Query;
 - `_sub_agents`: an agent tool's call, waiting for the sub-agent's turn, and a sub-agent's
   turn telling its parent it has ended;
 - `_after_turn`: `AfterTurnWorkflow` (`on_chat_response` and compaction, off the turn's path);

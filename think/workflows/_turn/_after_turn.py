@@ -11,8 +11,8 @@ from temporalio.common import RetryPolicy
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
-    from think.workflows._inputs import AfterTurnInput, TurnInput
-    from think.workflows._names import (
+    from think.workflows.inputs import AfterTurnInput, TurnInput
+    from think.workflows.names import (
         AFTER_TURN_WORKFLOW,
         CHAT_RESPONSE_ACTIVITY,
         COMPACT_ACTIVITY,

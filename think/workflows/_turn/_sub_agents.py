@@ -10,7 +10,7 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from think.workflows._inputs import (
+    from think.workflows.inputs import (
         AgentToolFinished,
         AgentToolInput,
         AgentToolStarted,
@@ -19,7 +19,7 @@ with workflow.unsafe.imports_passed_through():
         ToolCallRef,
         TurnInput,
     )
-    from think.workflows._names import (
+    from think.workflows.names import (
         AGENT_TOOL_FINISH_ACTIVITY,
         AGENT_TOOL_START_ACTIVITY,
         CANCEL_CHILDREN_ACTIVITY,

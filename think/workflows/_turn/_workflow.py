@@ -1,6 +1,7 @@
 """`TurnWorkflow`: the step loop (model steps and their tool calls until the model answers
 without tools, or the step budget is spent), one tool call, and how the turn ends, recorded
-and told. What it pauses for is in `_decisions`, its sub-agents in `_sub_agents`."""
+and told. What it pauses for is in `_approvals_and_client_tools`, what it shows while it waits
+in `_progress`, its sub-agents in `_sub_agents`."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
     from think.exceptions import STALE_ATTEMPT
-    from think.workflows._inputs import (
+    from think.workflows.inputs import (
         CommitInput,
         CommitResult,
         ModelStepInput,
@@ -27,7 +28,7 @@ with workflow.unsafe.imports_passed_through():
         ToolResultSubmission,
         TurnInput,
     )
-    from think.workflows._names import (
+    from think.workflows.names import (
         COMMIT_ACTIVITY,
         MODEL_STEP_ACTIVITY,
         QUIET_ACTIVITY,
@@ -37,12 +38,12 @@ with workflow.unsafe.imports_passed_through():
 
 from think.workflows._turn._activities import DB_RETRY, MODEL_RETRY, STEP_TIMEOUT, database_step
 from think.workflows._turn._after_turn import start_after_turn
-from think.workflows._turn._decisions import TurnDecisions
+from think.workflows._turn._approvals_and_client_tools import TurnAnswers
 from think.workflows._turn._sub_agents import SubAgentCalls
 
 
 @workflow.defn(name=TURN_WORKFLOW)
-class TurnWorkflow(TurnDecisions, SubAgentCalls):
+class TurnWorkflow(TurnAnswers, SubAgentCalls):
     @workflow.run
     async def run(self, inp: TurnInput) -> CommitResult:
         turn_id = inp.turn_id  # started with ThinkTurnStatus=running (think.turns._dispatch)

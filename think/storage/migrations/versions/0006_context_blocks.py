@@ -1,5 +1,5 @@
 """Context blocks: a conversation's memory blocks and what its frozen system prompt was built
-with (`think.storage._context`). `conversations.system_prompt` and `conversations.config`
+with (`think.storage._frozen_prompt`). `conversations.system_prompt` and `conversations.config`
 existed since 0001; this adds the blocks.
 """
 

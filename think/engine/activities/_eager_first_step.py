@@ -1,23 +1,9 @@
-"""A turn's first step, begun by the worker that starts its workflow, beside the start.
-
-The worker that starts a turn its gateway announced (`think.engine._announced`) asks for an
-eager start: Temporal answers the start with the workflow's first task, which this worker
-runs, so the turn's first step (a local activity of that task) runs in this process. What
-that step does before its model request needs no workflow: read the turn and its
-transcript, run the agent's hooks that build the request, send it. So the worker does that
-while Temporal starts the workflow (`StepAttempt.early_step`), and the step's first attempt
-takes it on (`take`), with the model's answer already on its way: the Temporal start and the
-workflow's first activation no longer stand between a submission and its model request.
-
-Nothing is written before a step takes it on: the step's fence is claimed by the attempt
-that does, so a retry, a cancel and a crash find the turn as they would have. The agent's hooks
-that build the request run here outside any activity, with the turn bound as in one
-(`current_conversation()` works); one that raises makes the step do it all again in its
-activity, which reports the failure as it always has. Work nobody
-takes is dropped, its model request cut off: when the start failed, when its first task was
-not handed over eagerly (it may run on another worker: dropped after `UNEAGER_SECONDS`), and
-in any case after `KEEP_SECONDS`. What that costs is a model request made for nothing, and
-the step making its own.
+"""A turn's first step, begun by the worker that starts its workflow eagerly, beside the start:
+read the turn and its transcript, run the hooks that build the request and send it, for the
+step's first attempt to take on (`StepAttempt.early_step`, `take`). Nothing is written before a
+step takes it on; work nobody takes is dropped, its model request cut off (`UNEAGER_SECONDS`,
+`KEEP_SECONDS`). The sequence: docs/architecture.md, "The eager start, and the first step
+begun beside it".
 """
 
 from __future__ import annotations
@@ -36,10 +22,10 @@ from think.engine.activities._model_step import EarlyStep, StepAttempt
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._step_outcomes import StepOutcomes
 from think.streaming import FirstClaim
-from think.workflows._inputs import ModelStepInput
+from think.workflows.inputs import ModelStepInput
 
 if TYPE_CHECKING:
-    from think.turns._service import ThinkService
+    from think.turns import ThinkService
 
 log = logging.getLogger("think.engine.activities")
 

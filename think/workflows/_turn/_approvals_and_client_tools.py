@@ -1,7 +1,6 @@
-"""What a turn pauses for: a person's decision on an approval request, and a client's result
-for a client tool call ("decisions from people and clients"). The Updates and Signals that
-bring them, the status Query, and what the turn shows it waits for (the Temporal UI's current
-details, and the ThinkTurnStatus search attribute).
+"""What a turn pauses for: a person's answer to an approval request, and a client's result for
+a client tool call (both "answers", recorded in `turn_answers`). The Updates and Signals that
+bring them; what the turn shows while it waits is `_progress`.
 
 An Update is refused with an error its caller sees; a Signal cannot be refused, so one the
 turn cannot use is dropped with one log line (`think.workflows._turn._signals`). Both wait
@@ -19,24 +18,21 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from think.workflows._inputs import (
-        PendingCall,
+    from think.workflows.inputs import (
         ToolCallRef,
         ToolDecision,
         ToolResultSubmission,
-        TurnStatusView,
     )
-    from think.workflows._names import (
+    from think.workflows.names import (
         ALREADY_ANSWERED,
         ALREADY_DECIDED,
         APPROVE,
-        STATUS_QUERY,
         SUBMIT_TOOL_RESULT,
-        TURN_STATUS_KEY,
         UNKNOWN_APPROVAL,
         UNKNOWN_TOOL_CALL,
     )
 
+from think.workflows._turn._progress import TurnProgress
 from think.workflows._turn._signals import drop_signal, signal_payload
 
 AnswerT = TypeVar("AnswerT", ToolDecision, ToolResultSubmission)
@@ -111,7 +107,7 @@ class ClientToolCalls(Requests[ToolResultSubmission]):
         return ApplicationError(f"tool call {key!r} already has a result", type=ALREADY_ANSWERED)
 
 
-class TurnDecisions:
+class TurnAnswers(TurnProgress):
     """The part of `TurnWorkflow` that waits for people and clients, and says what it waits
     for. The step loop tells it which step runs (`_step`, `_planning`) and which calls a step
     announced (`_expect`)."""
@@ -124,7 +120,6 @@ class TurnDecisions:
         yet, so a decision that names one waits instead of being refused as unknown."""
         self._approvals = Approvals()
         self._client_tools = ClientToolCalls()
-        self._shown_status = "running"
 
     def _expect(self, calls: Sequence[ToolCallRef]) -> None:
         """The calls a model step announced: those that wait for a decision are asked now."""
@@ -160,28 +155,7 @@ class TurnDecisions:
         await workflow.wait_condition(lambda: call.tool_call_id in results)
         return results[call.tool_call_id]
 
-    def _show_progress(self, step: int, model: str) -> None:
-        """Say in the Temporal UI what the turn waits for, and keep ThinkTurnStatus in step."""
-        waiting_approval = [call for _, call in self._approvals.waiting()]
-        waiting_client = [call for _, call in self._client_tools.waiting()]
-        if waiting_approval:
-            status = "awaiting_approval"
-            details = "; ".join(f"awaiting approval: {c.preview}" for c in waiting_approval)
-        elif waiting_client:
-            status = "awaiting_client_tool"
-            details = "; ".join(f"awaiting client tool: {c.preview}" for c in waiting_client)
-        else:
-            status = "running"
-            details = f"step {step + 1}{f' ({model})' if model else ''}: running tools"
-        workflow.set_current_details(details)
-        if status != self._shown_status:
-            self._shown_status = status
-            self._status(status)
-
-    def _status(self, status: str) -> None:
-        workflow.upsert_search_attributes([TURN_STATUS_KEY.value_set(status)])
-
-    # -- the Updates, Signals and Query ----------------------------------------------------
+    # -- the Updates and Signals ----------------------------------------------------------
 
     @workflow.update(name=APPROVE)
     async def approve(self, decision: ToolDecision) -> None:
@@ -219,26 +193,6 @@ class TurnDecisions:
         result = signal_payload(SUBMIT_TOOL_RESULT, ToolResultSubmission, payload, expected)
         if result is not None:
             await self._answer_signal(self._client_tools, result.tool_call_id, result)
-
-    @workflow.query(name=STATUS_QUERY)
-    def status(self) -> TurnStatusView:
-        return TurnStatusView(
-            status=self._shown_status,
-            step=self._step,
-            pending_approvals=[
-                PendingCall(
-                    tool_call_id=c.tool_call_id,
-                    tool_name=c.tool_name,
-                    approval_id=i,
-                    preview=c.preview,
-                )
-                for i, c in self._approvals.waiting()
-            ],
-            pending_client_tools=[
-                PendingCall(tool_call_id=i, tool_name=c.tool_name, preview=c.preview)
-                for i, c in self._client_tools.waiting()
-            ],
-        )
 
     # -- one answer, however it came ---------------------------------------------------------
 

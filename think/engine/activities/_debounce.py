@@ -6,18 +6,21 @@ continue), in the transactions that take the conversation's queue lock.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from temporalio import activity
 
 from think.storage import Store, bounded_failures, quiet_left
-from think.workflows._inputs import QuietInput, QuietResult
-from think.workflows._names import QUIET_ACTIVITY
+from think.workflows.inputs import QuietInput, QuietResult
+from think.workflows.names import QUIET_ACTIVITY
 
 
-class SubmissionActivities:
-    def __init__(self, store: Store) -> None:
-        self.store = store
+@dataclass(eq=False)
+class DebounceActivities:
+    """The debounce's activity, on the worker's store."""
+
+    store: Store
 
     def activities(self) -> list[Any]:
         return [self.quiet_left]

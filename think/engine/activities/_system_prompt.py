@@ -16,15 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from think.agent._think import Think
+from think.agent import Think
 from think.engine.activities._assembly import HookFailed, overrides
-from think.sessions._context_blocks import (
-    ContextBlock,
-    fingerprint,
-    read_block,
-    reminder,
-    render_prompt,
-)
+from think.sessions import ContextBlock, fingerprint, read_block, reminder, render_prompt
 from think.storage import PromptState, Store, TurnRecord, freeze_prompt, prompt_state
 
 _EMPTY = fingerprint("")

@@ -23,27 +23,25 @@ from api.errors import Problem
 from think.server import (
     APPROVE,
     SUBMIT_TOOL_RESULT,
+    TERMINAL_STATUSES,
+    AnswerKind,
     ToolDecision,
     ToolResultSubmission,
+    TurnRecord,
     approval_decided,
     approval_request,
     client_tool_call,
+    public_turn_id,
+    record_answer,
     tool_call_answered,
     turn_workflow_id,
     wait_for_turn,
 )
-from think.storage import (
-    TERMINAL_STATUSES,
-    AnswerKind,
-    TurnRecord,
-    public_turn_id,
-    record_answer,
-)
 
-log = logging.getLogger("think.api.decisions")
+log = logging.getLogger("think.api.answers")
 
 APPLY_WAIT = 0.5
-"""How long a decision route waits to see its answer applied before answering 202."""
+"""How long an answer route waits to see its answer applied before answering 202."""
 
 
 def _decided(approval_id: str) -> Callable[[TurnRecord], bool]:
@@ -54,7 +52,7 @@ def _answered(tool_call_id: str) -> Callable[[TurnRecord], bool]:
     return lambda t: tool_call_answered(t, tool_call_id)
 
 
-async def decide(
+async def answer_approval(
     res: Resources, turn: TurnRecord, decision: ToolDecision
 ) -> tuple[TurnRecord, bool]:
     """Record and send a decision; the turn as it stands, and whether the decision shows in
@@ -69,7 +67,7 @@ async def decide(
     return await _answer(res, turn, "approval", decision.approval_id, decision, shown, already)
 
 
-async def submit_tool_result(
+async def answer_client_tool(
     res: Resources, turn: TurnRecord, result: ToolResultSubmission
 ) -> tuple[TurnRecord, bool]:
     """Record and send a client tool's result; as `decide` answers."""

@@ -1,6 +1,6 @@
-"""A conversation's dynamic configuration, frozen system prompt and memory blocks.
+"""A conversation's frozen system prompt and memory blocks (what `configure_context()`'s
+blocks hold; the rules are `think.engine.activities._system_prompt`'s).
 
-- `conversations.config`: the JSON object `configure()` stores and `get_config()` reads.
 - `conversations.system_prompt`: the system prompt as assembled from the agent's instructions
   and context blocks, sent byte for byte on every step until it is rebuilt; NULL asks the next
   model step to build it (`clear_system_prompt`, after compaction or on request).
@@ -12,8 +12,6 @@ Every write is idempotent: a retried activity writes the same values again.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from psycopg.types.json import Jsonb
 from pydantic import BaseModel
@@ -51,54 +49,6 @@ _WRITE_MEMORY = """
     ON CONFLICT (conversation_uid, label)
     DO UPDATE SET content = EXCLUDED.content, updated_at = now()
 """
-
-
-async def conversation_config(conn: Conn, conversation_uid: str) -> dict[str, Any]:
-    """The conversation's configuration (`{}` when never configured)."""
-    row = await fetch_one(
-        conn, "SELECT config FROM conversations WHERE uid = %(c)s", {"c": conversation_uid}
-    )
-    return dict(row["config"] or {}) if row else {}
-
-
-async def set_conversation_config(
-    conn: Conn, conversation_uid: str, config: dict[str, Any]
-) -> None:
-    await conn.execute(
-        "UPDATE conversations SET config = %(config)s WHERE uid = %(c)s",
-        {"c": conversation_uid, "config": Jsonb(config)},
-    )
-
-
-async def conversation_mcp_servers(conn: Conn, conversation_uid: str) -> list[dict[str, Any]]:
-    """The MCP servers added to the conversation (`Think.add_mcp_server`), oldest first, as
-    stored: the caller validates them."""
-    cur = await conn.execute(
-        "SELECT spec FROM conversation_mcp_servers WHERE conversation_uid = %(c)s "
-        "ORDER BY created_at, name",
-        {"c": conversation_uid},
-    )
-    return [dict(row["spec"]) for row in await cur.fetchall()]
-
-
-async def put_conversation_mcp_server(
-    conn: Conn, conversation_uid: str, name: str, spec: dict[str, Any]
-) -> None:
-    """Add or replace (by name) an MCP server of the conversation."""
-    await conn.execute(
-        "INSERT INTO conversation_mcp_servers (conversation_uid, name, spec) "
-        "VALUES (%(c)s, %(name)s, %(spec)s) "
-        "ON CONFLICT (conversation_uid, name) DO UPDATE SET spec = EXCLUDED.spec",
-        {"c": conversation_uid, "name": name, "spec": Jsonb(spec)},
-    )
-
-
-async def delete_conversation_mcp_server(conn: Conn, conversation_uid: str, name: str) -> bool:
-    cur = await conn.execute(
-        "DELETE FROM conversation_mcp_servers WHERE conversation_uid = %(c)s AND name = %(name)s",
-        {"c": conversation_uid, "name": name},
-    )
-    return cur.rowcount > 0
 
 
 async def prompt_state(conn: Conn, conversation_uid: str) -> PromptState:

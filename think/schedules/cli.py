@@ -4,9 +4,9 @@ Temporal (no gateway needed), and `--trigger` to run one now."""
 from __future__ import annotations
 
 from think._settings import Settings
-from think.agent._registry import AgentRegistry
+from think.agent import AgentRegistry
 from think.schedules._operations import list_schedules, trigger
-from think.workflows._connect import connect
+from think.workflows import connect
 
 
 async def schedules_command(
