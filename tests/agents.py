@@ -48,6 +48,7 @@ from think import (
     skills,
     tool,
 )
+from think.streaming import UIMessageChunk
 from think.tools import search_history
 from think.workflows.names import CHAT_RESPONSE_ACTIVITY, COMPACT_ACTIVITY
 
@@ -311,11 +312,15 @@ class Hooks(Helper):
             return StepConfig(system="Now answer briefly.", active_tools=[])
         return None
 
-    def on_chunk(self, chunk: dict[str, object]) -> None:
-        seen: list[dict[str, object]] = self.__dict__.setdefault("chunks_seen", [])
+    def on_chunk(self, chunk: UIMessageChunk) -> None:
+        seen: list[UIMessageChunk] = self.__dict__.setdefault("chunks_seen", [])
         seen.append(chunk)
         if chunk["type"] == "finish-step":
-            text = "".join(str(c["delta"]) for c in seen if c["type"] == "text-delta")
+            text = ""
+            for c in seen:
+                match c:
+                    case {"type": "text-delta", "delta": str(delta)}:
+                        text += delta
             _hook_log("on_chunk", {"conversation_id": text, "chunks": seen})
 
     async def on_step_finish(self, ctx: StepFinishContext) -> None:

@@ -74,6 +74,19 @@ def test_the_apps_use_think_server_and_exceptions_only() -> None:
     assert elsewhere == []
 
 
+def test_the_agent_names_the_turns_package_only_through_its_protocols() -> None:
+    """`agent` sits below `turns`; what it asks of a conversation and of a streamed turn is
+    declared in `think/agent/_turn_api.py` (`TurnConversation`, `StreamedTurn`), so not even
+    an annotation imports `think.turns` (import-linter lets `TYPE_CHECKING` imports pass)."""
+    upward = [
+        f"{path.relative_to(ROOT)}:{line} imports {module}"
+        for path in sorted((ROOT / "think" / "agent").rglob("*.py"))
+        for module, line in _framework_imports(path)
+        if module == "think.turns" or module.startswith("think.turns.")
+    ]
+    assert upward == []
+
+
 def test_few_modules_at_the_root_of_think() -> None:
     modules = sorted(p.name for p in (ROOT / "think").glob("*.py"))
     assert len(modules) <= 8, modules

@@ -28,8 +28,8 @@ from tests._turn_helpers import tool_part, until_status
 from tests.agents import Gatekeeper
 from think import ThinkService
 from think._settings import Settings
+from think.agent import QueuedBehind
 from think.testing import FakeOpenAIServer, text, tool_call
-from think.turns._results import QueuedBehind
 from think.workflows import connect
 from think.workflows.inputs import ToolDecision, TurnStatusView
 from think.workflows.names import turn_workflow_id

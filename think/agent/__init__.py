@@ -20,7 +20,7 @@ from think.agent._recovery import ChatRecovery, ChatRecoveryContext, ChatRecover
 from think.agent._registry import AgentRegistry
 from think.agent._think import Think
 from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
-from think.agent._turn_api import TurnAPI
+from think.agent._turn_api import StreamedTurn, TurnAPI, TurnConversation
 from think.agent._turn_hooks import (
     ChatErrorContext,
     ChatErrorStage,
@@ -35,6 +35,15 @@ from think.agent._turn_hooks import (
     TurnContext,
     stored_or,
 )
+from think.agent._turn_input import (
+    MessageLike,
+    MessagesFunction,
+    TurnInput,
+    client_tool_spec,
+    input_json,
+    messages_of,
+)
+from think.agent._turn_results import QueuedBehind, StreamCallback, Submission, TurnResult
 
 __all__ = [
     "AgentRegistry",
@@ -46,12 +55,18 @@ __all__ = [
     "ChatRecoveryContext",
     "ChatRecoveryOptions",
     "ChatResponseResult",
+    "MessageLike",
+    "MessagesFunction",
+    "QueuedBehind",
     "StepConfig",
     "StepContext",
     "StepFinishContext",
     "StepResult",
     "StoredTurnConfig",
+    "StreamCallback",
+    "StreamedTurn",
     "SubAgent",
+    "Submission",
     "Think",
     "ToolCallContext",
     "ToolCallDecision",
@@ -60,11 +75,17 @@ __all__ = [
     "TurnAPI",
     "TurnConfig",
     "TurnContext",
+    "TurnConversation",
+    "TurnInput",
+    "TurnResult",
     "agent_tool",
     "answer_text",
     "bind_config",
     "child_conversation_id",
+    "client_tool_spec",
     "compact",
+    "input_json",
+    "messages_of",
     "model_view",
     "stored_or",
 ]

@@ -20,13 +20,14 @@ from pydantic import BaseModel, ConfigDict
 
 from think._messages import ID
 from think._protocol import joined_text, last_step_text, parts_of
-from think.agent._turn_api import AddOptions, ChatOptions, TurnAPI
+from think.agent._turn_api import AddOptions, ChatOptions, TurnAPI, TurnConversation
+from think.agent._turn_input import MessagesFunction, TurnInput
+from think.agent._turn_results import Submission, TurnResult
 from think.exceptions import ToolError, UserError
 from think.tools import Tool
 
 if TYPE_CHECKING:
     from think.agent._think import Think
-    from think.turns import ConversationHandle, MessagesFunction, Submission, TurnInput, TurnResult
 
 
 def check_child_name(name: str) -> None:
@@ -156,18 +157,18 @@ class SubAgent(TurnAPI):
         self,
         agent: type[Think],
         name: str,
-        parent: Callable[[], Awaitable[ConversationHandle]],
+        parent: Callable[[], Awaitable[TurnConversation]],
     ) -> None:
         check_child_name(name)
         self.agent = agent
         self.name = name
         self._parent = parent
-        self._handle: ConversationHandle | None = None
+        self._handle: TurnConversation | None = None
 
     def __repr__(self) -> str:
         return f"<SubAgent {self.agent.name} {self.name!r}>"
 
-    async def conversation(self) -> ConversationHandle:
+    async def conversation(self) -> TurnConversation:
         """The child's conversation (what HTTP reaches at /v1/agents/{child}/conversations/…)."""
         if self._handle is None:
             parent = await self._parent()

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from think._current import current_conversation
 from think.agent._agent_tool import AgentToolResult, SubAgent
-from think.agent._turn_api import AddOptions, TurnAPI
+from think.agent._turn_api import AddOptions, TurnAPI, TurnConversation
+from think.agent._turn_input import MessagesFunction, TurnInput
+from think.agent._turn_results import TurnResult
 
 if TYPE_CHECKING:
     from think.agent._think import Think
     from think.tools import McpServer
-    from think.turns import ConversationHandle, MessagesFunction, TurnInput, TurnResult
 
 
 class ConversationMethods(TurnAPI):
@@ -65,7 +66,7 @@ class ConversationMethods(TurnAPI):
         """Remove a server `add_mcp_server` added to this conversation."""
         return await (await self.conversation()).remove_mcp_server(name)
 
-    async def conversation(self) -> ConversationHandle:
+    async def conversation(self) -> TurnConversation:
         """The conversation of the turn this agent instance serves."""
         return await current_conversation()
 

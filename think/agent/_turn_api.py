@@ -9,23 +9,30 @@ mode, so they are written here once too. Each of the three reaches the conversat
 turns on through `conversation()`, whose `admit_turn` does the work
 (`think.turns._conversation`). The `TypedDict`s name the keyword options of these methods,
 and of those the agent and `SubAgent` pass on to the handle (`add_messages`, `chat`).
+
+`agent` sits below `turns` in the layers, so it names what it asks of the turns package as
+protocols: `TurnConversation` (the conversation it runs turns on; `think.turns`'
+`ConversationHandle` is the one implementation) and `StreamedTurn` (a turn streamed by
+`run_turn(mode="stream")`; `think.turns.TurnStream`). The values that cross between them, the
+turn's input (`TurnInput`, `MessagesFunction`) and its answers (`TurnResult`, `Submission`),
+are defined here in `agent`, and `turns` builds them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack, overload
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict, Unpack, overload
+
+from think._messages import UIMessage
+from think._protocol import UIMessageChunk
+from think.agent._turn_input import MessagesFunction, TurnInput
+from think.agent._turn_results import Submission, TurnResult
+from think.storage import MessageConcurrency
 
 if TYPE_CHECKING:
-    from think.storage import MessageConcurrency
-    from think.turns import (
-        ConversationHandle,
-        MessagesFunction,
-        Submission,
-        TurnInput,
-        TurnResult,
-        TurnStream,
-    )
+    from think.agent._agent_tool import AgentToolResult
+    from think.agent._think import Think
+    from think.tools import McpServer
 
 
 class _SubmissionOptions(TypedDict, total=False):
@@ -70,11 +77,96 @@ class ChatOptions(TypedDict, total=False):
     idempotency_key: str | None
 
 
+class StreamedTurn(Protocol):
+    """A turn `run_turn(mode="stream")` admitted: `async for chunk in stream`, from its first
+    chunk to its last (`finish`, `error` or `abort`); `await stream.result()` afterwards.
+    `think.turns.TurnStream` is the implementation."""
+
+    turn_id: str
+    """The turn's id as clients name it (a submission id as it was given)."""
+    stored_id: str
+    """The id stored for it, which the service's own calls take."""
+    accepted: bool
+    """False when an idempotency key or submission id named a turn already admitted."""
+
+    def __aiter__(self) -> AsyncIterator[UIMessageChunk]: ...
+
+    async def result(self, wait_timeout: float | None = None) -> TurnResult: ...
+
+
+class TurnConversation(Protocol):
+    """The conversation the agent's turn API acts on: what `agent` asks of `turns`.
+    `think.turns.ConversationHandle` is the implementation (`think.current_conversation()`
+    answers it, with the rest of its methods)."""
+
+    async def admit_turn(
+        self,
+        input: TurnInput | MessagesFunction | None = None,
+        *,
+        mode: Literal["wait", "submit", "stream"] = "wait",
+        idempotency_key: str | None = None,
+        submission_id: str | None = None,
+        parent_id: str | None = None,
+        body: dict[str, Any] | None = None,
+        client_tools: Sequence[dict[str, Any]] = (),
+        concurrency: MessageConcurrency | None = None,
+        continuation: bool = False,
+        wait_timeout: float | None = None,
+    ) -> TurnResult | Submission | StreamedTurn: ...
+
+    async def chat(
+        self,
+        input: TurnInput | MessagesFunction,
+        callback: Any,
+        *,
+        body: dict[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> TurnResult: ...
+
+    async def messages(self) -> list[UIMessage]: ...
+
+    async def add_messages(
+        self,
+        messages: TurnInput,
+        *,
+        parent_id: str | None = None,
+        mode: Literal["append", "upsert"] = "append",
+    ) -> list[str]: ...
+
+    async def cancel_chat(self, turn_id: str, reason: str = "cancelled") -> bool: ...
+
+    async def abort_all_requests(self, reason: str = "cancelled") -> list[str]: ...
+
+    async def get_submission(self, turn_id: str) -> Submission | None: ...
+
+    async def configure(self, config: dict[str, Any]) -> None: ...
+
+    async def rebuild_system_prompt(self) -> None: ...
+
+    async def reconcile_scheduled_tasks(self) -> int: ...
+
+    async def add_mcp_server(self, server: McpServer) -> None: ...
+
+    async def remove_mcp_server(self, name: str) -> bool: ...
+
+    def sub_agent(self, agent: type[Think], name: str) -> TurnConversation: ...
+
+    async def run_agent_tool(
+        self,
+        agent: type[Think],
+        input: str,
+        *,
+        name: str | None = None,
+        idempotency_key: str | None = None,
+        wait_timeout: float | None = None,
+    ) -> AgentToolResult: ...
+
+
 class TurnAPI:
     """What runs a conversation's turns: `run_turn` and the shortcuts that are `run_turn` in
     one mode, on the conversation `conversation()` answers."""
 
-    async def conversation(self) -> ConversationHandle:
+    async def conversation(self) -> TurnConversation:
         """The conversation this runs turns on."""
         raise NotImplementedError
 
@@ -103,7 +195,7 @@ class TurnAPI:
         *,
         mode: Literal["stream"],
         **options: Unpack[TurnOptions],
-    ) -> TurnStream: ...
+    ) -> StreamedTurn: ...
 
     async def run_turn(
         self,
@@ -111,7 +203,7 @@ class TurnAPI:
         *,
         mode: Literal["wait", "submit", "stream"] = "wait",
         **options: Unpack[TurnOptions],
-    ) -> TurnResult | Submission | TurnStream:
+    ) -> TurnResult | Submission | StreamedTurn:
         """Admit a turn: `wait` for its result, `submit` for durable acceptance, or `stream`
         its chunks. Give exactly one of `input` and `continuation=True`.
 

@@ -9,6 +9,7 @@ by `Store.regenerate`, is started by the same rule (`dispatch`). Imported by `en
 `server` and the apps.
 """
 
+from think.agent import MessagesFunction, Submission, TurnInput, TurnResult
 from think.turns._admission import (
     RESEND_AFTER,
     admit,
@@ -20,7 +21,6 @@ from think.turns._cancelling import cancel_turn
 from think.turns._dispatch import DispatchFailed, hand_off, host_queue, start_turn_workflow
 from think.turns._fingerprint import request_hash, turn_fingerprint
 from think.turns._follow import follow
-from think.turns._results import Submission, TurnResult
 from think.turns._service import (
     ConversationHandle,
     StreamCallback,
@@ -28,7 +28,6 @@ from think.turns._service import (
     current_conversation,
 )
 from think.turns._stream import TurnStream
-from think.turns._turn_input import MessagesFunction, TurnInput
 from think.turns._views import (
     PendingApproval,
     PendingClientTool,

@@ -17,7 +17,21 @@ from typing import Any, Literal
 from think._current import BOUND
 from think._messages import ID, UIMessage
 from think._protocol import chunk_kind, is_error_chunk
-from think.agent import AgentToolResult, Think, TurnAPI, answer_text, child_conversation_id
+from think.agent import (
+    AgentToolResult,
+    MessagesFunction,
+    StreamedTurn,
+    Submission,
+    Think,
+    TurnAPI,
+    TurnInput,
+    TurnResult,
+    answer_text,
+    child_conversation_id,
+    client_tool_spec,
+    input_json,
+    messages_of,
+)
 from think.exceptions import UserError
 from think.storage import (
     ACTIVE_STATUSES,
@@ -30,15 +44,7 @@ from think.tools import maybe_await
 from think.turns._admission import admit_submission
 from think.turns._cancelling import cancel_turn
 from think.turns._conversation_state import ConversationState
-from think.turns._results import Submission, TurnResult
 from think.turns._stream import TurnStream, call_back
-from think.turns._turn_input import (
-    MessagesFunction,
-    TurnInput,
-    client_tool_spec,
-    input_json,
-    messages_of,
-)
 from think.turns._views import turn_view
 from think.turns._waiting import wait_for_answer
 
@@ -150,7 +156,7 @@ class ConversationHandle(ConversationState, TurnAPI):
             await asyncio.shield(self._caller_cancelled(stream.stored_id))
             raise
 
-    async def _drive(self, stream: TurnStream, callback: Any) -> TurnResult:
+    async def _drive(self, stream: StreamedTurn, callback: Any) -> TurnResult:
         await call_back(callback, "on_start", stream.turn_id)
         error_text: str | None = None
         async for chunk in stream:

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from think._messages import UIMessage
-from think.agent import Think, bind_config, compact
+from think.agent import Submission, Think, TurnInput, bind_config, compact, messages_of
 from think.exceptions import UserError
 from think.schedules import reconcile_conversation
 from think.sessions import check_write, checked_blocks, session_for
@@ -41,8 +41,6 @@ from think.storage import (
     write_memory,
 )
 from think.tools import McpServer
-from think.turns._results import Submission
-from think.turns._turn_input import TurnInput, messages_of
 from think.turns._views import turn_view
 
 if TYPE_CHECKING:

@@ -18,9 +18,9 @@ agent, `await ctx.conversation()` in a tool); see `think._current` and
 
 This module holds the service and its connections; one conversation's methods are in
 `think.turns._conversation` (what it holds besides its turns: `think.turns._conversation_state`),
-streams in `think.turns._stream`, the input forms in `think.turns._turn_input` and the answers
-in `think.turns._results`. Their names are re-exported here, where the rest of `think` imports
-them from.
+streams in `think.turns._stream`; the input forms (`think.agent._turn_input`) and the answers
+(`think.agent._turn_results`) live with the agent, whose turn API (`TurnAPI`) takes and answers
+them. Their names are re-exported here, where the rest of `think` imports them from.
 """
 
 from __future__ import annotations
@@ -33,14 +33,21 @@ from temporalio.client import Client
 from think._current import BindTurns, current_conversation
 from think._messages import ID
 from think._settings import Settings
-from think.agent import AgentRegistry, Think
+from think.agent import (
+    AgentRegistry,
+    MessageLike,
+    MessagesFunction,
+    StreamCallback,
+    Submission,
+    Think,
+    TurnInput,
+    TurnResult,
+)
 from think.exceptions import UserError
 from think.storage import Database, Store, open_database
 from think.streaming import ChunkListener
 from think.turns._conversation import ConversationHandle
-from think.turns._results import StreamCallback, Submission, TurnResult
 from think.turns._stream import TurnStream
-from think.turns._turn_input import MessageLike, MessagesFunction, TurnInput
 from think.workflows import connect
 
 __all__ = [

@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from think._protocol import UIMessageChunk
+from think.agent import TurnResult
 from think.storage import Admission, public_turn_id
 from think.tools import maybe_await
 from think.turns._follow import follow
-from think.turns._results import TurnResult
 
 if TYPE_CHECKING:
     from think.turns._conversation import ConversationHandle

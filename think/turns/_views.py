@@ -27,8 +27,8 @@ from think._protocol import (
     tool_name,
     tool_part,
 )
+from think.agent import QueuedBehind, Submission, TurnResult
 from think.storage import TurnRecord, TurnStatus, public_turn_id, public_turn_id_or_none
-from think.turns._results import QueuedBehind, Submission, TurnResult
 
 
 class PendingApproval(BaseModel):

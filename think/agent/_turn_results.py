@@ -1,5 +1,6 @@
 """What the Python turn API answers: a turn's result, a submission record, and the callback
-`chat()` drives. Both answers are built from the one turn view (`think.turns._views`)."""
+`chat()` drives. Both answers are built from the one turn view (`think.turns.turn_view`);
+they live with the agent, whose turn API (`TurnAPI`) answers them."""
 
 from __future__ import annotations
 
