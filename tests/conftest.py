@@ -178,6 +178,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.stack)
 
 
+
+WHOLE_FILE_STACK = "pytestmark = pytest.mark.stack"
+"""A test file whose every test needs the stack says so once, with this line."""
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """When only tests without the stack run (`make test-fast`: `-m "not stack"`), a file
+    marked `stack` as a whole is not imported at all: building some files' tests costs more
+    than running the fast tier's (schemathesis draws test_fuzz.py's cases at collection)."""
+    if config.option.markexpr != "not stack" or collection_path.suffix != ".py":
+        return None
+    if not collection_path.name.startswith("test_"):
+        return None
+    lines = collection_path.read_text(encoding="utf-8").splitlines()
+    return True if WHOLE_FILE_STACK in lines else None
+
 # Parts of a passing test that could not run here (see `not_run`), for the summary.
 NOT_RUN = pytest.StashKey[list[str]]()
 
