@@ -178,7 +178,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.stack)
 
 
-
 WHOLE_FILE_STACK = "pytestmark = pytest.mark.stack"
 """A test file whose every test needs the stack says so once, with this line."""
 
@@ -193,6 +192,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
         return None
     lines = collection_path.read_text(encoding="utf-8").splitlines()
     return True if WHOLE_FILE_STACK in lines else None
+
 
 # Parts of a passing test that could not run here (see `not_run`), for the summary.
 NOT_RUN = pytest.StashKey[list[str]]()

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from think._current import current_conversation
 from think.agent._agent_tool import AgentToolResult, SubAgent
-from think.agent._turn_api import AddOptions, TurnAPI, TurnConversation
+from think.agent._turn_api import AddOptions, AgentToolRunOptions, TurnAPI, TurnConversation
 from think.agent._turn_input import MessagesFunction, TurnInput
 from think.agent._turn_results import TurnResult
 
@@ -91,7 +91,12 @@ class ConversationMethods(TurnAPI):
         return await (await self.conversation()).abort_all_requests(reason)
 
     async def run_agent_tool(
-        self, agent: type[Think], input: str, *, name: str | None = None, **options: Any
+        self,
+        agent: type[Think],
+        input: str,
+        *,
+        name: str | None = None,
+        **options: Unpack[AgentToolRunOptions],
     ) -> AgentToolResult:
         """Delegate to `agent` from a hook or tool as the agent tool `name` would (Think's
         `runAgentTool`): a turn of that retained child conversation, waited for. From a tool

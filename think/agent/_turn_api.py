@@ -77,6 +77,13 @@ class ChatOptions(TypedDict, total=False):
     idempotency_key: str | None
 
 
+class AgentToolRunOptions(TypedDict, total=False):
+    """`run_agent_tool`'s keyword options, each optional (`ConversationHandle.run_agent_tool`)."""
+
+    idempotency_key: str | None
+    wait_timeout: float | None
+
+
 class StreamedTurn(Protocol):
     """A turn `run_turn(mode="stream")` admitted: `async for chunk in stream`, from its first
     chunk to its last (`finish`, `error` or `abort`); `await stream.result()` afterwards.
@@ -104,23 +111,11 @@ class TurnConversation(Protocol):
         input: TurnInput | MessagesFunction | None = None,
         *,
         mode: Literal["wait", "submit", "stream"] = "wait",
-        idempotency_key: str | None = None,
-        submission_id: str | None = None,
-        parent_id: str | None = None,
-        body: dict[str, Any] | None = None,
-        client_tools: Sequence[dict[str, Any]] = (),
-        concurrency: MessageConcurrency | None = None,
-        continuation: bool = False,
-        wait_timeout: float | None = None,
+        **options: Unpack[TurnOptions],
     ) -> TurnResult | Submission | StreamedTurn: ...
 
     async def chat(
-        self,
-        input: TurnInput | MessagesFunction,
-        callback: Any,
-        *,
-        body: dict[str, Any] | None = None,
-        idempotency_key: str | None = None,
+        self, input: TurnInput | MessagesFunction, callback: Any, **options: Unpack[ChatOptions]
     ) -> TurnResult: ...
 
     async def messages(self) -> list[UIMessage]: ...
@@ -157,8 +152,7 @@ class TurnConversation(Protocol):
         input: str,
         *,
         name: str | None = None,
-        idempotency_key: str | None = None,
-        wait_timeout: float | None = None,
+        **options: Unpack[AgentToolRunOptions],
     ) -> AgentToolResult: ...
 
 
