@@ -123,7 +123,7 @@ STRINGS_NOTE: dict[str, Any] = {
 
 def _workspace_path_pattern() -> str:
     """`think.storage.workspace_path` as a pattern, for the document: the same strings, as
-    tests/test_fuzz.py checks. ASCII whitespace around the path is stripped; what is left holds
+    tests/api/test_fuzz.py checks. ASCII whitespace around the path is stripped; what is left holds
     no control character (C0, DEL, C1), no bidirectional control or line separator (they
     disguise a name in a listing) and no backslash, is `/workspace`, a path under it or a
     relative path (not starting with `/` or `~`), and has no `..` segment. Written for every

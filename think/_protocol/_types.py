@@ -5,7 +5,7 @@ log stores them as JSONB, the gateway sends them as SSE `data:` lines, `MessageB
 them into the stored message's parts, and a browser's `useChat` folds the same chunks into the
 same parts. These types are that vocabulary, field for field as the SDK's own schemas
 (`uiMessageChunkSchema` in `ui-message-stream/ui-message-chunks.ts` and the part schemas of
-`ui/validate-ui-messages.ts`, `ai` 7); `tests/test_protocol.py` reads those schemas out of
+`ui/validate-ui-messages.ts`, `ai` 7); `tests/streaming/test_protocol.py` reads those schemas out of
 the installed `ai` package and fails when a field, its optionality or a literal drifts.
 
 They are `TypedDict`s, not pydantic models: a chunk is a plain dict on the wire, in Postgres
@@ -332,8 +332,8 @@ class ReasoningUIPart(TypedDict):
 
 
 # A custom or a source chunk folds into a part of exactly its fields (so does a steering
-# message, below): the SDK's schemas agree, and tests/test_protocol.py checks both sides, so
-# one type serves as chunk and part.
+# message, below): the SDK's schemas agree, and tests/streaming/test_protocol.py checks both
+# sides, so one type serves as chunk and part.
 CustomUIPart: TypeAlias = CustomChunk
 SourceUrlUIPart: TypeAlias = SourceUrlChunk
 SourceDocumentUIPart: TypeAlias = SourceDocumentChunk

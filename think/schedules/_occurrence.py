@@ -39,7 +39,7 @@ class ScheduleActivities:
     async def run_occurrence(self, request: OccurrenceRequest) -> OccurrenceResult:
         """Run the occurrence: its action's failures get the task's `retry`, outages longer."""
         # Here, not at the top: the occurrence's workflow module imports this package, and the
-        # workflow sandbox must not load the storage stack (tests/test_layers.py).
+        # workflow sandbox must not load the storage stack (tests/house/test_layers.py).
         from think.storage import bounded_failures
 
         attempts = max(1, request.occurrence.attempts)

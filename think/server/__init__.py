@@ -1,7 +1,7 @@
 """The server-side face of the framework: what the gateway (`api/`) and the worker entry point
 (`workers/`) are built from. They import `think.server` and `think.exceptions` only
-(tests/test_layers.py says so); what they need is named here, so the framework's insides can
-move without breaking them.
+(tests/house/test_layers.py says so); what they need is named here, so the framework's insides
+can move without breaking them.
 
 - connecting: `Settings`, `connect` (Temporal, with the data converter and tracing),
   `AgentRegistry`, `ChunkListener` (one LISTEN per process: what waits and streams wake on);
