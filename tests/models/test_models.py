@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import AsyncIterator, Iterator
 
 import openai
 import pytest
@@ -24,7 +23,6 @@ from think.models import (
     ToolCallStart,
     ToolSpec,
     Usage,
-    close_openai_clients,
     resolve_model,
 )
 from think.models._offline import estimate_tokens
@@ -40,18 +38,6 @@ from think.testing import (
     text,
     tool_call,
 )
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as fake:
-        yield fake
-
-
-@pytest.fixture(scope="module")
-async def pooled_clients() -> AsyncIterator[None]:
-    yield
-    await close_openai_clients()
 
 
 @pytest.fixture

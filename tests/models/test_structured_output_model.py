@@ -19,7 +19,6 @@ from think.models import (
     OpenAIModel,
     OutputSpec,
     TextDelta,
-    close_openai_clients,
     output_spec,
     strict_json_schema,
     supports_native_output,
@@ -426,18 +425,6 @@ def test_which_clients_support_native_output() -> None:
 
 
 # --- over HTTP ---
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as fake:
-        yield fake
-
-
-@pytest.fixture(scope="module")
-async def pooled_clients() -> AsyncIterator[None]:
-    yield
-    await close_openai_clients()
 
 
 async def ask(model: ModelClient, conversation: str, spec: OutputSpec | None) -> str:

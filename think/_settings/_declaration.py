@@ -306,7 +306,8 @@ class Settings(BaseSettings):
         repr=False,  # an entry may hold a literal `api_key`
         description="named endpoints beside the default one, a JSON object: "
         '`{"cheap": {"base_url": "https://…/v1", "api_key_env": "CHEAP_KEY"}}`; the model '
-        "`cheap/gpt-4o-mini` is then `gpt-4o-mini` there",
+        "`cheap/gpt-4o-mini` is then `gpt-4o-mini` there; an entry also takes "
+        '`"native_output": false` and `"think_tags": "off"` (a leading `<think>` block stays text)',
         examples=['{"local": {"base_url": "http://localhost:11434/v1", "native_output": false}}'],
     )
     native_structured_output: bool = Field(

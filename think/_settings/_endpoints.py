@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from think.exceptions import ConfigurationError
 
 MODEL_ENDPOINTS_VAR = "THINK_MODEL_ENDPOINTS"
-_ENDPOINT_KEYS = ("base_url", "api_key", "api_key_env", "native_output")
+_ENDPOINT_KEYS = ("base_url", "api_key", "api_key_env", "native_output", "think_tags")
 
 
 class Endpoint(BaseModel):
@@ -32,6 +33,10 @@ class Endpoint(BaseModel):
     then asks for the answer through a final-answer tool)."""
     api_key_env: str | None = None
     """The variable the key is read from, when it came from one: named if it was not set."""
+    think_tags: Literal["leading", "off"] = "leading"
+    """`leading`: a `<think>…</think>` block that opens the answer is the model's reasoning
+    (Groq's raw format, older Ollama, local reasoning models without a parser); `off`: the
+    text is kept exactly as sent."""
 
 
 def parse_model_endpoints(raw: str, env: Mapping[str, str]) -> dict[str, Endpoint]:
@@ -39,7 +44,8 @@ def parse_model_endpoints(raw: str, env: Mapping[str, str]) -> dict[str, Endpoin
 
     `{"cheap": {"base_url": "https://...", "api_key_env": "CHEAP_KEY"}}`: `api_key_env` names
     the variable holding the key, so no secret sits in this JSON (a literal `api_key` is
-    accepted too); `native_output: false` for a server that rejects `response_format`. A
+    accepted too); `native_output: false` for a server that rejects `response_format`;
+    `think_tags: "off"` to keep a leading `<think>` block as text. A
     variable that is not set leaves the key empty: the process that calls that endpoint
     reports it, and a process that never does (the API) runs without the secret.
     """

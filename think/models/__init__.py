@@ -136,6 +136,7 @@ def resolve_model(spec: str | ModelClient, settings: Settings) -> ModelClient:
             api_key=endpoint.api_key,
             native_output=endpoint.native_output,
             endpoint=prefix,
+            think_tags=endpoint.think_tags,
         )
     if not (settings.openai_base_url or settings.openai_api_key):
         return OfflineModel()

@@ -37,6 +37,7 @@ from think.models._base import (
     ToolSpec,
     Usage,
 )
+from think.models._think_tags import ThinkTags, ThinkTagSplitter
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 PLACEHOLDER_API_KEY = "not-needed"
@@ -227,7 +228,8 @@ class OpenAIModel:
     for servers that reject it; `supports_native_output` says which, so the turn can ask for
     structured output through a final-answer tool instead. `endpoint` is the name of the
     configured endpoint this model lives on (`THINK_MODEL_ENDPOINTS`), None for the default one:
-    `name` is then `<endpoint>/<model>` rather than `openai:<model>`.
+    `name` is then `<endpoint>/<model>` rather than `openai:<model>`. `think_tags` says whether
+    a leading `<think>…</think>` in the answer is reasoning (`think.models._think_tags`).
     """
 
     def __init__(
@@ -241,6 +243,7 @@ class OpenAIModel:
         timeout: float | None = None,
         native_output: bool = True,
         endpoint: str | None = None,
+        think_tags: ThinkTags = "leading",
     ) -> None:
         self.model = model
         self.endpoint = endpoint
@@ -250,6 +253,7 @@ class OpenAIModel:
         self._extra_body = dict(extra_body or {})
         self._timeout = timeout
         self._native_output = native_output
+        self._think_tags: ThinkTags = think_tags
 
     @property
     def name(self) -> str:
@@ -265,7 +269,7 @@ class OpenAIModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         client = _client(self.base_url, self._api_key)
-        state = OpenAIStreamState()
+        state = OpenAIStreamState(self._think_tags)
         try:
             body: dict[str, Any] = {
                 "model": self.model,
@@ -358,11 +362,21 @@ class _ToolCall:
     pending: list[str] = field(default_factory=list)
 
 
-class OpenAIStreamState:
-    """Turns chunks into events; tool calls are keyed by `index`, since only the first has an id."""
+NO_INDEX = -1
+"""The slot of the calls of a server that sends no `index`."""
 
-    def __init__(self) -> None:
-        self.calls: dict[int, _ToolCall] = {}
+
+class OpenAIStreamState:
+    """Turns chunks into events. A tool call's fragments are matched by `index` (only the
+    first fragment carries the id), and a fragment with a new id and a name at an index in use
+    is a new call: some servers send parallel calls whole, one a chunk, all at `index` 0
+    (current Ollama with some models, some vLLM and SGLang builds). `think_tags`: whether a
+    leading `<think>…</think>` block in the text is reasoning (`think.models._think_tags`)."""
+
+    def __init__(self, think_tags: ThinkTags = "leading") -> None:
+        self.calls: list[_ToolCall] = []
+        self._at_index: dict[int, _ToolCall] = {}
+        self._text = ThinkTagSplitter(think_tags)
         self.finish_reason: str | None = None
         self.usage = Usage()
 
@@ -393,7 +407,11 @@ class OpenAIStreamState:
         reasoning = reasoning_text(delta)
         if reasoning:
             events.append(ReasoningDelta(delta=reasoning))
-        events.extend(content_events(delta.get("content")))
+        content = delta.get("content")
+        if isinstance(content, str):
+            events.extend(self._text.feed(content))
+        else:
+            events.extend(content_events(content))
         refusal = delta.get("refusal")
         if isinstance(refusal, str) and refusal:
             events.append(TextDelta(delta=refusal))
@@ -405,22 +423,23 @@ class OpenAIStreamState:
     def _tool_call(self, delta: Mapping[str, Any]) -> list[ModelEvent]:
         index = delta.get("index")
         if not isinstance(index, int):
-            index = len(self.calls)
-        call = self.calls.get(index)
-        if call is None:
-            call_id = delta.get("id")
-            call = self.calls[index] = _ToolCall(
-                id=call_id
-                if isinstance(call_id, str) and call_id
-                else f"call_{uuid.uuid4().hex[:24]}"
-            )
+            index = NO_INDEX
+        call_id = delta.get("id") if isinstance(delta.get("id"), str) else None
         function = delta.get("function")
-        if isinstance(function, dict):
-            name, arguments = function.get("name"), function.get("arguments")
-            if isinstance(name, str) and name and call.name is None:
-                call.name = name
-            if isinstance(arguments, str) and arguments:
-                call.pending.append(arguments)
+        function = function if isinstance(function, dict) else {}
+        name, arguments = function.get("name"), function.get("arguments")
+        named = isinstance(name, str) and bool(name)
+        call = self._at_index.get(index)
+        if call is None or (call_id and named and call.name is not None and call_id != call.id):
+            call = _ToolCall(id=call_id or f"call_{uuid.uuid4().hex[:24]}")
+            self.calls.append(call)
+            self._at_index[index] = call
+        elif call_id and not call.started:
+            call.id = call_id  # the id came after a first fragment without one
+        if named and call.name is None:
+            call.name = name
+        if isinstance(arguments, str) and arguments:
+            call.pending.append(arguments)
         # Some servers send the name after the id; hold fragments until the call can be started.
         return self._drain(call) if call.name is not None else []
 
@@ -434,9 +453,10 @@ class OpenAIStreamState:
         return events
 
     def flush(self) -> list[ModelEvent]:
-        """Start calls that never got a name, so their arguments are not silently lost."""
-        events: list[ModelEvent] = []
-        for call in self.calls.values():
+        """The text held back at the end (what might have been a tag), and calls that never
+        got a name started, so their arguments are not silently lost."""
+        events: list[ModelEvent] = list(self._text.flush())
+        for call in self.calls:
             if not call.started or call.pending:
                 events.extend(self._drain(call))
         return events
