@@ -137,6 +137,7 @@ def resolve_model(spec: str | ModelClient, settings: Settings) -> ModelClient:
             native_output=endpoint.native_output,
             endpoint=prefix,
             think_tags=endpoint.think_tags,
+            api_key_env=endpoint.api_key_env,
         )
     if not (settings.openai_base_url or settings.openai_api_key):
         return OfflineModel()
@@ -145,4 +146,5 @@ def resolve_model(spec: str | ModelClient, settings: Settings) -> ModelClient:
         base_url=settings.openai_base_url,
         api_key=settings.openai_api_key,
         native_output=settings.native_structured_output,
+        api_key_env="OPENAI_API_KEY",  # the variable Settings reads it from
     )

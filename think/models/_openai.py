@@ -9,6 +9,8 @@ delay before Temporal's own backoff even starts.
 from __future__ import annotations
 
 import asyncio
+import socket
+import ssl
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Mapping
@@ -74,6 +76,35 @@ def status_error(model: str, status: int, message: str) -> ModelError:
         retryable=retryable_status(status),
         status=status,
     )
+
+
+def connection_failure(exc: openai.APIConnectionError) -> str:
+    """What stopped the request from reaching the server, from the cause under the SDK's own
+    words: the HTTP transport reports a refused connection, a failed DNS lookup and a failed
+    TLS handshake all as a connect *timeout* ("Request timed out."), which sends whoever reads
+    it after the wrong problem. The innermost cause says it best (the transport's own errors
+    subclass the OS's and the `ssl` module's, without their fields)."""
+    chain: list[BaseException] = []
+    cause: BaseException | None = exc
+    while cause is not None and cause not in chain:
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    for cause in reversed(chain):
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused: nothing listens there (is the server up, the port right?)"
+        if isinstance(cause, socket.gaierror):
+            return f"DNS lookup failed ({cause.strerror or cause}): is the host name right?"
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            why = getattr(cause, "verify_message", None) or getattr(cause, "reason", None)
+            return f"TLS certificate not trusted ({why or cause})"
+        if isinstance(cause, ssl.SSLError):
+            reason = getattr(cause, "reason", None) or str(cause)
+            return f"TLS handshake failed ({reason}): an http:// server behind an https:// URL?"
+        if isinstance(cause, ConnectionResetError):
+            return "the server reset the connection"
+    if isinstance(exc, openai.APITimeoutError):
+        return "timed out"
+    return exc.message
 
 
 def metadata_headers(metadata: Mapping[str, str]) -> dict[str, str]:
@@ -229,7 +260,8 @@ class OpenAIModel:
     structured output through a final-answer tool instead. `endpoint` is the name of the
     configured endpoint this model lives on (`THINK_MODEL_ENDPOINTS`), None for the default one:
     `name` is then `<endpoint>/<model>` rather than `openai:<model>`. `think_tags` says whether
-    a leading `<think>…</think>` in the answer is reasoning (`think.models._think_tags`).
+    a leading `<think>…</think>` in the answer is reasoning (`think.models._think_tags`);
+    `api_key_env` names the variable the key came from, for an error that must say which.
     """
 
     def __init__(
@@ -244,6 +276,7 @@ class OpenAIModel:
         native_output: bool = True,
         endpoint: str | None = None,
         think_tags: ThinkTags = "leading",
+        api_key_env: str | None = None,
     ) -> None:
         self.model = model
         self.endpoint = endpoint
@@ -254,6 +287,7 @@ class OpenAIModel:
         self._timeout = timeout
         self._native_output = native_output
         self._think_tags: ThinkTags = think_tags
+        self._api_key_env = api_key_env
 
     @property
     def name(self) -> str:
@@ -266,6 +300,33 @@ class OpenAIModel:
     def __repr__(self) -> str:
         endpoint = f", endpoint={self.endpoint!r}" if self.endpoint else ""
         return f"OpenAIModel({self.model!r}, base_url={self.base_url!r}{endpoint})"
+
+    def _status_error(self, exc: openai.APIStatusError) -> ModelError:
+        """An HTTP error answer, in words that say where to look: a refused key names the
+        endpoint and the variable the key is read from (never the key), an unknown model the
+        server that does not know it, a rate limit its retry hint."""
+        status, said = exc.status_code, _provider_message(exc)
+        where = f"endpoint {self.endpoint!r} ({self.base_url})" if self.endpoint else self.base_url
+        if status in (401, 403):
+            if self._api_key == PLACEHOLDER_API_KEY:
+                key = "no API key is set" + (f" ({self._api_key_env})" if self._api_key_env else "")
+            elif self._api_key_env:
+                key = f"the key is read from {self._api_key_env}"
+            else:
+                key = "the key is the endpoint's own api_key"
+            message = f"{where} refused the API key for model {self.model} ({key}): {said}"
+        elif status == 404:
+            message = (
+                f"{where} does not know model {self.model}, or the base URL's path is wrong "
+                f"(it usually ends in /v1): {said}"
+            )
+        elif status == 429:
+            message = f"model {self.model} at {where} is rate limited: {said}{_retry_after(exc)}"
+        else:
+            return status_error(self.model, status, said)
+        return ModelError(
+            f"{message} (HTTP {status})", retryable=retryable_status(status), status=status
+        )
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         client = _client(self.base_url, self._api_key)
@@ -314,10 +375,10 @@ class OpenAIModel:
                     for event in state.feed(chunk):
                         yield event
         except openai.APIStatusError as exc:
-            raise status_error(self.model, exc.status_code, _provider_message(exc)) from exc
+            raise self._status_error(exc) from exc
         except openai.APIConnectionError as exc:  # APITimeoutError included
             raise ModelError(
-                f"model {self.model} at {self.base_url} unreachable: {exc.message}",
+                f"model {self.model} at {self.base_url} unreachable: {connection_failure(exc)}",
                 retryable=True,
             ) from exc
         except openai.APIError as exc:
@@ -339,6 +400,14 @@ class OpenAIModel:
         yield Finish(
             finish_reason=finish_reason_from_openai(state.finish_reason), usage=state.usage
         )
+
+
+def _retry_after(exc: openai.APIStatusError) -> str:
+    """The server's retry hint (`Retry-After`, in seconds or as a date), as words to add."""
+    value = exc.response.headers.get("retry-after")
+    if not value:
+        return ""
+    return f"; retry after {value} s" if value.strip().isdigit() else f"; retry after {value}"
 
 
 def _provider_message(exc: openai.APIError) -> str:

@@ -17,7 +17,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any, TypedDict
 
 import orjson
@@ -380,7 +380,8 @@ class _Played(Response):
 
     async def _fail(self, step: ErrorStep, send: Send) -> None:
         if not self.started:
-            await _send_json(send, step.status, {"error": _error_body(step)})
+            hint = {} if step.retry_after is None else {"retry-after": step.retry_after}
+            await _send_json(send, step.status, {"error": _error_body(step)}, hint)
             return
         # Mid-stream, the status line is long gone: vLLM-style, with the status as `code`.
         await self._send_data(send, {"error": {**_error_body(step), "code": step.status}})
@@ -516,9 +517,12 @@ class _Burst:
             await self._send({"type": "http.response.body", "body": b"".join(self._held)})
 
 
-async def _send_json(send: Send, status: int, payload: dict[str, Any]) -> None:
+async def _send_json(
+    send: Send, status: int, payload: dict[str, Any], extra: Mapping[str, str] | None = None
+) -> None:
     body = json.dumps(payload).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    headers += [(k.encode(), v.encode()) for k, v in (extra or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body, "more_body": False})
 

@@ -69,6 +69,9 @@ class ErrorStep(BaseModel):
     message: str = "The server had an error while processing your request."
     type: str = "server_error"
     code: str | None = None
+    retry_after: str | None = None
+    """Sent as the answer's `Retry-After` header (a first-step error only), as OpenAI's 429s
+    carry one."""
 
 
 class RawStep(BaseModel):
@@ -156,8 +159,10 @@ def error(
     *,
     type: str | None = None,
     code: str | None = None,
+    retry_after: str | None = None,
 ) -> Reply:
-    """Fail with an OpenAI-shaped error body: `{"error": {"message", "type", "param", "code"}}`."""
+    """Fail with an OpenAI-shaped error body: `{"error": {"message", "type", "param", "code"}}`,
+    and a `Retry-After` header when `retry_after` is given."""
     default_message, default_type = _ERROR_DEFAULTS.get(
         status, ("The server had an error while processing your request.", "server_error")
     )
@@ -168,6 +173,7 @@ def error(
                 message=message or default_message,
                 type=type or default_type,
                 code=code,
+                retry_after=retry_after,
             )
         ]
     )

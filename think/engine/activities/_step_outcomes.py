@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from think._protocol import DataChunk, UIMessageChunk, UIMessageJSON
 from think.agent import (
@@ -120,6 +120,10 @@ class StepOutcomes:
         """End the turn as `error`, keeping what it produced, with what `on_chat_error` says.
         `drained`: chunks the caller already took from the step's writer; `classification`:
         what `on_chat_error` is told the failure was, when the caller knows better."""
+        if isinstance(exc, ModelError):
+            # The one line an operator reads for it: the error names the endpoint, and for a
+            # refused key the variable it is read from.
+            log.warning("turn %s: the model failed, the turn ends: %s", turn.id, exc)
         chunks: list[UIMessageChunk] = []
         message = turn.message or {"id": turn.message_id, "role": "assistant", "parts": []}
         if step is not None:
@@ -249,7 +253,11 @@ class StepOutcomes:
             async with self.res.store.db.transaction() as conn:
                 await append(conn, turn.id, [*rest, recovering], fence)
             await observe.recovery(turn, step.step, failures, budget, cause, exhausted=False)
-            raise ApplicationError(cause, type=MODEL_RETRY) from exc
+            # Benign: an expected model failure, said once in the line above; Temporal then
+            # logs the attempt's failure at DEBUG, not as a traceback a retry.
+            raise ApplicationError(
+                cause, type=MODEL_RETRY, category=ApplicationErrorCategory.BENIGN
+            ) from exc
         if not options.continue_:
             cause = f"on_chat_recovery ended the turn after: {cause}"
             budget = failures
