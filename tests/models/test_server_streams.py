@@ -21,6 +21,8 @@ import httpx
 import pytest
 
 from tests._sse import chunks, read_stream
+from think._settings import Settings
+from think.exceptions import ConfigurationError
 from think.models import (
     Finish,
     ModelEvent,
@@ -199,9 +201,6 @@ def test_think_tags_off_keeps_the_text_as_sent() -> None:
 
 
 def test_the_endpoint_option_is_read_and_checked() -> None:
-    from think._settings import Settings
-    from think.exceptions import ConfigurationError
-
     env = {"THINK_MODEL_ENDPOINTS": json.dumps({"groq": {"think_tags": "off"}})}
     assert Settings.from_env(env).model_endpoints["groq"].think_tags == "off"
     bad = {"THINK_MODEL_ENDPOINTS": json.dumps({"groq": {"think_tags": "sometimes"}})}
