@@ -27,6 +27,7 @@ from think import (
     FetchTools,
     McpServer,
     MediaEviction,
+    ModelSettings,
     Proactive,
     Session,
     StepConfig,
@@ -102,6 +103,27 @@ class Helper(Think):
 
     def get_tools(self) -> list[Tool]:
         return [get_weather, add, explode, record, slow]
+
+
+class Tuned(Helper):
+    """Call settings at every level: the agent's defaults, the turn's from the submission's
+    `body["settings"]` (a `TurnConfig`), and the first step's when the turn's `seed` is 7
+    (`before_step` sees the turn's settings, forces the tool `add` and changes a provider
+    option)."""
+
+    name = "tuned"
+    model_settings = ModelSettings(
+        temperature=0.3, max_output_tokens=500, provider_options={"top_k": 20, "min_p": 0.1}
+    )
+
+    def before_turn(self, ctx: TurnContext) -> TurnConfig | None:
+        settings = ctx.body.get("settings")
+        return TurnConfig(**settings) if settings is not None else None
+
+    def before_step(self, ctx: StepContext) -> StepConfig | None:
+        if ctx.step == 0 and ctx.settings.seed == 7:
+            return StepConfig(tool_choice="add", provider_options={"min_p": 0.2})
+        return None
 
 
 class Staller(Helper):

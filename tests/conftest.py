@@ -74,7 +74,7 @@ def stack(
             "tests.agents:Patient,tests.agents:Watchful,tests.agents:Lead,tests.agents:Recursive,"
             "tests.agents:McpUser,tests.agents:McpImpatient,tests.agents:McpHidden,"
             "tests.agents:Workspaced,tests.agents:Skilled,tests.agents:Fetcher,"
-            "tests.agents:Hostile,"
+            "tests.agents:Hostile,tests.agents:Tuned,"
             "examples.assistant:Assistant"
         ),
         model_url=fake_model.base_url,

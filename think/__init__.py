@@ -47,7 +47,12 @@ if TYPE_CHECKING:
         UserError,
     )
     from think.models import ChatErrorClass as ChatErrorClassification
-    from think.models import ModelClient, ModelRequest, default_context_overflow_classifier
+    from think.models import (
+        ModelClient,
+        ModelRequest,
+        ModelSettings,
+        default_context_overflow_classifier,
+    )
     from think.schedules import ScheduledRun, ScheduledTask
     from think.sessions import (
         CompactionContext,
@@ -109,6 +114,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "ModelClient": ("think.models", "ModelClient"),
     "ModelError": ("think.exceptions", "ModelError"),
     "ModelRequest": ("think.models", "ModelRequest"),
+    "ModelSettings": ("think.models", "ModelSettings"),
     "Proactive": ("think.sessions._session", "Proactive"),
     "ScheduledRun": ("think.schedules", "ScheduledRun"),
     "ScheduledTask": ("think.schedules", "ScheduledTask"),
@@ -183,6 +189,7 @@ __all__ = [
     "ModelClient",
     "ModelError",
     "ModelRequest",
+    "ModelSettings",
     "Proactive",
     "ScheduledRun",
     "ScheduledTask",

@@ -37,6 +37,7 @@ def test_think_exports() -> None:
         "ModelClient",
         "ModelError",
         "ModelRequest",
+        "ModelSettings",
         "Proactive",
         "ScheduledRun",
         "ScheduledTask",

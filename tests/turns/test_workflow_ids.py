@@ -7,14 +7,16 @@ Ids once joined names with `-`: tenants `acme` and `acme-probe` with conversatio
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 
 from tests._stack import Stack, extra_gateway
+from tests._waits import eventually
 from think.testing import FakeOpenAIServer, text, tool_call
 from think.workflows.names import parse_turn_workflow_id, turn_workflow_id
 
@@ -99,11 +101,19 @@ async def test_colliding_tenants_run_apart(
         ("acme-probe", theirs, done, "completed"),
     ):
         workflow_id = turn_workflow_id("gatekeeper", conversation, turn["turn_id"], tenant=tenant)
-        described = await temporal.get_workflow_handle(workflow_id).describe()
-        attrs = {p.key.name: p.value for p in described.typed_search_attributes}
+        handle = temporal.get_workflow_handle(workflow_id)
+
+        async def attributes(
+            handle: WorkflowHandle[Any, Any] = handle, status: str = status
+        ) -> dict[str, Any] | None:
+            described = await handle.describe()
+            found = {p.key.name: p.value for p in described.typed_search_attributes}
+            # The workflow sets its status after the turn's record does, when it next runs.
+            return found if found.get("ThinkTurnStatus") == status else None
+
+        attrs = await eventually(attributes)
         assert attrs["ThinkTenant"] == tenant
         assert attrs["ThinkConversationId"] == conversation
-        assert attrs["ThinkTurnStatus"] == status
         query = f"ThinkTenant = '{tenant}' AND ThinkConversationId = '{conversation}'"
         assert [w.id async for w in temporal.list_workflows(query)] == [workflow_id]
     # The other tenant's conversation of the same id has no turns of acme-probe's.

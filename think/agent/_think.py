@@ -26,7 +26,7 @@ from think.agent._turn_hooks import (
     TurnContext,
 )
 from think.exceptions import UserError
-from think.models import ChatErrorClass, ModelClient, interrupted_tool_error
+from think.models import ChatErrorClass, ModelClient, ModelSettings, interrupted_tool_error
 from think.sessions import (
     ContextBlock,
     ContextOverflow,
@@ -70,6 +70,10 @@ class Think(ConversationMethods):
     this agent that is itself this deep gets a tool error instead of another child (an agent
     that can delegate to itself stops here)."""
     max_steps: ClassVar[int] = 10
+    model_settings: ClassVar[ModelSettings] = ModelSettings()
+    """How the model is called by default (`temperature`, `max_output_tokens`,
+    `reasoning_effort`, ...): `TurnConfig` overrides them for a turn, `StepConfig` for a step.
+    Empty: the provider's own defaults."""
     chat_stream_stall_timeout: ClassVar[float | None] = None
     """Seconds a model stream may go without a chunk (the first one included) before the step
     is abandoned and retried (through `chat_recovery`). None or 0 (the default: off) never

@@ -15,6 +15,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from think.exceptions import UserError
+from think.models import ModelSettings
 from think.tools import Tool
 
 T = TypeVar("T")
@@ -41,8 +42,12 @@ class TurnContext(BaseModel):
     """True when the turn brings no new user message (it continues the last answer)."""
 
 
-class TurnConfig(BaseModel):
+class TurnConfig(ModelSettings):
     """Overrides for one turn; `None` keeps the agent's default.
+
+    The call settings (`temperature`, `max_output_tokens`, `tool_choice`, ...: `ModelSettings`)
+    are laid over the agent's `model_settings` for every step of the turn. Unknown fields are
+    refused, so that a misspelt one is an error rather than silence.
 
     `model` is a model id (an endpoint name may prefix it: `"cheap/gpt-4o-mini"`). `tools`
     adds module-level `@tool`s for this turn, and `active_tools` narrows what the model may
@@ -74,6 +79,7 @@ class TurnConfig(BaseModel):
         elif self.output is not None:
             output = StoredOutput(class_path=import_path(self.output))
         return StoredTurnConfig(
+            **self.set_fields(),
             model=self.model,
             system=self.system,
             messages=self.messages,
@@ -127,11 +133,11 @@ class StoredOutput(BaseModel):
         return target
 
 
-class StoredTurnConfig(BaseModel):
+class StoredTurnConfig(ModelSettings):
     """A turn's configuration as kept with it (`turns.config`, JSON), read back by every
     later step on whatever worker: `before_turn`'s `TurnConfig` (`TurnConfig.kept`), and the
     MCP tools its first step found (`mcp`). `None` keeps the agent's default; only what is
-    set is stored. Unknown keys are kept as they are."""
+    set is stored. Unknown keys are kept as they are (a turn stored by a newer release)."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -175,10 +181,15 @@ class StepContext(BaseModel):
     tools: list[str]
     model: str
     previous_steps: list[StepResult] = Field(default_factory=list)
+    settings: ModelSettings = Field(default_factory=ModelSettings)
+    """The call settings the step runs with unless `StepConfig` changes them: the agent's
+    `model_settings` under the turn's `TurnConfig`."""
 
 
-class StepConfig(BaseModel):
-    """Overrides for one step; `None` keeps what the turn uses."""
+class StepConfig(ModelSettings):
+    """Overrides for one step; `None` keeps what the turn uses. Its call settings
+    (`ModelSettings`: `tool_choice="my_tool"` forces that tool in this step) are laid over the
+    turn's. Unknown fields are refused."""
 
     model: str | None = None
     system: str | None = None

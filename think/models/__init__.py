@@ -27,6 +27,7 @@ from think.models._base import (
     Usage,
     supports_native_output,
 )
+from think.models._call_settings import ModelSettings, ReasoningEffort
 from think.models._offline import (
     OfflineModel,
     estimate_tokens,
@@ -68,12 +69,14 @@ __all__ = [
     "ModelClient",
     "ModelEvent",
     "ModelRequest",
+    "ModelSettings",
     "OfflineModel",
     "OpenAIModel",
     "OpenAIStreamState",
     "Output",
     "OutputSpec",
     "ReasoningDelta",
+    "ReasoningEffort",
     "Repair",
     "TextDelta",
     "ToolCallDelta",

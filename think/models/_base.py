@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from think.models._call_settings import ModelSettings
+
 
 class ToolSpec(BaseModel):
     """A tool as the model sees it: a name, what it is for, and a JSON Schema for its input."""
@@ -66,7 +68,8 @@ class ModelRequest(BaseModel):
     OpenAI-compatible server accepts; the session layer converts UIMessages into it.
     `metadata` travels as request headers so that a proxy, or the scripted test server, can tell
     which conversation and turn a call belongs to. `output`, when set, asks for the answer in that
-    shape; a client whose `supports_native_output` is false ignores it.
+    shape; a client whose `supports_native_output` is false ignores it. `settings` are the
+    call settings (`ModelSettings`), which each client puts in its own API's terms.
 
     A client reads `messages` and never changes them: a worker shares them between the
     steps of a conversation (`think.sessions._chat_history`). `encoded`, when set, is a run of
@@ -78,6 +81,7 @@ class ModelRequest(BaseModel):
     tools: list[ToolSpec] = Field(default_factory=list)
     metadata: dict[str, str] = Field(default_factory=dict)
     output: OutputSpec | None = None
+    settings: ModelSettings = Field(default_factory=ModelSettings)
     encoded: EncodedMessages | None = Field(default=None, exclude=True, repr=False)
 
 

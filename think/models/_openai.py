@@ -39,6 +39,7 @@ from think.models._base import (
     ToolSpec,
     Usage,
 )
+from think.models._chat_settings import chat_settings
 from think.models._think_tags import ThinkTags, ThinkTagSplitter
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -344,6 +345,9 @@ class OpenAIModel:
                     else {}
                 ),
                 **self._extra_body,
+                **chat_settings(
+                    request.settings, request.tools, model=self.model, base_url=self.base_url
+                ),
             }
             # The SDK's typed `create()` walks every message through its TypedDict transformer,
             # at a cost that grows with every turn (docs/benchmarks.md, "Figures behind code

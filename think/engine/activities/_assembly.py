@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -47,7 +47,14 @@ from think.exceptions import (
     OutputValidationError,
     UserError,
 )
-from think.models import EncodedMessages, ModelClient, ToolSpec, resolve_model, to_chat_messages
+from think.models import (
+    EncodedMessages,
+    ModelClient,
+    ModelSettings,
+    ToolSpec,
+    resolve_model,
+    to_chat_messages,
+)
 from think.sessions import ChatHistories, eviction_settings, preserve
 from think.storage import TurnRecord
 from think.tools import Tool, maybe_await
@@ -129,6 +136,8 @@ class StepSetup:
     new_config: bool = False
     """True when this step made `config` (it ran `before_turn`, or found the MCP tools): it
     must be stored."""
+    settings: ModelSettings = field(default_factory=ModelSettings)
+    """The call settings: the agent's, under the turn's, under the step's."""
 
 
 def import_tool(path: str) -> Tool:
@@ -280,6 +289,7 @@ async def assemble(
     if config.model is not None:
         model_id = config.model
     active = config.active_tools
+    call_settings = agent.model_settings.overridden_by(config)
     draft_messages = (
         to_chat_messages("", [UIMessage.model_construct(**draft)]) if draft.get("parts") else []
     )
@@ -295,6 +305,7 @@ async def assemble(
             tools=[n for n in agent_tools if active is None or n in active],
             model=model_name(model_id),
             previous_steps=previous_steps(draft, turn.usage),
+            settings=call_settings,
         )
         try:
             step_config = await maybe_await(agent.before_step(context))
@@ -306,6 +317,7 @@ async def assemble(
                 messages, encoded_history = step_config.messages, None
             model_id = step_config.model or model_id
             active = step_config.active_tools if step_config.active_tools is not None else active
+            call_settings = call_settings.overridden_by(step_config)
     start = 1 if system else 0
     encoded = (
         EncodedMessages(start, start + len(history), encoded_history)
@@ -329,6 +341,7 @@ async def assemble(
         time_budget=stored_or(config.turn_budget_seconds, agent.turn_budget_seconds),
         config=config if config.as_json() else None,
         new_config=new_config,
+        settings=call_settings,
     )
 
 

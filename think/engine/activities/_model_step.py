@@ -388,6 +388,7 @@ class StepAttempt:
             messages=setup.messages,
             tools=specs,
             output=native,
+            settings=setup.settings,
             metadata={"conversation-id": turn.conversation_id, "turn-id": turn.id},
             encoded=setup.encoded,
         )
