@@ -19,7 +19,17 @@ from api import _docs, _openapi, _ui, errors
 from api._limits import TenantLimits
 from api._unique_keys import UniqueKeys
 from api.deps import Resources, require_tenant
-from api.routes import agents, conversations, health, schedules, search, tree, turns, workspace
+from api.routes import (
+    agents,
+    conversations,
+    health,
+    schedules,
+    search,
+    tree,
+    turns,
+    usage,
+    workspace,
+)
 from think.server import (
     AgentRegistry,
     ChunkListener,
@@ -183,7 +193,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _ui.install(app, settings)
     # Every /v1 route needs the caller's tenant, which answers 401 first when keys are
     # configured; the operations routes stay open for load balancers and probes.
-    for module in (agents, conversations, schedules, search, tree, turns, workspace):
+    for module in (agents, conversations, schedules, search, tree, turns, usage, workspace):
         app.include_router(module.router, dependencies=[Depends(require_tenant)])
     app.include_router(health.router)
     # Innermost, inside the body limit: it reads the body through it.

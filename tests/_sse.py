@@ -89,3 +89,10 @@ async def until_terminal(api: httpx.AsyncClient, url: str, seconds: float = 60) 
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"turn still {turn['status']} after {seconds} s: {turn}")
         await asyncio.sleep(0.05)
+
+
+def finished(chunk: dict[str, Any]) -> dict[str, Any]:
+    """A `finish` chunk without what the turn spent (`messageMetadata.usage`, which it always
+    carries: tests/models/test_usage.py checks its figures), for a test of the rest."""
+    assert chunk["type"] == "finish" and "usage" in chunk["messageMetadata"], chunk
+    return {k: v for k, v in chunk.items() if k != "messageMetadata"}

@@ -84,7 +84,15 @@ def stack(
     plain = {"base_url": fake_model.base_url, "api_key": "test-key", "native_output": False}
     # And one whose key variable is not set: a model on it cannot be resolved.
     keyless = {"base_url": fake_model.base_url, "api_key_env": "THINK_TEST_UNSET_KEY"}
-    env["THINK_MODEL_ENDPOINTS"] = json.dumps({"plain": plain, "keyless": keyless})
+    # And one with its own prices (dollars per million tokens): tests/models/test_usage.py.
+    priced = {
+        "base_url": fake_model.base_url,
+        "api_key": "test-key",
+        "prices": {"input": 2, "output": 8, "cached_input": 0.5},
+    }
+    env["THINK_MODEL_ENDPOINTS"] = json.dumps(
+        {"plain": plain, "keyless": keyless, "priced": priced}
+    )
     if services.temporal.ui_url:
         env["THINK_TEMPORAL_UI_URL"] = services.temporal.ui_url
     # The secret a conversation's MCP server names (tests/tools/test_mcp.py): never stored.

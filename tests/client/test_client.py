@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 import think.client
+from tests._sse import finished
 from tests._stack import Stack, free_port
 from think import UIMessage
 from think.client import (
@@ -316,7 +317,10 @@ async def test_stream_reconstructs_the_scripted_answer(
     async with client.stream("helper", cid, "hi") as stream:
         chunks = [chunk async for chunk in stream]
     assert text_of(chunks) == "Hello from the model"
-    assert chunks[0]["type"] == "start" and chunks[-1] == {"type": "finish", "finishReason": "stop"}
+    assert chunks[0]["type"] == "start" and finished(chunks[-1]) == {
+        "type": "finish",
+        "finishReason": "stop",
+    }
     assert [c.event_id for c in chunks] == list(range(len(chunks)))
     assert stream.reconnects == 0 and stream.last_event_id == len(chunks) - 1
     (turn,) = await client.list_turns("helper", cid)

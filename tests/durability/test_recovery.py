@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from tests._ai_sdk import NODE_DIR, reconstruct
-from tests._sse import chunks, read_stream
+from tests._sse import chunks, finished, read_stream
 from think import Think, TurnConfig, UserError
 from think.engine.activities._heartbeat import StreamStalled, within_stall_timeout
 from think.testing import FakeOpenAIServer, error, stall, text
@@ -55,7 +55,7 @@ async def test_a_model_that_keeps_stalling_ends_interrupted(
     messages = (await api.get(f"{BASE}/{cid}/messages")).json()["messages"]
     assert messages[-1]["parts"] == turn["message"]["parts"]
     body, events = await read_stream(api, turn["stream_url"])
-    assert chunks(events)[-1] == {"type": "finish", "finishReason": "interrupted"}
+    assert finished(chunks(events)[-1]) == {"type": "finish", "finishReason": "interrupted"}
     assert fake_model.calls(cid) == 2  # the budget, not more
     if (NODE_DIR / "node_modules" / "ai").exists():
         assert (await reconstruct(body))["message"] == turn["message"]
@@ -129,7 +129,7 @@ async def test_a_spent_token_budget_stops_the_next_step(
     assert turn["message"]["parts"][1]["output"] == 3  # what ran is kept
     assert fake_model.calls(cid) == 1
     _, events = await read_stream(api, turn["stream_url"])
-    assert chunks(events)[-1] == {"type": "finish", "finishReason": "length"}
+    assert finished(chunks(events)[-1]) == {"type": "finish", "finishReason": "length"}
 
 
 async def test_a_spent_time_budget_stops_the_next_step(

@@ -85,6 +85,14 @@ async def test_a_turn_moves_the_counters(
     assert moved(*w, "think_tool_call_duration_seconds_count", agent="helper", tool="add") == 1
     assert moved(*w, "think_model_step_duration_seconds_count", agent="helper") >= 2
     assert moved(*w, "think_model_time_to_first_token_seconds_count", agent="helper") >= 2
+    # The tool turn's tokens, by the model that answered and kind (the keyed turn's may follow).
+    model = "openai:scripted-model"
+    for kind in ("input", "output"):
+        tokens = moved(*w, "think_model_tokens_total", agent="helper", model=model, kind=kind)
+        assert tokens >= turn["usage"][f"{kind}_tokens"] > 0, kind
+    # A model with no known price (the fake's, on no provider's URL) counts no dollars.
+    assert turn["usage"]["cost"] is None
+    assert moved(*w, "think_model_cost_total", agent="helper", model=model) == 0
     assert value(after_worker, "think_db_pool_connections", state="max") == 20
     # The gateway's turn was started by the worker, which began its first step beside the
     # start; the step went on from it, and nothing begun was given up.

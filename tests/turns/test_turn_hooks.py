@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from tests._logs import hook_calls
-from tests._sse import chunks, read_stream
+from tests._sse import chunks, finished, read_stream
 from tests._stack import Stack
 from tests._turn_helpers import wait_turn
 from tests.agents import Verdict, shout
@@ -125,7 +125,7 @@ async def test_the_time_budget_cuts_a_long_step_short(
     assert kept["type"] == "text" and kept["state"] == "done"
     assert 0 < len(kept["text"]) < len("".join(words)) and "".join(words).startswith(kept["text"])
     _, events = await read_stream(api, turn["stream_url"])
-    assert chunks(events)[-1] == {"type": "finish", "finishReason": "length"}
+    assert finished(chunks(events)[-1]) == {"type": "finish", "finishReason": "length"}
     messages = (await api.get(f"{BASE}/{cid}/messages")).json()["messages"]
     assert messages[-1]["parts"] == turn["message"]["parts"]
 

@@ -25,7 +25,12 @@ from think._settings._declaration import (
     Settings,
     variables,
 )
-from think._settings._endpoints import MODEL_ENDPOINTS_VAR, Endpoint, parse_model_endpoints
+from think._settings._endpoints import (
+    MODEL_ENDPOINTS_VAR,
+    Endpoint,
+    Prices,
+    parse_model_endpoints,
+)
 from think._settings._environment import Variable
 
 __all__ = [
@@ -39,6 +44,7 @@ __all__ = [
     "NATIVE_OUTPUT_VAR",
     "Endpoint",
     "EventLoop",
+    "Prices",
     "Settings",
     "Variable",
     "parse_model_endpoints",

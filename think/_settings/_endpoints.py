@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -13,7 +14,28 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from think.exceptions import ConfigurationError
 
 MODEL_ENDPOINTS_VAR = "THINK_MODEL_ENDPOINTS"
-_ENDPOINT_KEYS = ("base_url", "api_key", "api_key_env", "native_output", "think_tags")
+_ENDPOINT_KEYS = (
+    "base_url",
+    "api_key",
+    "api_key_env",
+    "native_output",
+    "think_tags",
+    "prices",
+    "price_provider",
+)
+
+
+class Prices(BaseModel):
+    """An endpoint's prices, in US dollars per million tokens (the unit every provider's price
+    page uses). `cached_input` and `cache_write` default to `input`: a server without a cache
+    charges every input token alike."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input: Decimal = Field(ge=0)
+    output: Decimal = Field(ge=0)
+    cached_input: Decimal | None = Field(default=None, ge=0)
+    cache_write: Decimal | None = Field(default=None, ge=0)
 
 
 class Endpoint(BaseModel):
@@ -37,6 +59,12 @@ class Endpoint(BaseModel):
     """`leading`: a `<think>…</think>` block that opens the answer is the model's reasoning
     (Groq's raw format, older Ollama, local reasoning models without a parser); `off`: the
     text is kept exactly as sent."""
+    prices: Prices | None = None
+    """What a step costs here; none: the published prices (`price_provider`'s, else those of
+    the provider at `base_url`), unknown when the model has none."""
+    price_provider: str | None = None
+    """Price this endpoint's models as this provider's (`"openai"`, `"anthropic"`): a proxy
+    or gateway in front of one (LiteLLM, a company gateway) has a URL no price table knows."""
 
 
 def parse_model_endpoints(raw: str, env: Mapping[str, str]) -> dict[str, Endpoint]:

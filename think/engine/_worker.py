@@ -24,7 +24,7 @@ from think.engine.activities import (
     TurnActivities,
     end_abandoned,
 )
-from think.models import close_openai_clients
+from think.models import close_openai_clients, warm_price_table
 from think.schedules import (
     ScheduleActivities,
     ScheduledOccurrence,
@@ -258,6 +258,7 @@ async def run_worker(settings: Settings) -> None:
     # before it connects to anything, so it exits with nothing of Temporal's still running.
     check_deployment(settings.task_queue, registry)
     metrics.count_events()
+    warm_price_table()  # now, not in the first turn's first step (docs/models.md, "Usage")
     if settings.worker_metrics_port:
         metrics.serve(settings.worker_metrics_port)
         log.info("metrics at http://0.0.0.0:%d/metrics", settings.worker_metrics_port)

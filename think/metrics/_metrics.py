@@ -29,7 +29,7 @@ from prometheus_client import (
 )
 
 from think import events
-from think.storage import ACTIVE_STATUSES, Database, Store
+from think.storage import ACTIVE_STATUSES, TOKEN_KINDS, Database, StepUsage, Store
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
@@ -62,6 +62,29 @@ MODEL_FAILURES = Counter(
     "Model requests that failed, by whether the failure is retried",
     ["agent", "retryable"],
 )
+MODEL_TOKENS = Counter(
+    "think_model_tokens",
+    "Tokens of the model steps recorded, by the model that answered and kind (input, output, "
+    "cached_input, cache_write, reasoning; input counts the cached, output the reasoning)",
+    ["agent", "model", "kind"],
+)
+MODEL_COST = Counter(
+    "think_model_cost",
+    "US dollars of the model steps recorded whose price is known, by the model that answered",
+    ["agent", "model"],
+)
+
+
+def count_model_usage(agent: str, step: StepUsage) -> None:
+    """A recorded step's tokens and, when its price is known, its cost."""
+    for kind in TOKEN_KINDS:
+        tokens = getattr(step, f"{kind}_tokens")
+        if tokens:
+            MODEL_TOKENS.labels(agent, step.model, kind).inc(tokens)
+    if step.cost:
+        MODEL_COST.labels(agent, step.model).inc(step.cost)
+
+
 RECOVERIES = Counter(
     "think_recovery_attempts",
     "chat_recovery attempts after a failed step; outcome=exhausted when it gave up",

@@ -49,6 +49,7 @@ from think.models._overflow import (
     classify_model_error,
     default_context_overflow_classifier,
 )
+from think.models._prices import cost_of, warm_price_table
 from think.models._transcript import (
     ByIdentity,
     Repair,
@@ -86,6 +87,7 @@ __all__ = [
     "classify_model_error",
     "close_openai_clients",
     "converted",
+    "cost_of",
     "default_context_overflow_classifier",
     "estimate_tokens",
     "finish_reason_from_openai",
@@ -100,6 +102,7 @@ __all__ = [
     "supports_native_output",
     "to_chat_messages",
     "validate_output",
+    "warm_price_table",
     "word_chunks",
 ]
 
@@ -141,6 +144,8 @@ def resolve_model(spec: str | ModelClient, settings: Settings) -> ModelClient:
             endpoint=prefix,
             think_tags=endpoint.think_tags,
             api_key_env=endpoint.api_key_env,
+            prices=endpoint.prices,
+            price_provider=endpoint.price_provider,
         )
     if not (settings.openai_base_url or settings.openai_api_key):
         return OfflineModel()

@@ -86,8 +86,15 @@ class ModelRequest(BaseModel):
 
 
 class Usage(BaseModel):
+    """A model call's tokens. `input_tokens` counts every input token, the cached and the
+    cache-written ones included (OpenAI's convention, which `genai-prices` prices by);
+    `output_tokens` counts the reasoning ones."""
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:

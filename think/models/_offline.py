@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
+from decimal import Decimal
 from typing import Any
 
 from think.models._base import (
@@ -87,6 +88,10 @@ class OfflineModel:
     def supports_native_output(self) -> bool:
         """False: it cannot produce JSON, so structured output takes the final-answer tool."""
         return False
+
+    def cost(self, usage: Usage) -> Decimal:
+        """Nothing: it runs in this process."""
+        return Decimal(0)
 
     def __repr__(self) -> str:
         return "OfflineModel()"

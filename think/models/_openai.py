@@ -15,6 +15,7 @@ import uuid
 import weakref
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import openai
@@ -24,6 +25,7 @@ from openai.types.chat import (
     ChatCompletionToolParam,
 )
 
+from think._settings import Prices
 from think.exceptions import ModelError
 from think.models._base import (
     EncodedMessages,
@@ -40,6 +42,7 @@ from think.models._base import (
     Usage,
 )
 from think.models._chat_settings import chat_settings
+from think.models._prices import listed_cost, published_cost
 from think.models._think_tags import ThinkTags, ThinkTagSplitter
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -106,6 +109,29 @@ def connection_failure(exc: openai.APIConnectionError) -> str:
     if isinstance(exc, openai.APITimeoutError):
         return "timed out"
     return exc.message
+
+
+def usage_from_openai(usage: Mapping[str, Any]) -> Usage:
+    """A Chat Completions `usage` object as each server fills it: OpenAI's (and Azure's,
+    vLLM's, OpenRouter's) `*_tokens_details`, DeepSeek's `prompt_cache_hit_tokens`,
+    OpenRouter's and LiteLLM's `cache_write_tokens`; Ollama and llama.cpp send the counts
+    alone."""
+
+    def count(value: object) -> int:
+        return value if isinstance(value, int) and value > 0 else 0
+
+    prompt = usage.get("prompt_tokens_details")
+    prompt = prompt if isinstance(prompt, dict) else {}
+    completion = usage.get("completion_tokens_details")
+    completion = completion if isinstance(completion, dict) else {}
+    return Usage(
+        input_tokens=count(usage.get("prompt_tokens")),
+        output_tokens=count(usage.get("completion_tokens")),
+        cached_input_tokens=count(prompt.get("cached_tokens"))
+        or count(usage.get("prompt_cache_hit_tokens")),
+        cache_write_tokens=count(prompt.get("cache_write_tokens")),
+        reasoning_tokens=count(completion.get("reasoning_tokens")),
+    )
 
 
 def metadata_headers(metadata: Mapping[str, str]) -> dict[str, str]:
@@ -278,6 +304,8 @@ class OpenAIModel:
         endpoint: str | None = None,
         think_tags: ThinkTags = "leading",
         api_key_env: str | None = None,
+        prices: Prices | None = None,
+        price_provider: str | None = None,
     ) -> None:
         self.model = model
         self.endpoint = endpoint
@@ -289,6 +317,8 @@ class OpenAIModel:
         self._native_output = native_output
         self._think_tags: ThinkTags = think_tags
         self._api_key_env = api_key_env
+        self._prices = prices
+        self._price_provider = price_provider
 
     @property
     def name(self) -> str:
@@ -297,6 +327,14 @@ class OpenAIModel:
     @property
     def supports_native_output(self) -> bool:
         return self._native_output
+
+    def cost(self, usage: Usage) -> Decimal | None:
+        """The step's cost: at the endpoint's prices, else the published ones (None: unknown)."""
+        if self._prices is not None:
+            return listed_cost(self._prices, usage)
+        return published_cost(
+            usage, self.model, base_url=self.base_url, provider=self._price_provider
+        )
 
     def __repr__(self) -> str:
         endpoint = f", endpoint={self.endpoint!r}" if self.endpoint else ""
@@ -460,10 +498,7 @@ class OpenAIStreamState:
             return []
         usage = chunk.get("usage")
         if isinstance(usage, dict):
-            self.usage = Usage(
-                input_tokens=usage.get("prompt_tokens") or 0,
-                output_tokens=usage.get("completion_tokens") or 0,
-            )
+            self.usage = usage_from_openai(usage)
         events: list[ModelEvent] = []
         for choice in chunk.get("choices") or ():
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:

@@ -83,6 +83,17 @@ from think.storage._tree import Appended, Siblings, TreeNode
 from think.storage._turn_columns import NOW
 from think.storage._turn_deletes import TurnNotFound, TurnStillActive, delete_turn, delete_turns
 from think.storage._turn_ids import public_turn_id, public_turn_id_or_none
+from think.storage._usage import (
+    TOKEN_KINDS,
+    StepUsage,
+    TurnUsage,
+    UsageGroup,
+    UsageGrouping,
+    UsageSum,
+    UsageTotals,
+    conversation_usage,
+    tenant_usage,
+)
 from think.storage._workspace import (
     Workspace,
     WorkspaceEntry,
@@ -108,6 +119,7 @@ __all__ = [
     "NOW",
     "PAUSED_STATUSES",
     "TERMINAL_STATUSES",
+    "TOKEN_KINDS",
     "Admission",
     "AnswerKind",
     "Appended",
@@ -128,6 +140,7 @@ __all__ = [
     "QueueLock",
     "SearchHit",
     "Siblings",
+    "StepUsage",
     "Store",
     "StoredMessage",
     "SubmissionConflict",
@@ -138,6 +151,11 @@ __all__ = [
     "TurnRequest",
     "TurnStatus",
     "TurnStillActive",
+    "TurnUsage",
+    "UsageGroup",
+    "UsageGrouping",
+    "UsageSum",
+    "UsageTotals",
     "Workspace",
     "WorkspaceEntry",
     "WorkspaceFile",
@@ -152,6 +170,7 @@ __all__ = [
     "collector_paused",
     "conversation_config",
     "conversation_mcp_servers",
+    "conversation_usage",
     "delete_conversation_mcp_server",
     "delete_files",
     "delete_turn",
@@ -182,6 +201,7 @@ __all__ = [
     "set_conversation_config",
     "skipped_chunks",
     "summaries_on_path",
+    "tenant_usage",
     "turn_compactions",
     "unapplied_answers",
     "upsert_messages",

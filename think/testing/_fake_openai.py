@@ -440,12 +440,19 @@ class _Played(Response):
             payload["usage"] = usage
         return payload
 
-    def _usage(self) -> dict[str, int]:
+    def _usage(self) -> dict[str, Any]:
+        """As OpenAI sends it: the details objects always, cache writes only when there were
+        some (OpenRouter's and LiteLLM's field; OpenAI's caching writes for free)."""
         usage = self.plan.usage
+        prompt: dict[str, int] = {"cached_tokens": usage.cached_input_tokens}
+        if usage.cache_write_tokens:
+            prompt["cache_write_tokens"] = usage.cache_write_tokens
         return {
             "prompt_tokens": usage.input_tokens,
             "completion_tokens": usage.output_tokens,
             "total_tokens": usage.total_tokens,
+            "prompt_tokens_details": prompt,
+            "completion_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
         }
 
     def _completion(self) -> dict[str, Any]:

@@ -28,7 +28,13 @@ from think._protocol import (
     tool_part,
 )
 from think.agent import QueuedBehind, Submission, TurnResult
-from think.storage import TurnRecord, TurnStatus, public_turn_id, public_turn_id_or_none
+from think.storage import (
+    TurnRecord,
+    TurnStatus,
+    TurnUsage,
+    public_turn_id,
+    public_turn_id_or_none,
+)
 
 
 class PendingApproval(BaseModel):
@@ -129,7 +135,11 @@ class TurnFields(BaseModel):
     message_id: str | None
     message: dict[str, Any] | None
     error: str | None
-    usage: dict[str, Any] = Field(default_factory=dict)
+    usage: TurnUsage = Field(
+        default_factory=TurnUsage,
+        description="What the turn spent: tokens by kind, cost in US dollars (null when a "
+        "model's price is unknown), the models that answered, and each model step",
+    )
     output: Any = Field(
         default=None, description="The validated structured output, when the turn asked for one"
     )
@@ -186,7 +196,6 @@ _AS_RECORDED = (
     "message_id",
     "message",
     "error",
-    "usage",
     "output",
 )
 """The view's fields that are the record's, as they are."""
@@ -198,6 +207,7 @@ def turn_view(turn: TurnRecord, *, accepted: bool = True) -> TurnView:
     return TurnView(
         **{name: getattr(turn, name) for name in _AS_RECORDED},
         turn_id=public_turn_id(turn.id),
+        usage=TurnUsage.from_record(turn.usage),
         accepted=accepted,
         answered_by=public_turn_id_or_none(turn.answered_by),
         continuation=turn.request.continuation,

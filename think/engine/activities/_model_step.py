@@ -28,6 +28,7 @@ from pydantic_core import to_jsonable_python
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from think import metrics
 from think._messages import UIMessage
 from think._protocol import is_static_tool_part, parts_of, split_steps
 from think.agent import StoredTurnConfig, Think, stored_or
@@ -68,11 +69,12 @@ from think.models import (
     ModelRequest,
     OutputSpec,
     ToolSpec,
+    cost_of,
     output_spec,
     supports_native_output,
     validate_output,
 )
-from think.storage import Conn, TurnNotRecorded, TurnRecord, gives_up
+from think.storage import Conn, StepUsage, TurnNotRecorded, TurnRecord, TurnUsage, gives_up
 from think.streaming import (
     ChunkWriter,
     Fence,
@@ -470,20 +472,17 @@ class StepAttempt:
     ) -> ModelStepResult:
         agent, turn, fence, store = loaded.agent, loaded.turn, loaded.fence, self.res.store
         builder, finish, index = step.builder, streamed.finish, self.inp.step
-        steps = [*turn.usage.get("steps", [])][:index]
-        steps.append(
-            {
-                "model": setup.model.name,
-                "input_tokens": finish.usage.input_tokens,
-                "output_tokens": finish.usage.output_tokens,
-                "finish_reason": finish.finish_reason,
-            }
+        cost = cost_of(setup.model, finish.usage)
+        this_step = StepUsage(
+            model=setup.model.name,
+            finish_reason=finish.finish_reason,
+            **finish.usage.model_dump(),
+            cost=None if cost is None else float(cost),
         )
-        usage = {
-            "input_tokens": turn.usage.get("input_tokens", 0) + finish.usage.input_tokens,
-            "output_tokens": turn.usage.get("output_tokens", 0) + finish.usage.output_tokens,
-            "steps": steps,
-        }
+        # A step recorded again (a retried record) replaces itself: the totals are the steps'.
+        usage = TurnUsage.of_steps(
+            [*TurnUsage.from_record(turn.usage).steps[:index], this_step]
+        ).record()
         ended = not step.called_tools
         config: dict[str, Any] = {}
         if setup.new_config:
@@ -543,6 +542,7 @@ class StepAttempt:
                 assert ended_as is not None  # turns are never deleted while they run
                 return ModelStepResult(ended=True, status=ended_as.status)
         done = turn.model_copy(update={"usage": usage, "message": builder.message})
+        metrics.count_model_usage(turn.agent, this_step)
         if ended:
             await self.outcomes.step_finished(agent, done, index)
             await observe.finished(done, "completed", finish_reason=finish.finish_reason)

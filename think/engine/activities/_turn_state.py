@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from typing import Any, cast
 
 from think._messages import UIMessage
-from think._protocol import FinishReason, UIMessageChunk, UIMessageJSON
+from think._protocol import FinishReason, JSONValue, UIMessageChunk, UIMessageJSON
 from think.storage import (
     NOW,
     Conn,
@@ -21,6 +21,7 @@ from think.storage import (
     Store,
     StoredMessage,
     TurnRecord,
+    TurnUsage,
     answer_parent,
     begin_turn,
     prepare_start,
@@ -76,7 +77,16 @@ async def end_turn(
     lock (`queue`), so the turn waiting behind this one is seen by whoever hands the queue on
     after the commit. Returns the message as stored (none when there is nothing to store)."""
     stored: list[StoredMessage] = []
-    if status in ("completed", "interrupted") or message["parts"]:
+    finishes = status in ("completed", "interrupted")
+    if finishes:
+        # What the turn spent (`messageMetadata.usage`, as the Turn shows it) goes on the
+        # `finish` chunk and, as the AI SDK merges it there, on the stored message's metadata:
+        # the message a client builds from the stream is the one stored.
+        spent = TurnUsage.from_record(columns.get("usage", turn.usage))
+        usage = cast(JSONValue, spent.model_dump(mode="json", exclude={"steps"}))
+        metadata = {**(message.get("metadata") or {}), "usage": usage}
+        message = cast(UIMessageJSON, {**message, "metadata": metadata})
+    if finishes or message["parts"]:
         stored = await store.insert_messages(
             conn,
             turn.conversation_uid,
@@ -85,12 +95,17 @@ async def end_turn(
             turn_id=turn.id,
             activate=True,
         )
-    if status in ("completed", "interrupted"):
+    if finishes:
         # An interrupted turn still has an answer (the terminal message): it finishes, with
         # the reason saying how. Errors and aborts end with their own chunk instead.
         # The reasons are the protocol's (`FinishReason`), as the model clients and the
         # workflow name them; the workflow's inputs carry them as strings.
-        chunks = [*chunks, {"type": "finish", "finishReason": cast(FinishReason, finish_reason)}]
+        finish: UIMessageChunk = {
+            "type": "finish",
+            "finishReason": cast(FinishReason, finish_reason),
+            "messageMetadata": {"usage": usage},
+        }
+        chunks = [*chunks, finish]
     await append(
         conn,
         turn.id,

@@ -1,0 +1,189 @@
+"""What turns spent, as their records keep it, and its sums: a conversation's, and a tenant's
+by agent, model or day.
+
+Each turn keeps its model steps in `turns.usage -> 'steps'` (`TurnUsage`), so the
+sums are read from the same record the turn's own view shows: nothing is written twice on the
+turn's path, and a bill and a turn can never disagree. A step whose cost is null (unknown price)
+makes its group's cost null. A tenant's window is read through the conversations it owns
+(`conversations_name_key` leads with the tenant) and the turns' `(conversation_uid,
+created_at)` index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Literal
+
+from psycopg import sql
+from psycopg.rows import DictRow
+from pydantic import BaseModel, Field
+
+from think.storage._db import Database, fetch_all, fetch_one
+
+TOKEN_KINDS = ("input", "output", "cached_input", "cache_write", "reasoning")
+"""The kinds of token counted, as `<kind>_tokens` fields and the metrics' `kind` label."""
+
+
+class UsageTotals(BaseModel):
+    """Tokens and cost summed over model steps. `input_tokens` counts every input token, the
+    cached (`cached_input_tokens`) and cache-written (`cache_write_tokens`) ones included;
+    `output_tokens` counts the reasoning ones (`reasoning_tokens`). `cost` is in US dollars,
+    null when a step's price is unknown; `models` are the models that answered (a turn's in
+    the order they first did, a sum's sorted)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost: float | None = 0.0
+    models: list[str] = Field(default_factory=list)
+
+
+class StepUsage(BaseModel):
+    """One model step as its turn records it."""
+
+    model: str
+    finish_reason: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost: float | None = None
+    """US dollars; null when unknown (a step recorded before costs were, too)."""
+
+
+class TurnUsage(UsageTotals):
+    """A turn's usage: its totals, and each of its model steps."""
+
+    steps: list[StepUsage] = Field(default_factory=list)
+
+    @classmethod
+    def of_steps(cls, steps: Iterable[StepUsage]) -> TurnUsage:
+        steps = list(steps)
+        return cls(**totals(steps).model_dump(), steps=steps)
+
+    @classmethod
+    def from_record(cls, recorded: Mapping[str, Any]) -> TurnUsage:
+        """From a turn's `usage` column, as any version wrote it: the totals are summed again
+        from the steps."""
+        return cls.of_steps(StepUsage.model_validate(s) for s in recorded.get("steps") or ())
+
+    def record(self) -> dict[str, Any]:
+        """The column's JSON."""
+        return self.model_dump(mode="json")
+
+
+def totals(steps: Iterable[StepUsage]) -> UsageTotals:
+    """The sum of `steps`; cost summed exactly (in decimal, not binary, fractions)."""
+    found = UsageTotals()
+    cost: Decimal | None = Decimal(0)
+    for step in steps:
+        for kind in TOKEN_KINDS:
+            field = f"{kind}_tokens"
+            setattr(found, field, getattr(found, field) + getattr(step, field))
+        if step.model not in found.models:
+            found.models.append(step.model)
+        cost = None if cost is None or step.cost is None else cost + Decimal(str(step.cost))
+    found.cost = None if cost is None else float(cost)
+    return found
+
+
+UsageGrouping = Literal["agent", "model", "day"]
+
+_SUMS = sql.SQL(", ").join(
+    [
+        *(
+            sql.SQL("coalesce(sum((s.step ->> {kind})::bigint), 0) AS {name}").format(
+                kind=sql.Literal(f"{kind}_tokens"), name=sql.Identifier(f"{kind}_tokens")
+            )
+            for kind in TOKEN_KINDS
+        ),
+        # Unknown when any step's cost is (null, or absent in a step recorded before costs).
+        sql.SQL(
+            "CASE WHEN bool_or(s.step IS NOT NULL AND jsonb_typeof(s.step -> 'cost') IS DISTINCT"
+            " FROM 'number') THEN NULL ELSE coalesce(sum((s.step ->> 'cost')::numeric), 0) END"
+            " AS cost"
+        ),
+        sql.SQL(
+            "coalesce(array_agg(DISTINCT s.step ->> 'model') FILTER (WHERE s.step IS NOT NULL),"
+            " '{}') AS models"
+        ),
+        sql.SQL("count(DISTINCT t.id) AS turns"),
+    ]
+)
+
+_STEPS = sql.SQL(
+    "LEFT JOIN LATERAL jsonb_array_elements("
+    "CASE WHEN jsonb_typeof(t.usage -> 'steps') = 'array' THEN t.usage -> 'steps'"
+    " ELSE '[]'::jsonb END) AS s(step) ON true"
+)
+
+_CONVERSATION = sql.SQL(
+    "SELECT {sums} FROM turns t {steps} WHERE t.conversation_uid = %(c)s"
+).format(sums=_SUMS, steps=_STEPS)
+
+_GROUP_KEYS: dict[UsageGrouping, sql.Composable] = {
+    "agent": sql.SQL("t.agent"),
+    "model": sql.SQL("s.step ->> 'model'"),
+    "day": sql.SQL("to_char(t.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')"),
+}
+
+
+class UsageSum(UsageTotals):
+    """Totals over some turns, and how many turns they are."""
+
+    turns: int = 0
+
+
+class UsageGroup(UsageSum):
+    """One group of a tenant's usage: an agent's, a model's or a UTC day's (`YYYY-MM-DD`)."""
+
+    key: str
+
+
+def _usage(row: DictRow) -> dict[str, Any]:
+    cost = row["cost"]
+    return {
+        **{f"{kind}_tokens": int(row[f"{kind}_tokens"]) for kind in TOKEN_KINDS},
+        "cost": None if cost is None else float(Decimal(cost)),
+        "models": sorted(m for m in row["models"] if m is not None),
+        "turns": int(row["turns"]),
+    }
+
+
+async def conversation_usage(db: Database, conversation_uid: str) -> UsageSum:
+    """The usage of every turn of one conversation (its sub-agents' conversations are their
+    own)."""
+    async with db.connection() as conn:
+        row = await fetch_one(conn, _CONVERSATION, {"c": conversation_uid})
+    assert row is not None  # an aggregate always answers one row
+    return UsageSum(**_usage(row))
+
+
+async def tenant_usage(
+    db: Database,
+    tenant: str,
+    *,
+    since: datetime,
+    until: datetime,
+    group_by: UsageGrouping,
+) -> list[UsageGroup]:
+    """The tenant's usage of turns created in `[since, until)`, by `group_by`, largest key
+    first for days (the newest), in key order otherwise. Only groups with a model step show
+    when grouping by model; a turn that never reached the model counts in the others."""
+    key = _GROUP_KEYS[group_by]
+    only_steps = sql.SQL("AND s.step IS NOT NULL") if group_by == "model" else sql.SQL("")
+    order = sql.SQL("key DESC") if group_by == "day" else sql.SQL("key")
+    query = sql.SQL(
+        "SELECT {key} AS key, {sums} FROM conversations c"
+        " JOIN turns t ON t.conversation_uid = c.uid {steps}"
+        " WHERE c.tenant = %(tenant)s AND t.created_at >= %(since)s AND t.created_at < %(until)s"
+        " {only_steps} GROUP BY 1 ORDER BY {order}"
+    ).format(key=key, sums=_SUMS, steps=_STEPS, only_steps=only_steps, order=order)
+    async with db.connection() as conn:
+        rows = await fetch_all(conn, query, {"tenant": tenant, "since": since, "until": until})
+    return [UsageGroup(key=str(row["key"]), **_usage(row)) for row in rows]
