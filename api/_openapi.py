@@ -27,8 +27,8 @@ _WHY = {
     404: "No such agent, conversation or resource for this tenant",
     413: "The body is larger than THINK_MAX_BODY_BYTES",
     422: "A field has the wrong type or value; `errors` names it",
-    429: "Over a per-tenant limit (submissions a minute, open streams); retry after "
-    "`Retry-After` seconds",
+    429: "Over a per-tenant limit (submissions a minute, open streams) or, for a submission, "
+    "a daily budget (type `/problems/budget-exhausted`); retry after `Retry-After` seconds",
     503: "Postgres or Temporal is unavailable for the moment; retry after `Retry-After`",
 }
 

@@ -5,8 +5,8 @@ selection of `think.server.turn_view`) and the answer of a route that admits a t
 Admission is two steps: a Postgres transaction (which decides idempotency and the order of
 the conversation's turns, and outlives Temporal's retention), then the start of the turn's
 workflow when it is the conversation's turn to run. Both routes that admit a turn (a
-submission, a regenerate) go through `submit` or `regenerate` here, which spend the tenant's
-limits first and answer with `_admitted`.
+submission, a regenerate) go through `submit` or `regenerate` here, which check the tenant's
+daily budgets (`api._budgets`) and spend its limits first and answer with `_admitted`.
 """
 
 from __future__ import annotations
@@ -81,6 +81,7 @@ async def submit(
     idempotency_key: str | None,
 ) -> Response:
     """Admit a submission (creating the conversation if needed) and answer for it."""
+    await res.budgets.check(res.store, tenant)
     with _limited(res, tenant, body.mode) as release:
         try:
             admission = await server.admit_submission(
@@ -116,6 +117,7 @@ async def regenerate(
 ) -> Response:
     """Admit a regenerate of `body.message_id`'s answer, start it as admission starts any
     submission (`server.dispatch`), and answer for it."""
+    await res.budgets.check(res.store, tenant)
     with _limited(res, tenant, body.mode) as release:
         admission = await res.store.regenerate(
             tenant=tenant,

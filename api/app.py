@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import _docs, _openapi, _ui, errors
+from api._budgets import DailyBudgets
 from api._limits import TenantLimits
 from api._unique_keys import UniqueKeys
 from api.deps import Resources, require_tenant
@@ -23,6 +24,7 @@ from api.routes import (
     agents,
     conversations,
     health,
+    problems,
     schedules,
     search,
     tree,
@@ -171,6 +173,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 burst=settings.submission_burst,
                 max_streams=settings.max_streams_per_tenant,
             ),
+            budgets=DailyBudgets(
+                tokens=settings.tenant_daily_tokens, cost=settings.tenant_daily_cost
+            ),
         )
         try:
             yield
@@ -196,6 +201,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for module in (agents, conversations, schedules, search, tree, turns, usage, workspace):
         app.include_router(module.router, dependencies=[Depends(require_tenant)])
     app.include_router(health.router)
+    app.include_router(problems.router)
     # Innermost, inside the body limit: it reads the body through it.
     app.add_middleware(UniqueKeys)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)

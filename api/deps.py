@@ -10,6 +10,7 @@ from fastapi import Depends, Header, Path, Request
 from pydantic import AfterValidator
 from temporalio.client import Client
 
+from api._budgets import DailyBudgets
 from api._limits import TenantLimits
 from api.errors import Problem
 from api.schemas import ID_PATTERN
@@ -26,6 +27,7 @@ class Resources:
     listener: ChunkListener
     registry: AgentRegistry
     limits: TenantLimits
+    budgets: DailyBudgets
 
 
 # Every dependency is `async def`: FastAPI runs a plain `def` in its thread pool, a thread hop

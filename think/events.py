@@ -103,11 +103,11 @@ class ChatStreamStalled(EventBase):
 
 
 class ChatBudgetExhausted(EventBase):
-    """`turn_budget_seconds` or `turn_budget_tokens` is spent."""
+    """`turn_budget_seconds`, `turn_budget_tokens` or `turn_budget_cost` is spent."""
 
     LOG_LEVEL: ClassVar[int] = logging.WARNING
     type: Literal["chat.budget.exhausted"] = "chat.budget.exhausted"
-    which: Literal["seconds", "tokens"]
+    which: Literal["seconds", "tokens", "cost"]
     used: float
     limit: float
 

@@ -15,6 +15,7 @@ import pytest
 
 from tests._stack import Stack
 from tests._turn_helpers import CallbackRecorder, slow, transcript
+from tests._waits import eventually
 from think import Think, ThinkService, UIMessage, UserError, current_conversation
 from think.storage import MessageIdConflict
 from think.testing import FakeOpenAIServer, text, tool_call
@@ -252,9 +253,14 @@ async def test_on_chat_response_can_wait_for_another_turn(
         ("user", "chained question"),
         ("assistant", "chained answer"),
     ]
-    log = (stack.logs / "turn-hooks.log").read_text().splitlines()
-    chained = [json.loads(line) for line in log if '"hook": "chained"' in line]
-    assert {"status": "completed", "turn_id": turns[0].turn_id, "hook": "chained"} in chained
+    expected = {"status": "completed", "turn_id": turns[0].turn_id, "hook": "chained"}
+
+    async def chained() -> bool:
+        # The hook logs once the turn it waited for has ended: just after its status did.
+        log = (stack.logs / "turn-hooks.log").read_text().splitlines()
+        return expected in [json.loads(line) for line in log if '"hook": "chained"' in line]
+
+    assert await eventually(chained, within=10)
 
 
 async def test_submission_id_and_idempotency_key(service: ThinkService, cid: str) -> None:

@@ -234,6 +234,23 @@ class Settings(BaseSettings):
         description="SSE streams a tenant may hold open on one gateway; over it, 429. `0`: off",
         examples=["20"],
     )
+    tenant_daily_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        validation_alias="THINK_TENANT_DAILY_TOKENS",
+        description="input and output tokens a tenant's turns may use a UTC day; past it, "
+        "submissions answer 429 (`/problems/budget-exhausted`) until midnight UTC. Unset: none",
+        examples=["2000000"],
+    )
+    tenant_daily_cost: float | None = Field(
+        default=None,
+        gt=0,
+        validation_alias="THINK_TENANT_DAILY_COST",
+        description="US dollars a tenant's turns may spend a UTC day, at the prices of the "
+        "models' endpoints (steps of unpriced models count nothing); past it, submissions "
+        "answer 429 (`/problems/budget-exhausted`) until midnight UTC. Unset: none",
+        examples=["25.00"],
+    )
     cors_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         validation_alias="THINK_CORS_ORIGINS",

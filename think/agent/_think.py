@@ -83,6 +83,10 @@ class Think(ConversationMethods):
     """Wall-clock budget of one turn, from its start: no new model step begins after it."""
     turn_budget_tokens: ClassVar[int | None] = None
     """Model tokens (input + output) one turn may use: no new model step begins after it."""
+    turn_budget_cost: ClassVar[float | None] = None
+    """US dollars one turn may spend on its model steps, at the prices its endpoint's model is
+    priced at (docs/models.md): no new model step begins after it. A model without a known price
+    cannot keep it, so a turn that has one is refused before it asks such a model."""
     chat_recovery: ClassVar[ChatRecovery] = ChatRecovery()
     """How often a failed model step is retried before the turn ends as `interrupted`."""
     send_reasoning: ClassVar[bool] = True
@@ -162,6 +166,14 @@ class Think(ConversationMethods):
             eviction_settings(cls.media_eviction)
         except TypeError as exc:
             raise UserError(f"{cls.__name__}.{exc}") from None
+        cost = cls.turn_budget_cost
+        if cost is not None and (
+            isinstance(cost, bool) or not isinstance(cost, int | float) or not cost > 0
+        ):
+            raise UserError(
+                f"{cls.__name__}.turn_budget_cost={cost!r} must be a positive amount of US "
+                "dollars, or None"
+            )
         budget = cls.hydration_byte_budget
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
             raise UserError(

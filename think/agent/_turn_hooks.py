@@ -69,6 +69,8 @@ class TurnConfig(ModelSettings):
     """0 turns the agent's stall watchdog off for this turn; None keeps the agent's."""
     turn_budget_seconds: float | None = Field(default=None, gt=0)
     turn_budget_tokens: int | None = Field(default=None, ge=1)
+    turn_budget_cost: float | None = Field(default=None, gt=0)
+    """US dollars this turn may spend on model steps (`Think.turn_budget_cost`)."""
 
     def kept(self) -> StoredTurnConfig:
         """What the turn keeps of this for its later steps: data and names, not objects (a
@@ -91,6 +93,7 @@ class TurnConfig(ModelSettings):
             chat_stream_stall_timeout=self.chat_stream_stall_timeout,
             turn_budget_seconds=self.turn_budget_seconds,
             turn_budget_tokens=self.turn_budget_tokens,
+            turn_budget_cost=self.turn_budget_cost,
         )
 
     def stored(self) -> dict[str, Any]:
@@ -153,6 +156,7 @@ class StoredTurnConfig(ModelSettings):
     chat_stream_stall_timeout: float | None = None
     turn_budget_seconds: float | None = None
     turn_budget_tokens: int | None = None
+    turn_budget_cost: float | None = None
     mcp: dict[str, Any] | None = None
     """The turn's MCP record (`think.engine.activities._mcp`)."""
 

@@ -86,12 +86,14 @@ from think.storage._turn_ids import public_turn_id, public_turn_id_or_none
 from think.storage._usage import (
     TOKEN_KINDS,
     StepUsage,
+    TenantSpend,
     TurnUsage,
     UsageGroup,
     UsageGrouping,
     UsageSum,
     UsageTotals,
     conversation_usage,
+    tenant_spend,
     tenant_usage,
 )
 from think.storage._workspace import (
@@ -144,6 +146,7 @@ __all__ = [
     "Store",
     "StoredMessage",
     "SubmissionConflict",
+    "TenantSpend",
     "TreeNode",
     "TurnNotFound",
     "TurnNotRecorded",
@@ -201,6 +204,7 @@ __all__ = [
     "set_conversation_config",
     "skipped_chunks",
     "summaries_on_path",
+    "tenant_spend",
     "tenant_usage",
     "turn_compactions",
     "unapplied_answers",

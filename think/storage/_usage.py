@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from psycopg import sql
 from psycopg.rows import DictRow
@@ -187,3 +187,30 @@ async def tenant_usage(
     async with db.connection() as conn:
         rows = await fetch_all(conn, query, {"tenant": tenant, "since": since, "until": until})
     return [UsageGroup(key=str(row["key"]), **_usage(row)) for row in rows]
+
+
+class TenantSpend(NamedTuple):
+    """What a tenant's turns spent since a moment: input and output tokens, and the cost of
+    the steps whose price is known (US dollars)."""
+
+    tokens: int
+    cost: float
+
+
+_SPEND = sql.SQL(
+    "SELECT coalesce(sum(coalesce((s.step ->> 'input_tokens')::bigint, 0)"
+    " + coalesce((s.step ->> 'output_tokens')::bigint, 0)), 0) AS tokens,"
+    " coalesce(sum((s.step ->> 'cost')::numeric)"
+    " FILTER (WHERE jsonb_typeof(s.step -> 'cost') = 'number'), 0) AS cost"
+    " FROM conversations c JOIN turns t ON t.conversation_uid = c.uid {steps}"
+    " WHERE c.tenant = %(tenant)s AND t.created_at >= %(since)s"
+).format(steps=_STEPS)
+
+
+async def tenant_spend(db: Database, tenant: str, *, since: datetime) -> TenantSpend:
+    """The tokens and known cost of the tenant's turns created since `since` (its daily
+    budgets: `THINK_TENANT_DAILY_TOKENS`, `THINK_TENANT_DAILY_COST`)."""
+    async with db.connection() as conn:
+        row = await fetch_one(conn, _SPEND, {"tenant": tenant, "since": since})
+    assert row is not None  # an aggregate always answers one row
+    return TenantSpend(tokens=int(row["tokens"]), cost=float(Decimal(row["cost"])))

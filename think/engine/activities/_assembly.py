@@ -130,6 +130,8 @@ class StepSetup:
     """`chat_stream_stall_timeout`: None or 0, no stall watchdog."""
     time_budget: float | None = None
     """`turn_budget_seconds`: the whole turn's wall-clock budget."""
+    cost_budget: float | None = None
+    """`turn_budget_cost`: what the whole turn may spend, in US dollars."""
     config: StoredTurnConfig | None = None
     """The turn's stored configuration (`before_turn`'s overrides, the MCP record); None
     when nothing is set."""
@@ -339,6 +341,7 @@ async def assemble(
         max_steps=stored_or(config.max_steps, agent.max_steps),
         stall_timeout=stored_or(config.chat_stream_stall_timeout, agent.chat_stream_stall_timeout),
         time_budget=stored_or(config.turn_budget_seconds, agent.turn_budget_seconds),
+        cost_budget=stored_or(config.turn_budget_cost, agent.turn_budget_cost),
         config=config if config.as_json() else None,
         new_config=new_config,
         settings=call_settings,

@@ -54,7 +54,12 @@ from think.engine.activities._model_stream import (
     stream_answer,
 )
 from think.engine.activities._resources import ActivityResources
-from think.engine.activities._step_budget import budget_message, budget_spent
+from think.engine.activities._step_budget import (
+    budget_message,
+    budget_spent,
+    refused_stream,
+    unpriced_budget,
+)
 from think.engine.activities._step_outcomes import StepOutcomes
 from think.engine.activities._step_stream import StepStream
 from think.engine.activities._system_prompt import step_prompt
@@ -405,7 +410,8 @@ class StepAttempt:
         Raises `HookFailed`."""
         builder = MessageBuilder(turn.message)
         setup, request, answer_tool = await self.assemble(turn, agent, transcript, builder)
-        events = setup.model.stream(request)
+        refusal = unpriced_budget(setup.cost_budget, setup.model)
+        events = setup.model.stream(request) if refusal is None else refused_stream(refusal)
         if send:
             events = SentRequest(events)
         return PreparedStep(builder, setup, request, answer_tool, events, time.monotonic())

@@ -20,7 +20,7 @@ from think.exceptions import ModelError
 from think.models import Usage, classify_model_error
 from think.storage import TurnRecord
 
-Which = Literal["seconds", "tokens"]
+Which = Literal["seconds", "tokens", "cost"]
 P = ParamSpec("P")
 log = logging.getLogger("think.engine.activities")
 
