@@ -25,6 +25,8 @@ from think import (
     ContextOverflow,
     FetchTarget,
     FetchTools,
+    Gateway,
+    GatewayContext,
     McpServer,
     MediaEviction,
     ModelSettings,
@@ -172,6 +174,29 @@ class GiveUp(Staller):
 
     async def on_chat_recovery(self, ctx: ChatRecoveryContext) -> ChatRecoveryOptions:
         return ChatRecoveryOptions.model_validate({"continue": False})
+
+
+class Routed(Tuned):
+    """Routes every model through `get_gateway` (async): to the `plain` endpoint, with a header
+    naming the tenant, metadata saying the step and the trigger, and a timeout; a model id
+    starting `nowhere` is sent to an endpoint that does not exist, `broken` makes it raise."""
+
+    name = "routed"
+
+    async def get_gateway(self, model: str, ctx: GatewayContext) -> Gateway | None:
+        await asyncio.sleep(0)
+        if model.startswith("broken"):
+            raise RuntimeError("the routing table is down")
+        if model.startswith("nowhere"):
+            return Gateway(endpoint="nowhere")
+        if model.startswith("direct"):
+            return None
+        return Gateway(
+            endpoint="plain",
+            headers={"x-route-tenant": ctx.tenant},
+            metadata={"step": str(ctx.step), "trigger": ctx.trigger, "asked-for": model},
+            timeout=30,
+        )
 
 
 class Budgeted(Helper):

@@ -17,7 +17,7 @@ import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from tests._stack import Stack, stack_env
+from tests._stack import Stack, free_port, stack_env
 from think._settings import Settings
 from think.dev import Services, start_services
 from think.storage import migrate
@@ -74,7 +74,7 @@ def stack(
             "tests.agents:Patient,tests.agents:Watchful,tests.agents:Lead,tests.agents:Recursive,"
             "tests.agents:McpUser,tests.agents:McpImpatient,tests.agents:McpHidden,"
             "tests.agents:Workspaced,tests.agents:Skilled,tests.agents:Fetcher,"
-            "tests.agents:Hostile,tests.agents:Tuned,"
+            "tests.agents:Hostile,tests.agents:Tuned,tests.agents:Routed,"
             "examples.assistant:Assistant"
         ),
         model_url=fake_model.base_url,
@@ -90,8 +90,11 @@ def stack(
         "api_key": "test-key",
         "prices": {"input": 2, "output": 8, "cached_input": 0.5},
     }
+    # And one on a port nothing listens on: every request to it is refused at once
+    # (tests/models/test_fallback.py).
+    down = {"base_url": f"http://127.0.0.1:{free_port()}/v1", "api_key": "test-key"}
     env["THINK_MODEL_ENDPOINTS"] = json.dumps(
-        {"plain": plain, "keyless": keyless, "priced": priced}
+        {"plain": plain, "keyless": keyless, "priced": priced, "down": down}
     )
     if services.temporal.ui_url:
         env["THINK_TEMPORAL_UI_URL"] = services.temporal.ui_url

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         ChatRecoveryContext,
         ChatRecoveryOptions,
         ChatResponseResult,
+        GatewayContext,
         StepConfig,
         StepContext,
         StepFinishContext,
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     )
     from think.models import ChatErrorClass as ChatErrorClassification
     from think.models import (
+        Gateway,
         ModelClient,
         ModelRequest,
         ModelSettings,
@@ -107,6 +109,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "ContextProvider": ("think.sessions._context_blocks", "ContextProvider"),
     "FetchTarget": ("think.tools._fetch", "FetchTarget"),
     "FetchTools": ("think.tools._fetch", "FetchTools"),
+    "Gateway": ("think.models", "Gateway"),
+    "GatewayContext": ("think.agent", "GatewayContext"),
     "ConversationBusy": ("think.storage", "ConversationBusy"),
     "ConversationHandle": ("think.turns._service", "ConversationHandle"),
     "MessageConcurrency": ("think.storage", "MessageConcurrency"),
@@ -183,6 +187,8 @@ __all__ = [
     "ConversationHandle",
     "FetchTarget",
     "FetchTools",
+    "Gateway",
+    "GatewayContext",
     "McpServer",
     "MediaEviction",
     "MessageConcurrency",

@@ -36,7 +36,11 @@ async def _describe(cls: type[Think], settings: Settings) -> AgentOut:
     try:
         agent = cls()
         found = agent.get_model()
-        model = found if isinstance(found, str) else found.name
+        # A fallback chain is listed as its models in order, comma-separated.
+        model = ", ".join(
+            m if isinstance(m, str) else m.name
+            for m in (found if isinstance(found, list) else [found])
+        )
         # "gpt-4o-mini" alone misleads when no endpoint is configured: the offline model
         # answers then. Resolving builds no connection (clients are pooled, made on first use).
         try:

@@ -31,6 +31,8 @@ def test_think_exports() -> None:
         "ConversationHandle",
         "FetchTarget",
         "FetchTools",
+        "Gateway",
+        "GatewayContext",
         "McpServer",
         "MediaEviction",
         "MessageConcurrency",

@@ -16,6 +16,7 @@ from think.agent._agent_tool import (
 )
 from think.agent._compactor import compact, model_view
 from think.agent._conversation_methods import bind_config
+from think.agent._gateway_context import GatewayContext, TurnTrigger
 from think.agent._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptions
 from think.agent._registry import AgentRegistry
 from think.agent._think import Think
@@ -55,6 +56,7 @@ __all__ = [
     "ChatRecoveryContext",
     "ChatRecoveryOptions",
     "ChatResponseResult",
+    "GatewayContext",
     "MessageLike",
     "MessagesFunction",
     "QueuedBehind",
@@ -78,6 +80,7 @@ __all__ = [
     "TurnConversation",
     "TurnInput",
     "TurnResult",
+    "TurnTrigger",
     "agent_tool",
     "answer_text",
     "bind_config",

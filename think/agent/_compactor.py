@@ -17,7 +17,7 @@ from think._messages import UIMessage
 from think._settings import Settings
 from think.agent._think import Think
 from think.exceptions import UserError
-from think.models import ModelClient, resolve_model
+from think.models import ModelSpec, resolve_model
 from think.sessions import (
     CompactionContext,
     CompactionResult,
@@ -50,7 +50,7 @@ async def compact(
     trigger: CompactionTrigger,
     turn_id: str | None = None,
     over: int | None = None,
-    model: str | ModelClient | None = None,
+    model: ModelSpec | None = None,
 ) -> Compaction | None:
     """Compact the path that ends at `leaf_id`; the stored summary, or None when there was
     nothing to do (no compaction function, the history within `over` tokens, nothing the

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from think._protocol import UIMessageChunk
 from think.agent._conversation_methods import ConversationMethods
+from think.agent._gateway_context import GatewayContext
 from think.agent._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptions
 from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
 from think.agent._turn_hooks import (
@@ -26,7 +27,13 @@ from think.agent._turn_hooks import (
     TurnContext,
 )
 from think.exceptions import UserError
-from think.models import ChatErrorClass, ModelClient, ModelSettings, interrupted_tool_error
+from think.models import (
+    ChatErrorClass,
+    Gateway,
+    ModelClient,
+    ModelSettings,
+    interrupted_tool_error,
+)
 from think.sessions import (
     ContextBlock,
     ContextOverflow,
@@ -181,9 +188,22 @@ class Think(ConversationMethods):
                 "of bytes"
             )
 
-    def get_model(self) -> str | ModelClient:
-        """The model id (resolved through the configured OpenAI-compatible endpoint) or a client."""
+    def get_model(self) -> str | ModelClient | list[str | ModelClient]:
+        """The model id (resolved through the configured endpoints) or a client; or a list of
+        them, a fallback chain: the next is asked when one fails before it answers
+        (docs/models.md, "Fallback chains")."""
         return "gpt-4o-mini"
+
+    def get_gateway(
+        self, model: str, ctx: GatewayContext
+    ) -> Gateway | Awaitable[Gateway | None] | None:
+        """How `model` (an id, as `get_model`, `before_turn` or `before_step` named it; each
+        model of a fallback chain in turn) is reached for this step of `ctx`'s turn: the
+        endpoint that serves it (a `THINK_MODEL_ENDPOINTS` name), headers, metadata and a
+        timeout for its requests (`Gateway`). None (the default) keeps what the id says. Called
+        on every model resolution, so it may route by tenant, by trigger or by load; it may be
+        `async`. One that raises ends the turn in `error`."""
+        return None
 
     def get_system_prompt(self) -> str:
         return "You are a helpful assistant."

@@ -57,7 +57,8 @@ class TurnConfig(ModelSettings):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    model: str | None = None
+    model: str | list[str] | None = None
+    """A model id, or several: a fallback chain, tried in order (docs/models.md)."""
     system: str | None = None
     messages: list[dict[str, Any]] | None = None
     tools: list[Tool] | None = None
@@ -144,7 +145,7 @@ class StoredTurnConfig(ModelSettings):
 
     model_config = ConfigDict(extra="allow")
 
-    model: str | None = None
+    model: str | list[str] | None = None
     system: str | None = None
     messages: list[dict[str, Any]] | None = None
     tools: list[str] | None = None
@@ -195,7 +196,8 @@ class StepConfig(ModelSettings):
     (`ModelSettings`: `tool_choice="my_tool"` forces that tool in this step) are laid over the
     turn's. Unknown fields are refused."""
 
-    model: str | None = None
+    model: str | list[str] | None = None
+    """A model id, or a fallback chain of them."""
     system: str | None = None
     messages: list[dict[str, Any]] | None = None
     active_tools: list[str] | None = None

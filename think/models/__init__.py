@@ -28,6 +28,8 @@ from think.models._base import (
     supports_native_output,
 )
 from think.models._call_settings import ModelSettings, ReasoningEffort
+from think.models._fallback import FallbackModel, answering, chain_of, falls_back
+from think.models._gateway import Gateway, GatewayFor
 from think.models._offline import (
     OfflineModel,
     estimate_tokens,
@@ -41,6 +43,7 @@ from think.models._openai import (
     OpenAIStreamState,
     close_openai_clients,
     finish_reason_from_openai,
+    metadata_headers,
     status_error,
 )
 from think.models._output import Output, output_spec, strict_json_schema, validate_output
@@ -65,12 +68,16 @@ __all__ = [
     "ChatErrorClass",
     "EncodedMessages",
     "Endpoint",
+    "FallbackModel",
     "Finish",
     "FinishReason",
+    "Gateway",
+    "GatewayFor",
     "ModelClient",
     "ModelEvent",
     "ModelRequest",
     "ModelSettings",
+    "ModelSpec",
     "OfflineModel",
     "OpenAIModel",
     "OpenAIStreamState",
@@ -84,12 +91,15 @@ __all__ = [
     "ToolCallStart",
     "ToolSpec",
     "Usage",
+    "answering",
+    "chain_of",
     "classify_model_error",
     "close_openai_clients",
     "converted",
     "cost_of",
     "default_context_overflow_classifier",
     "estimate_tokens",
+    "falls_back",
     "finish_reason_from_openai",
     "interrupted_tool_error",
     "is_media",
@@ -107,8 +117,18 @@ __all__ = [
 ]
 
 
-def resolve_model(spec: str | ModelClient, settings: Settings) -> ModelClient:
+ModelSpec = str | ModelClient | list[str] | list[str | ModelClient]
+"""How an agent names its model: an id, a client, or a list of them (a fallback chain)."""
+
+
+def resolve_model(
+    spec: ModelSpec, settings: Settings, *, start: int = 0, gateway: GatewayFor | None = None
+) -> ModelClient:
     """The client for an agent's model.
+
+    A list is a fallback chain (`FallbackModel`), its order beginning at `start`; a list of
+    one is that model. `gateway` (the agent's `get_gateway`) is asked about each model id: it
+    may pick the endpoint and add headers, metadata and a timeout. A client is used as it is.
 
     A string means "this model on the configured endpoint": it becomes an `OpenAIModel` when
     `OPENAI_BASE_URL` or `OPENAI_API_KEY` is set (a local vLLM or Ollama needs no key), and the
@@ -121,6 +141,11 @@ def resolve_model(spec: str | ModelClient, settings: Settings) -> ModelClient:
     count: model ids have slashes of their own (`"meta-llama/Llama-3.1-8B-Instruct"`), and those
     go to the default endpoint whole.
     """
+    if isinstance(spec, list):
+        if not spec:
+            raise UserError("an empty list of models: name at least one")
+        models = [resolve_model(s, settings, gateway=gateway) for s in spec]
+        return models[0] if len(models) == 1 else FallbackModel(models, start=start)
     if not isinstance(spec, str):
         if not isinstance(spec, ModelClient):
             raise UserError(f"model {spec!r} is neither a model id nor a ModelClient")
@@ -128,6 +153,11 @@ def resolve_model(spec: str | ModelClient, settings: Settings) -> ModelClient:
     model = spec.removeprefix("openai:")
     if model == "offline":
         return OfflineModel()
+    chosen = gateway(spec) if gateway is not None else None
+    if chosen is not None and chosen.endpoint is not None:
+        model = _on_endpoint(spec, model, chosen.endpoint, settings)
+    headers = _gateway_headers(chosen)
+    timeout = chosen.timeout if chosen is not None else None
     prefix, slash, rest = model.partition("/")
     endpoint = settings.model_endpoints.get(prefix) if slash and rest else None
     if endpoint is not None:
@@ -146,6 +176,8 @@ def resolve_model(spec: str | ModelClient, settings: Settings) -> ModelClient:
             api_key_env=endpoint.api_key_env,
             prices=endpoint.prices,
             price_provider=endpoint.price_provider,
+            extra_headers=headers,
+            timeout=timeout,
         )
     if not (settings.openai_base_url or settings.openai_api_key):
         return OfflineModel()
@@ -155,4 +187,26 @@ def resolve_model(spec: str | ModelClient, settings: Settings) -> ModelClient:
         api_key=settings.openai_api_key,
         native_output=settings.native_structured_output,
         api_key_env="OPENAI_API_KEY",  # the variable Settings reads it from
+        extra_headers=headers,
+        timeout=timeout,
     )
+
+
+def _on_endpoint(spec: str, model: str, endpoint: str, settings: Settings) -> str:
+    """`model` on `endpoint` (a gateway's pick), replacing an endpoint prefix it names."""
+    if endpoint not in settings.model_endpoints:
+        known = ", ".join(sorted(settings.model_endpoints)) or "none"
+        raise ConfigurationError(
+            f"get_gateway picked endpoint {endpoint!r} for model {spec!r}, and "
+            f"THINK_MODEL_ENDPOINTS has no endpoint of that name (it has: {known})"
+        )
+    prefix, slash, rest = model.partition("/")
+    if slash and rest and prefix in settings.model_endpoints:
+        model = rest
+    return f"{endpoint}/{model}"
+
+
+def _gateway_headers(gateway: Gateway | None) -> dict[str, str]:
+    if gateway is None:
+        return {}
+    return {**gateway.headers, **metadata_headers(gateway.metadata)}

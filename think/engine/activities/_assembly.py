@@ -29,6 +29,7 @@ from think._protocol import (
 from think._settings import Settings
 from think.agent import (
     ChatErrorStage,
+    GatewayContext,
     StepConfig,
     StepContext,
     StepResult,
@@ -37,6 +38,7 @@ from think.agent import (
     ToolCallRecord,
     TurnConfig,
     TurnContext,
+    TurnTrigger,
     stored_or,
 )
 from think.engine.activities._ids import turn_ids
@@ -49,8 +51,11 @@ from think.exceptions import (
 )
 from think.models import (
     EncodedMessages,
+    Gateway,
+    GatewayFor,
     ModelClient,
     ModelSettings,
+    ModelSpec,
     ToolSpec,
     resolve_model,
     to_chat_messages,
@@ -181,12 +186,54 @@ def turn_tools(
     return tools
 
 
-def step_model(spec: str | ModelClient, settings: Settings) -> ModelClient:
-    """The step's model client; raises `HookFailed` when the model cannot be resolved (say
-    a named endpoint whose key is not set, or a `get_model` that returned neither a model id
-    nor a client)."""
+def step_model(
+    spec: ModelSpec, settings: Settings, chain_start: int = 0, gateway: GatewayFor | None = None
+) -> ModelClient:
+    """The step's model client (a chain's order beginning at `chain_start`, each id reached
+    as `gateway` says); raises `HookFailed` when the model cannot be resolved (say a named
+    endpoint whose key is not set, or a `get_model` that returned neither a model id nor a
+    client)."""
     with agent_code("resolving the model"):
-        return resolve_model(spec, settings)
+        return resolve_model(spec, settings, start=chain_start, gateway=gateway)
+
+
+async def gateways(agent: Think, turn: TurnRecord, step: int, spec: ModelSpec) -> GatewayFor | None:
+    """The agent's `get_gateway` decisions for each model id of `spec`, asked now (it may be
+    async; resolving is not); None when the agent does not override it."""
+    if not overrides(agent, "get_gateway"):
+        return None
+    ids = [s for s in (spec if isinstance(spec, list) else [spec]) if isinstance(s, str)]
+    ctx = GatewayContext(
+        **turn_ids(turn, agent.name),
+        tenant=turn.tenant,
+        step=step,
+        trigger=trigger_of(turn),
+    )
+    decided: dict[str, Gateway | None] = {}
+    for model in ids:
+        with agent_code("get_gateway"):
+            found = await maybe_await(agent.get_gateway(model, ctx))
+            if found is not None and not isinstance(found, Gateway):
+                raise TypeError(f"get_gateway returned {found!r}, neither a Gateway nor None")
+        decided[model] = found
+    return decided.get
+
+
+def trigger_of(turn: TurnRecord) -> TurnTrigger:
+    """What started the turn, as `GatewayContext.trigger` says it."""
+    request = turn.request
+    if request.delegated_by is not None:
+        return "sub-agent"
+    if request.regenerates is not None:
+        return "regenerate"
+    return "continuation" if request.continuation else "submission"
+
+
+def named_models(spec: object) -> bool:
+    """Whether `spec` names a model: an id, a client, or a non-empty list of them."""
+    if isinstance(spec, list):
+        return bool(spec) and all(isinstance(s, str | ModelClient) for s in spec)
+    return isinstance(spec, str | ModelClient)
 
 
 def client_specs(turn: TurnRecord, taken: dict[str, Tool]) -> list[ToolSpec]:
@@ -244,6 +291,7 @@ async def assemble(
     histories: ChatHistories,
     prompt: PromptSetup | None = None,
     mcp: dict[str, Any] | None = None,
+    chain_start: int = 0,
 ) -> StepSetup:
     """The step's setup. Raises `HookFailed` when `before_turn` or `before_step` raises.
     `histories`: the worker's, which converts only what changed since the conversation's
@@ -275,9 +323,11 @@ async def assemble(
     history = chat.messages
     agent_tools = turn_tools(agent, turn, mcp)
     with agent_code("get_model"):
-        model_id: str | ModelClient = agent.get_model()
-        if not isinstance(model_id, str | ModelClient):
-            raise TypeError(f"get_model returned {model_id!r}, neither a model id nor a client")
+        model_id: ModelSpec = agent.get_model()
+        if not named_models(model_id):
+            raise TypeError(
+                f"get_model returned {model_id!r}, neither a model id, a client nor a list of them"
+            )
     config = None if turn.config is None else StoredTurnConfig.read(turn.config)
     new_config = False
     if config is None and step == 0 and overrides(agent, "before_turn"):
@@ -335,7 +385,9 @@ async def assemble(
         encoded=encoded,
         tools=tools,
         client_specs=clients,
-        model=step_model(model_id, settings),
+        model=step_model(
+            model_id, settings, chain_start, await gateways(agent, turn, step, model_id)
+        ),
         send_reasoning=stored_or(config.send_reasoning, agent.send_reasoning),
         output=output,
         max_steps=stored_or(config.max_steps, agent.max_steps),
@@ -381,8 +433,10 @@ async def before_turn(
     return kept
 
 
-def model_name(model: str | ModelClient) -> str:
-    """How a hook's context names the model: its id, or the client's name."""
+def model_name(model: ModelSpec) -> str:
+    """How a hook's context names the model: its id, or the client's name; a chain's first."""
+    if isinstance(model, list):
+        return model_name(model[0]) if model else ""
     return model if isinstance(model, str) else model.name
 
 

@@ -74,6 +74,7 @@ from think.models import (
     ModelRequest,
     OutputSpec,
     ToolSpec,
+    answering,
     cost_of,
     output_spec,
     supports_native_output,
@@ -144,6 +145,8 @@ class StepAttempt:
         self.outcomes = outcomes
         self.inp = inp
         self.early = early
+        self.chain_start = 0
+        """Where a fallback chain begins: the step's failures so far (`_loaded`)."""
         """The first step's work done beside its workflow's start, if this worker did it."""
 
     async def run(self) -> ModelStepResult:
@@ -296,6 +299,8 @@ class StepAttempt:
         """The step's transcript, and whether this attempt must first reset what an abandoned
         one streamed of the step (a retry after a crash or a stall)."""
         self.fence = fence
+        # A retry begins a fallback chain at the model after the one that failed last.
+        self.chain_start = turn.fences.get(f"{fence.key}:failures", 0)
         interrupted = fence.attempt > 1 and await step_is_open(conn, turn.id)
         transcript = await self._transcript(conn, turn, agent)
         return LoadedStep(turn, agent, fence, interrupted, transcript)
@@ -370,6 +375,7 @@ class StepAttempt:
             histories=self.res.histories,
             prompt=prompt,
             mcp=mcp,
+            chain_start=self.chain_start,
         )
         specs = [t.spec for t in setup.tools.values()] + setup.client_specs
         native: OutputSpec | None = None
@@ -480,7 +486,7 @@ class StepAttempt:
         builder, finish, index = step.builder, streamed.finish, self.inp.step
         cost = cost_of(setup.model, finish.usage)
         this_step = StepUsage(
-            model=setup.model.name,
+            model=answering(setup.model).name,
             finish_reason=finish.finish_reason,
             **finish.usage.model_dump(),
             cost=None if cost is None else float(cost),
@@ -561,7 +567,7 @@ class StepAttempt:
             ended=ended,
             status="completed" if ended else "running",
             max_steps=setup.max_steps,
-            model=setup.model.name,
+            model=answering(setup.model).name,
             tool_calls=streamed.calls,
             called_tools=step.called_tools,
             finish_reason=finish.finish_reason,

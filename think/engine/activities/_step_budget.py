@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from think.agent import StoredTurnConfig, Think, stored_or
 from think.engine.activities._observe import Which
 from think.exceptions import ModelError
-from think.models import ModelClient, ModelEvent, Usage, cost_of
+from think.models import ModelClient, ModelEvent, Usage, chain_of, cost_of
 from think.storage import TurnRecord, TurnUsage
 
 _PRICE_PROBE = Usage(input_tokens=1_000, output_tokens=1_000)
@@ -57,10 +57,11 @@ def unpriced_budget(budget: float | None, model: ModelClient) -> ModelError | No
     """The error that refuses a step whose turn has a budget in money (`budget`) when its
     model has no known price: the turn could spend without bound. None when there is no such
     budget, or the model is priced."""
-    if budget is None or cost_of(model, _PRICE_PROBE) is not None:
+    unpriced = [m for m in chain_of(model) if cost_of(m, _PRICE_PROBE) is None]
+    if budget is None or not unpriced:
         return None
     return ModelError(
-        f"turn_budget_cost is set, but model {model.name} has no known price, so the budget "
+        f"turn_budget_cost is set, but model {unpriced[0].name} has no known price, so the budget "
         "cannot be kept: give its endpoint `prices` (or `price_provider`) in "
         "THINK_MODEL_ENDPOINTS (docs/models.md)",
         retryable=False,
