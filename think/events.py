@@ -37,7 +37,7 @@ from typing import Annotated, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from think.exceptions import UserError
+from think.exceptions import ModelFailureKind, UserError
 from think.models import ChatErrorClass, FinishReason, Usage
 
 log = logging.getLogger("think.events")
@@ -71,6 +71,8 @@ class ChatRequestFailed(EventBase):
     error: str
     retryable: bool
     classification: ChatErrorClass | None = None
+    kind: ModelFailureKind = "other"
+    """What went wrong: unreachable, DNS, TLS, a timeout, the key refused, ... (`ModelError`'s)."""
 
 
 class ChatRecoveryAttempt(EventBase):

@@ -14,6 +14,7 @@ Three families, because callers react to them differently:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 
 class ThinkError(Exception):
@@ -36,17 +37,67 @@ class AgentNotFoundError(UserError):
         self.hosted = list(hosted)
 
 
+ModelFailureKind = Literal[
+    "connection",
+    "dns",
+    "tls",
+    "timeout",
+    "auth",
+    "not_found",
+    "rate_limit",
+    "server",
+    "bad_request",
+    "stream",
+    "refused",
+    "other",
+]
+"""What went wrong with a model request, for logs and metrics (`think_model_request_failures`'s
+`kind`): unreachable (`connection`: refused or reset), a failed DNS lookup, a failed TLS
+handshake or certificate, a timeout, the key refused (401/403), the model or path unknown
+(404), a rate limit (429), the server failing (5xx, Anthropic's 529 overloaded), the request
+refused for what it is (other 4xx), a stream broken or ended early, a request refused before
+it was sent (a setting the adapter cannot honour), or anything else."""
+
+
 class ModelError(ThinkError):
     """The model provider failed.
 
     `status` is the provider's HTTP status when there was one; `retryable` is False for errors
-    that will fail the same way again (bad request, authentication, unknown model).
+    that will fail the same way again (bad request, authentication, unknown model). `kind` says
+    what went wrong (`ModelFailureKind`); unset, it is read from `status` (`failure_kind`).
     """
 
-    def __init__(self, message: str, *, retryable: bool, status: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        status: int | None = None,
+        kind: ModelFailureKind | None = None,
+    ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.status = status
+        self._kind = kind
+
+    @property
+    def kind(self) -> ModelFailureKind:
+        if self._kind is not None:
+            return self._kind
+        status = self.status
+        if status is None:
+            return "other"
+        if status in (401, 403):
+            return "auth"
+        if status == 404:
+            return "not_found"
+        if status == 429:
+            return "rate_limit"
+        if status == 408:
+            return "timeout"
+        if status >= 500:
+            return "server"
+        return "bad_request" if 400 <= status < 500 else "other"
 
 
 class TurnFailed(ThinkError):

@@ -68,6 +68,7 @@ async def test_a_refused_connection_is_not_called_a_timeout(pooled_clients: None
     exc = await failure(OpenAIModel("m", base_url=f"http://127.0.0.1:{closed_port()}/v1"))
     assert "connection refused" in str(exc) and "timed out" not in str(exc)
     assert exc.retryable  # a server that is starting will answer soon
+    assert exc.kind == "connection"
 
 
 async def test_a_tls_handshake_with_a_plain_server_says_so(
@@ -75,6 +76,7 @@ async def test_a_tls_handshake_with_a_plain_server_says_so(
 ) -> None:
     exc = await failure(OpenAIModel("m", base_url=f"https://127.0.0.1:{plain_http}/v1"))
     assert "TLS handshake failed" in str(exc) and "http:// server behind an https://" in str(exc)
+    assert exc.kind == "tls"
 
 
 def test_a_failed_dns_lookup_is_named() -> None:
@@ -86,7 +88,8 @@ def test_a_failed_dns_lookup_is_named() -> None:
             raise exc from lookup
     except openai.APIConnectionError as caught:
         assert connection_failure(caught) == (
-            "DNS lookup failed (Name or service not known): is the host name right?"
+            "dns",
+            "DNS lookup failed (Name or service not known): is the host name right?",
         )
 
 
@@ -98,7 +101,8 @@ async def test_a_stalled_server_is_a_timeout(
     req = request()
     server.script(req.metadata["conversation-id"], stall(5) + text("late"))
     model = OpenAIModel("m", base_url=server.base_url, timeout=0.2)
-    assert str(await failure(model, req)).endswith("unreachable: timed out")
+    timed_out = await failure(model, req)
+    assert str(timed_out).endswith("unreachable: timed out") and timed_out.kind == "timeout"
 
 
 @pytest.mark.parametrize("status", [401, 403])
@@ -119,7 +123,7 @@ async def test_a_refused_key_names_the_endpoint_and_the_variable_never_the_key(
     assert f"endpoint 'cheap' ({server.base_url}) refused the API key for model m" in said
     assert "the key is read from CHEAP_KEY" in said and "Incorrect API key provided" in said
     assert "sk-very-secret" not in said and f"HTTP {status}" in said
-    assert exc.status == status and not exc.retryable
+    assert exc.status == status and not exc.retryable and exc.kind == "auth"
 
 
 async def test_no_key_at_all_is_said(server: FakeOpenAIServer, pooled_clients: None) -> None:
@@ -136,6 +140,7 @@ async def test_an_unknown_model_names_the_server(
     server.script(req.metadata["conversation-id"], error(404, "The model `m` does not exist"))
     exc = await failure(OpenAIModel("m", base_url=server.base_url, api_key="k"), req)
     assert f"{server.base_url} does not know model m" in str(exc) and not exc.retryable
+    assert exc.kind == "not_found"
 
 
 async def test_a_rate_limit_carries_its_retry_hint(
@@ -145,7 +150,23 @@ async def test_a_rate_limit_carries_its_retry_hint(
     server.script(req.metadata["conversation-id"], error(429, "Slow down", retry_after="7"))
     exc = await failure(OpenAIModel("m", base_url=server.base_url, api_key="k"), req)
     assert "is rate limited: Slow down (requests); retry after 7 s (HTTP 429)" in str(exc)
-    assert exc.retryable and exc.status == 429
+    assert exc.retryable and exc.status == 429 and exc.kind == "rate_limit"
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [
+        (500, "server"),
+        (529, "server"),
+        (400, "bad_request"),
+        (422, "bad_request"),
+        (408, "timeout"),
+    ],
+)
+def test_a_status_tells_the_kind_of_failure(status: int, kind: str) -> None:
+    assert ModelError("x", retryable=False, status=status).kind == kind
+    assert ModelError("x", retryable=True).kind == "other"
+    assert ModelError("x", retryable=True, status=500, kind="stream").kind == "stream"
 
 
 # -- through a turn ------------------------------------------------------------------------------

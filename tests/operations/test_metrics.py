@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests._stack import Stack, free_port
 from tests._turn_helpers import helper_path
-from think.testing import FakeOpenAIServer, text, tool_call
+from think.testing import FakeOpenAIServer, error, text, tool_call
 
 TURNS_ROUTE = "/v1/agents/{agent}/conversations/{cid}/turns"
 
@@ -141,3 +141,26 @@ async def test_a_live_stream_is_counted(
     assert value(after, "think_sse_streams_open") == opened
     lag = "think_stream_lag_seconds_count"
     assert value(after, lag) - value(before, lag) >= 2  # the text, the approval request, ...
+
+
+async def test_model_failures_are_counted_by_what_went_wrong(
+    measured: tuple[str, str], fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """A failed model request is counted by kind: here a 503 (retried: `server`), then a 401
+    (the key refused: `auth`, which ends the turn)."""
+    gateway, worker = measured
+    before = scrape(worker)
+    fake_model.script(cid, error(503, "Overloaded"), text("fine"))
+    async with httpx.AsyncClient(base_url=gateway, timeout=60) as api:
+        url = f"{helper_path(cid)}/turns"
+        turn = (await api.post(url, json={"input": "hi", "mode": "wait"})).json()
+        assert turn["status"] == "completed", turn
+        fake_model.script(cid, error(401, "Incorrect API key provided"))
+        refused = (await api.post(url, json={"input": "again", "mode": "wait"})).json()
+        assert refused["status"] == "error", refused
+    after = scrape(worker)
+    server = {"agent": "helper", "retryable": "true", "kind": "server"}
+    auth = {"agent": "helper", "retryable": "false", "kind": "auth"}
+    failures = "think_model_request_failures_total"
+    assert value(after, failures, **server) - value(before, failures, **server) == 1
+    assert value(after, failures, **auth) - value(before, failures, **auth) == 1

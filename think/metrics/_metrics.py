@@ -59,8 +59,10 @@ TIME_TO_FIRST_TOKEN = Histogram(
 )
 MODEL_FAILURES = Counter(
     "think_model_request_failures",
-    "Model requests that failed, by whether the failure is retried",
-    ["agent", "retryable"],
+    "Model requests that failed, by whether the failure is retried and what went wrong (kind: "
+    "connection, dns, tls, timeout, auth, not_found, rate_limit, server, bad_request, stream, "
+    "refused, other)",
+    ["agent", "retryable", "kind"],
 )
 MODEL_TOKENS = Counter(
     "think_model_tokens",
@@ -166,7 +168,7 @@ def _on_event(event: events.ThinkEvent) -> None:
         TOOL_CALLS.labels(event.agent, event.tool_name, event.outcome).inc()
         TOOL_DURATION.labels(event.agent, event.tool_name).observe(event.duration_ms / 1000)
     elif isinstance(event, events.ChatRequestFailed):
-        MODEL_FAILURES.labels(event.agent, str(event.retryable).lower()).inc()
+        MODEL_FAILURES.labels(event.agent, str(event.retryable).lower(), event.kind).inc()
     elif isinstance(event, events.ChatRecoveryAttempt):
         RECOVERIES.labels(event.agent, "attempt").inc()
     elif isinstance(event, events.ChatRecoveryExhausted):

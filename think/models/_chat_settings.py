@@ -65,6 +65,7 @@ def tool_choice(choice: str, tools: Sequence[ToolSpec], model: str) -> str | dic
                 raise ModelError(
                     f"tool_choice 'required' for model {model}, but the step offers no tools",
                     retryable=False,
+                    kind="refused",
                 )
             return None
         return choice
@@ -74,5 +75,6 @@ def tool_choice(choice: str, tools: Sequence[ToolSpec], model: str) -> str | dic
             f"tool_choice {choice!r} for model {model} names no tool of the step (it offers: "
             f"{offered}); use 'auto', 'none', 'required' or one of those names",
             retryable=False,
+            kind="refused",
         )
     return {"type": "function", "function": {"name": choice}}

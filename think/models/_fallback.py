@@ -88,6 +88,7 @@ class FallbackModel:
                             f"{model.name}: {exc}",
                             retryable=exc.retryable,
                             status=exc.status,
+                            kind=exc.kind,
                         ) from exc
                     raise
                 failed.append(f"{model.name}: {exc}")

@@ -26,7 +26,7 @@ from openai.types.chat import (
 )
 
 from think._settings import Prices
-from think.exceptions import ModelError
+from think.exceptions import ModelError, ModelFailureKind
 from think.models._base import (
     EncodedMessages,
     Finish,
@@ -82,7 +82,7 @@ def status_error(model: str, status: int, message: str) -> ModelError:
     )
 
 
-def connection_failure(exc: openai.APIConnectionError) -> str:
+def connection_failure(exc: openai.APIConnectionError) -> tuple[ModelFailureKind, str]:
     """What stopped the request from reaching the server, from the cause under the SDK's own
     words: the HTTP transport reports a refused connection, a failed DNS lookup and a failed
     TLS handshake all as a connect *timeout* ("Request timed out."), which sends whoever reads
@@ -95,20 +95,24 @@ def connection_failure(exc: openai.APIConnectionError) -> str:
         cause = cause.__cause__ or cause.__context__
     for cause in reversed(chain):
         if isinstance(cause, ConnectionRefusedError):
-            return "connection refused: nothing listens there (is the server up, the port right?)"
+            return "connection", (
+                "connection refused: nothing listens there (is the server up, the port right?)"
+            )
         if isinstance(cause, socket.gaierror):
-            return f"DNS lookup failed ({cause.strerror or cause}): is the host name right?"
+            return "dns", f"DNS lookup failed ({cause.strerror or cause}): is the host name right?"
         if isinstance(cause, ssl.SSLCertVerificationError):
             why = getattr(cause, "verify_message", None) or getattr(cause, "reason", None)
-            return f"TLS certificate not trusted ({why or cause})"
+            return "tls", f"TLS certificate not trusted ({why or cause})"
         if isinstance(cause, ssl.SSLError):
             reason = getattr(cause, "reason", None) or str(cause)
-            return f"TLS handshake failed ({reason}): an http:// server behind an https:// URL?"
+            return "tls", (
+                f"TLS handshake failed ({reason}): an http:// server behind an https:// URL?"
+            )
         if isinstance(cause, ConnectionResetError):
-            return "the server reset the connection"
+            return "connection", "the server reset the connection"
     if isinstance(exc, openai.APITimeoutError):
-        return "timed out"
-    return exc.message
+        return "timeout", "timed out"
+    return "connection", exc.message
 
 
 def usage_from_openai(usage: Mapping[str, Any]) -> Usage:
@@ -419,9 +423,11 @@ class OpenAIModel:
         except openai.APIStatusError as exc:
             raise self._status_error(exc) from exc
         except openai.APIConnectionError as exc:  # APITimeoutError included
+            kind, why = connection_failure(exc)
             raise ModelError(
-                f"model {self.model} at {self.base_url} unreachable: {connection_failure(exc)}",
+                f"model {self.model} at {self.base_url} unreachable: {why}",
                 retryable=True,
+                kind=kind,
             ) from exc
         except openai.APIError as exc:
             # An `{"error": ...}` event in the middle of the stream: no HTTP status to go on, so
@@ -432,12 +438,15 @@ class OpenAIModel:
             raise ModelError(
                 f"model {self.model} failed mid-stream: {_provider_message(exc)}",
                 retryable=True,
+                kind="stream",
             ) from exc
         for event in state.flush():
             yield event
         if state.finish_reason is None:
             raise ModelError(
-                f"model {self.model} stream ended before the model finished", retryable=True
+                f"model {self.model} stream ended before the model finished",
+                retryable=True,
+                kind="stream",
             )
         yield Finish(
             finish_reason=finish_reason_from_openai(state.finish_reason), usage=state.usage

@@ -48,6 +48,7 @@ async def request_failed(turn: TurnRecord, step: int, attempt: int, exc: ModelEr
             error=str(exc),
             retryable=exc.retryable,
             classification=classify_model_error(exc),
+            kind=exc.kind,
         )
     )
 

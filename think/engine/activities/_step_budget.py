@@ -65,6 +65,7 @@ def unpriced_budget(budget: float | None, model: ModelClient) -> ModelError | No
         "cannot be kept: give its endpoint `prices` (or `price_provider`) in "
         "THINK_MODEL_ENDPOINTS (docs/models.md)",
         retryable=False,
+        kind="refused",
     )
 
 
