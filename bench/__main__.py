@@ -15,6 +15,7 @@ BENCHMARKS = [
     ["bench.search"],
     ["bench.context_load"],
     ["bench.on_chunk"],
+    ["bench.adapter_overhead"],
     ["bench.turn_breakdown"],
     ["bench.sub_agents"],
     ["bench.workspace_memory"],

@@ -1,0 +1,176 @@
+"""What a model adapter adds to a step over calling its SDK directly (issue 33's target: at most
+2 ms p50 per step).
+
+Each side asks the same scripted instant model (`think.testing.FakeOpenAIServer`, a real HTTP
+server on 127.0.0.1) the same request and reads its whole stream, on the same transport (the
+SDK's aiohttp client, as the adapter uses):
+
+- `typed`: the official `openai` SDK as its users call it, `chat.completions.create(stream=True)`
+  (a pydantic model built for every chunk);
+- `lean`: the least the SDK can do, the request posted as JSON and the chunks read as plain
+  objects (what the adapter does underneath);
+- `adapter`: `OpenAIModel.stream`, events out, settings mapped, usage parsed, errors classified.
+
+The target holds `adapter - lean`, the adapter's own work per step; `adapter - typed` is what
+a team saves over calling the SDK themselves (negative: faster). Rounds alternate, so the
+machine's noise falls on all three.
+
+    python -m bench.adapter_overhead [--steps 300] [--history 40] [--words 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+from typing import Any
+
+import openai
+from openai.types.chat import ChatCompletion
+
+from think.models import (
+    ModelRequest,
+    ModelSettings,
+    OpenAIModel,
+    ToolSpec,
+    close_openai_clients,
+)
+from think.testing import FakeOpenAIServer, reply, text
+
+
+def _history(turns: int) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a test agent."}]
+    for i in range(turns):
+        messages.append({"role": "user", "content": f"question {i}: " + "words " * 30})
+        messages.append({"role": "assistant", "content": f"answer {i}: " + "words " * 60})
+    messages.append({"role": "user", "content": "and now?"})
+    return messages
+
+
+_TOOLS = [
+    ToolSpec(
+        name="add",
+        description="Add two numbers.",
+        parameters={
+            "type": "object",
+            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+            "required": ["a", "b"],
+        },
+    )
+]
+
+
+def _tool_params(request: ModelRequest) -> list[Any]:
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in request.tools
+    ]
+
+
+async def _lean(client: openai.AsyncOpenAI, request: ModelRequest, cid: str) -> float:
+    started = time.perf_counter()
+    body = {
+        "model": request.model,
+        "messages": request.messages,
+        "tools": _tool_params(request),
+        "temperature": 0.2,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    stream = await client.post(
+        "/chat/completions",
+        body=body,
+        cast_to=ChatCompletion,
+        stream=True,
+        stream_cls=openai.AsyncStream[object],
+        options={"headers": {"x-think-conversation-id": cid}},
+    )
+    async for _ in stream:
+        pass
+    return time.perf_counter() - started
+
+
+async def _typed(client: openai.AsyncOpenAI, request: ModelRequest, cid: str) -> float:
+    started = time.perf_counter()
+    stream = await client.chat.completions.create(
+        model=request.model,
+        messages=request.messages,  # type: ignore[arg-type]
+        tools=[
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                },
+            }
+            for t in request.tools
+        ],
+        temperature=0.2,
+        stream=True,
+        stream_options={"include_usage": True},
+        extra_headers={"x-think-conversation-id": cid},
+    )
+    async for _ in stream:
+        pass
+    return time.perf_counter() - started
+
+
+async def _adapter(model: OpenAIModel, request: ModelRequest) -> float:
+    started = time.perf_counter()
+    async for _ in model.stream(request):
+        pass
+    return time.perf_counter() - started
+
+
+async def main(steps: int, history: int, words: int) -> None:
+    answer = " ".join(["word"] * words)
+    with FakeOpenAIServer() as server:
+        server.script_default(reply(text(answer)), repeat=True)
+        request = ModelRequest(
+            model="scripted-model",
+            messages=_history(history),
+            tools=_TOOLS,
+            settings=ModelSettings(temperature=0.2),
+            metadata={"conversation-id": "bench"},
+        )
+        client = openai.AsyncOpenAI(
+            base_url=server.base_url,
+            api_key="k",
+            max_retries=0,
+            http_client=openai.DefaultAioHttpClient(),
+        )
+        model = OpenAIModel("scripted-model", base_url=server.base_url, api_key="k")
+        typed: list[float] = []
+        lean: list[float] = []
+        adapter: list[float] = []
+        for _ in range(10):  # warm all: connections, imports, the server's first answers
+            await _typed(client, request, "bench")
+            await _lean(client, request, "bench")
+            await _adapter(model, request)
+        for _ in range(steps):
+            typed.append(await _typed(client, request, "bench"))
+            lean.append(await _lean(client, request, "bench"))
+            adapter.append(await _adapter(model, request))
+        await client.close()
+        await close_openai_clients()
+    t, n, a = (statistics.median(x) * 1e3 for x in (typed, lean, adapter))
+    print(
+        f"chat adapter, {history * 2 + 2} messages, {words}-word answer, {steps} steps, p50: "
+        f"typed SDK {t:.2f} ms, lean SDK {n:.2f} ms, adapter {a:.2f} ms; the adapter adds "
+        f"{a - n:+.2f} ms over the lean call (target: at most +2 ms), {a - t:+.2f} ms over "
+        "the typed one"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--history", type=int, default=40)
+    parser.add_argument("--words", type=int, default=200)
+    args = parser.parse_args()
+    asyncio.run(main(args.steps, args.history, args.words))
