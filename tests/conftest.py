@@ -21,7 +21,7 @@ from tests._stack import Stack, free_port, stack_env
 from think._settings import Settings
 from think.dev import Services, start_services
 from think.storage import migrate
-from think.testing import FakeOpenAIServer
+from think.testing import FakeAnthropicServer, FakeOpenAIServer
 from think.turns._service import ThinkService
 from think.workflows import connect
 
@@ -48,10 +48,17 @@ def fake_model() -> Iterator[FakeOpenAIServer]:
 
 
 @pytest.fixture(scope="session")
+def fake_anthropic() -> Iterator[FakeAnthropicServer]:
+    with FakeAnthropicServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def stack(
     services: Services,
     settings: Settings,
     fake_model: FakeOpenAIServer,
+    fake_anthropic: FakeAnthropicServer,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Stack]:
     logs = tmp_path_factory.mktemp("logs")
@@ -93,8 +100,15 @@ def stack(
     # And one on a port nothing listens on: every request to it is refused at once
     # (tests/models/test_fallback.py).
     down = {"base_url": f"http://127.0.0.1:{free_port()}/v1", "api_key": "test-key"}
+    # And Anthropic's Messages API (tests/models/test_anthropic.py), its key from a variable.
+    claude = {
+        "api": "anthropic",
+        "base_url": fake_anthropic.base_url,
+        "api_key_env": "THINK_TEST_ANTHROPIC_KEY",
+    }
+    env["THINK_TEST_ANTHROPIC_KEY"] = "sk-ant-test"
     env["THINK_MODEL_ENDPOINTS"] = json.dumps(
-        {"plain": plain, "keyless": keyless, "priced": priced, "down": down}
+        {"plain": plain, "keyless": keyless, "priced": priced, "down": down, "claude": claude}
     )
     if services.temporal.ui_url:
         env["THINK_TEMPORAL_UI_URL"] = services.temporal.ui_url

@@ -81,6 +81,10 @@ def test_a_key_variable_that_is_not_set_leaves_the_key_empty() -> None:
             '{"cheap": {"native_output": "sometimes"}}',
             "endpoint 'cheap': native_output: Input should be a valid boolean",
         ),
+        (
+            '{"cheap": {"api": "grpc"}}',
+            "endpoint 'cheap': api: Input should be 'chat' or 'anthropic'",
+        ),
         ('{"a/b": {}}', "endpoint name 'a/b' must be non-empty, without '/'"),
         ('{"": {}}', "endpoint name '' must be non-empty"),
     ],

@@ -22,6 +22,7 @@ _ENDPOINT_KEYS = (
     "think_tags",
     "prices",
     "price_provider",
+    "api",
 )
 
 
@@ -47,8 +48,11 @@ class Endpoint(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    api: Literal["chat", "anthropic"] = "chat"
+    """The protocol the endpoint speaks: OpenAI's Chat Completions (OpenAI, Azure, vLLM,
+    Ollama, OpenRouter, ...) or Anthropic's Messages API."""
     base_url: str | None = None
-    """None: OpenAI's own API."""
+    """None: the provider's own API (OpenAI's, or Anthropic's for `api: anthropic`)."""
     api_key: str | None = Field(default=None, repr=False)
     native_output: bool = True
     """Send structured output as `response_format`; off for servers that reject it (the turn

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from think._settings import Endpoint, Settings
 from think.exceptions import ConfigurationError, UserError
+from think.models._anthropic import AnthropicModel, AnthropicStreamState
 from think.models._base import (
     EncodedMessages,
     Finish,
@@ -64,6 +65,8 @@ from think.models._transcript import (
 
 __all__ = [
     "METADATA_HEADER_PREFIX",
+    "AnthropicModel",
+    "AnthropicStreamState",
     "ByIdentity",
     "ChatErrorClass",
     "EncodedMessages",
@@ -165,6 +168,18 @@ def resolve_model(
             raise ConfigurationError(
                 f"model {spec!r} uses endpoint {prefix!r}, whose API key is read from "
                 f"{endpoint.api_key_env}, and {endpoint.api_key_env} is not set in this process"
+            )
+        if endpoint.api == "anthropic":
+            return AnthropicModel(
+                rest,
+                base_url=endpoint.base_url,
+                api_key=endpoint.api_key,
+                endpoint=prefix,
+                api_key_env=endpoint.api_key_env,
+                prices=endpoint.prices,
+                price_provider=endpoint.price_provider,
+                extra_headers=headers,
+                timeout=timeout,
             )
         return OpenAIModel(
             rest,

@@ -82,7 +82,9 @@ def status_error(model: str, status: int, message: str) -> ModelError:
     )
 
 
-def connection_failure(exc: openai.APIConnectionError) -> tuple[ModelFailureKind, str]:
+def connection_failure(
+    exc: BaseException, *, timed_out: bool | None = None
+) -> tuple[ModelFailureKind, str]:
     """What stopped the request from reaching the server, from the cause under the SDK's own
     words: the HTTP transport reports a refused connection, a failed DNS lookup and a failed
     TLS handshake all as a connect *timeout* ("Request timed out."), which sends whoever reads
@@ -110,9 +112,9 @@ def connection_failure(exc: openai.APIConnectionError) -> tuple[ModelFailureKind
             )
         if isinstance(cause, ConnectionResetError):
             return "connection", "the server reset the connection"
-    if isinstance(exc, openai.APITimeoutError):
+    if timed_out if timed_out is not None else isinstance(exc, openai.APITimeoutError):
         return "timeout", "timed out"
-    return "connection", exc.message
+    return "connection", str(getattr(exc, "message", None) or exc)
 
 
 def usage_from_openai(usage: Mapping[str, Any]) -> Usage:

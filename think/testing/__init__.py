@@ -6,11 +6,14 @@ Two players share one script language (`text`, `reasoning`, `tool_call`, `error`
 - `FakeOpenAIServer`, a real OpenAI-compatible HTTP server, for end-to-end tests through the
   OpenAI SDK, the worker and the gateway. Point `OPENAI_BASE_URL` at its `base_url` and script
   replies per conversation.
+- `FakeAnthropicServer`, the same for Anthropic's Messages API (an endpoint with
+  `"api": "anthropic"` and its `base_url`): the same scripts, played as its event stream.
 - `ScriptedModel`, an in-process `ModelClient`, for unit tests of agent logic.
 """
 
 from __future__ import annotations
 
+from think.testing._fake_anthropic import FakeAnthropicServer
 from think.testing._fake_openai import CONVERSATION_HEADER, FakeOpenAIServer, RecordedRequest
 from think.testing._script import (
     DisconnectStep,
@@ -39,6 +42,7 @@ __all__ = [
     "CONVERSATION_HEADER",
     "DisconnectStep",
     "ErrorStep",
+    "FakeAnthropicServer",
     "FakeOpenAIServer",
     "RawStep",
     "ReasoningStep",
