@@ -1,7 +1,8 @@
 """What a model adapter adds to a step over calling its SDK directly (issue 33's target: at most
 2 ms p50 per step).
 
-Each side asks the same scripted instant model (`think.testing.FakeOpenAIServer`, a real HTTP
+For each adapter (Chat Completions, and Anthropic's Messages API against
+`FakeAnthropicServer`), each side asks the same scripted instant model (`think.testing.FakeOpenAIServer`, a real HTTP
 server on 127.0.0.1) the same request and reads its whole stream, on the same transport (the
 SDK's aiohttp client, as the adapter uses):
 
@@ -26,17 +27,22 @@ import statistics
 import time
 from typing import Any
 
+import anthropic
 import openai
+from anthropic.types import Message
 from openai.types.chat import ChatCompletion
 
 from think.models import (
+    AnthropicModel,
+    ModelClient,
     ModelRequest,
     ModelSettings,
     OpenAIModel,
     ToolSpec,
     close_openai_clients,
 )
-from think.testing import FakeOpenAIServer, reply, text
+from think.models._anthropic import to_anthropic_messages
+from think.testing import FakeAnthropicServer, FakeOpenAIServer, reply, text
 
 
 def _history(turns: int) -> list[dict[str, Any]]:
@@ -120,7 +126,7 @@ async def _typed(client: openai.AsyncOpenAI, request: ModelRequest, cid: str) ->
     return time.perf_counter() - started
 
 
-async def _adapter(model: OpenAIModel, request: ModelRequest) -> float:
+async def _adapter(model: ModelClient, request: ModelRequest) -> float:
     started = time.perf_counter()
     async for _ in model.stream(request):
         pass
@@ -167,6 +173,81 @@ async def main(steps: int, history: int, words: int) -> None:
     )
 
 
+async def _anthropic_typed(
+    client: anthropic.AsyncAnthropic, body: dict[str, Any], cid: str
+) -> float:
+    started = time.perf_counter()
+    stream = await client.messages.create(**body, extra_headers={"x-think-conversation-id": cid})
+    async for _ in stream:
+        pass
+    return time.perf_counter() - started
+
+
+async def _anthropic_lean(
+    client: anthropic.AsyncAnthropic, body: dict[str, Any], cid: str
+) -> float:
+    started = time.perf_counter()
+    stream = await client.post(
+        "/v1/messages",
+        body=body,
+        cast_to=Message,
+        stream=True,
+        stream_cls=anthropic.AsyncStream[object],
+        options={"headers": {"x-think-conversation-id": cid}},
+    )
+    async for _ in stream:
+        pass
+    return time.perf_counter() - started
+
+
+async def anthropic_main(steps: int, history: int, words: int) -> None:
+    """The same for the Anthropic adapter; its own work includes rebuilding the transcript in
+    the Messages API's shape, which the direct calls are handed ready."""
+    answer = " ".join(["word"] * words)
+    with FakeAnthropicServer() as server:
+        server.script_default(reply(text(answer)), repeat=True)
+        request = ModelRequest(
+            model="claude-fake",
+            messages=_history(history),
+            tools=_TOOLS,
+            settings=ModelSettings(max_output_tokens=1024),
+            metadata={"conversation-id": "bench"},
+        )
+        system, messages = to_anthropic_messages(request.messages)
+        body: dict[str, Any] = {
+            "model": "claude-fake",
+            "max_tokens": 1024,
+            "system": system,
+            "messages": messages,
+            "tools": [
+                {"name": t.name, "description": t.description, "input_schema": t.parameters}
+                for t in request.tools
+            ],
+            "stream": True,
+        }
+        client = anthropic.AsyncAnthropic(base_url=server.base_url, api_key="k", max_retries=0)
+        model = AnthropicModel("claude-fake", base_url=server.base_url, api_key="k")
+        typed: list[float] = []
+        lean: list[float] = []
+        adapter: list[float] = []
+        for _ in range(10):
+            await _anthropic_typed(client, body, "bench")
+            await _anthropic_lean(client, body, "bench")
+            await _adapter(model, request)
+        for _ in range(steps):
+            typed.append(await _anthropic_typed(client, body, "bench"))
+            lean.append(await _anthropic_lean(client, body, "bench"))
+            adapter.append(await _adapter(model, request))
+        await client.close()
+    t, n, a = (statistics.median(x) * 1e3 for x in (typed, lean, adapter))
+    print(
+        f"anthropic adapter, {history * 2 + 2} messages, {words}-word answer, {steps} steps, "
+        f"p50: typed SDK {t:.2f} ms, lean SDK {n:.2f} ms, adapter {a:.2f} ms; the adapter adds "
+        f"{a - n:+.2f} ms over the lean call (target: at most +2 ms), {a - t:+.2f} ms over "
+        "the typed one"
+    )
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=300)
@@ -174,3 +255,4 @@ if __name__ == "__main__":
     parser.add_argument("--words", type=int, default=200)
     args = parser.parse_args()
     asyncio.run(main(args.steps, args.history, args.words))
+    asyncio.run(anthropic_main(args.steps, args.history, args.words))
