@@ -1,13 +1,12 @@
 """What a model adapter adds to a step over calling its SDK directly (issue 33's target: at most
 2 ms p50 per step).
 
-For each adapter (Chat Completions, and Anthropic's Messages API against
-`FakeAnthropicServer`), each side asks the same scripted instant model (`think.testing.FakeOpenAIServer`, a real HTTP
-server on 127.0.0.1) the same request and reads its whole stream, on the same transport (the
-SDK's aiohttp client, as the adapter uses):
+For each adapter (Chat Completions against `think.testing.FakeOpenAIServer`, Anthropic's
+Messages API against `FakeAnthropicServer`: real HTTP servers on 127.0.0.1, scripted instant
+models), each side asks the same request and reads its whole stream, on the adapter's transport:
 
-- `typed`: the official `openai` SDK as its users call it, `chat.completions.create(stream=True)`
-  (a pydantic model built for every chunk);
+- `typed`: the official SDK as its users call it (`chat.completions.create(stream=True)`,
+  `messages.create(stream=True)`: typed parameters, a pydantic model for every chunk);
 - `lean`: the least the SDK can do, the request posted as JSON and the chunks read as plain
   objects (what the adapter does underneath);
 - `adapter`: `OpenAIModel.stream`, events out, settings mapped, usage parsed, errors classified.
