@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from tests._sse import chunks, read_stream
+from tests._turn_helpers import wait_turn
 from think.exceptions import ModelError
 from think.models import ModelSettings, ToolSpec, Usage
 from think.models._anthropic import anthropic_settings, mark_cache, to_anthropic_messages
@@ -120,20 +121,10 @@ CLAUDE = "claude/claude-sonnet-4-5"
 
 
 async def claude_turn(
-    api: httpx.AsyncClient, cid: str, settings: dict[str, Any] | None = None, agent: str = "tuned"
+    api: httpx.AsyncClient, cid: str, settings: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    response = await api.post(
-        f"/v1/agents/{agent}/conversations/{cid}/turns",
-        json={
-            "input": "go",
-            "mode": "wait",
-            "wait_timeout": 30,
-            "body": {"settings": {"model": CLAUDE, **(settings or {})}},
-        },
-    )
-    assert response.status_code == 200, response.text
-    done: dict[str, Any] = response.json()
-    return done
+    body = {"settings": {"model": CLAUDE, **(settings or {})}}
+    return await wait_turn(api, "tuned", cid, "go", body=body, wait_timeout=30)
 
 
 async def test_a_plain_answer(

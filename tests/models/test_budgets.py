@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from api._budgets import DailyBudgets
 from tests._stack import Stack, bearer_client, extra_gateway
+from tests._turn_helpers import wait_turn
 from think import Think, TurnConfig
 from think.exceptions import UserError
 from think.models import Usage
@@ -31,16 +32,8 @@ def turns_url(cid: str) -> str:
     return f"/v1/agents/tuned/conversations/{cid}/turns"
 
 
-async def turn_with(
-    api: httpx.AsyncClient, cid: str, settings: dict[str, Any], *, status: int = 200
-) -> dict[str, Any]:
-    response = await api.post(
-        turns_url(cid),
-        json={"input": "go", "mode": "wait", "wait_timeout": 15, "body": {"settings": settings}},
-    )
-    assert response.status_code == status, response.text
-    answer: dict[str, Any] = response.json()
-    return answer
+async def turn_with(api: httpx.AsyncClient, cid: str, settings: dict[str, Any]) -> dict[str, Any]:
+    return await wait_turn(api, "tuned", cid, "go", body={"settings": settings}, wait_timeout=15)
 
 
 # -- a turn's budget in money ----------------------------------------------------------------

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from tests._sse import chunks, read_stream
+from tests._turn_helpers import wait_turn
 from think.exceptions import ModelError
 from think.models import (
     FallbackModel,
@@ -109,18 +110,8 @@ async def test_a_retry_begins_at_the_model_after_the_one_that_failed() -> None:
 
 
 async def chained_turn(api: httpx.AsyncClient, cid: str, models: list[str]) -> dict[str, Any]:
-    response = await api.post(
-        f"/v1/agents/tuned/conversations/{cid}/turns",
-        json={
-            "input": "go",
-            "mode": "wait",
-            "wait_timeout": 30,
-            "body": {"settings": {"model": models}},
-        },
-    )
-    assert response.status_code == 200, response.text
-    done: dict[str, Any] = response.json()
-    return done
+    settings = {"model": models}
+    return await wait_turn(api, "tuned", cid, "go", body={"settings": settings}, wait_timeout=30)
 
 
 async def test_an_unreachable_first_model_is_passed_over_in_the_same_attempt(

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from tests._stack import Stack
+from tests._turn_helpers import wait_turn
 from think import Gateway
 from think._settings import Settings
 from think.exceptions import ConfigurationError
@@ -42,18 +43,8 @@ def test_a_gateway_moves_a_model_to_its_endpoint_with_headers_and_a_timeout() ->
 
 
 async def routed_turn(api: httpx.AsyncClient, cid: str, model: str) -> dict[str, Any]:
-    response = await api.post(
-        f"/v1/agents/routed/conversations/{cid}/turns",
-        json={
-            "input": "go",
-            "mode": "wait",
-            "wait_timeout": 30,
-            "body": {"settings": {"model": model}},
-        },
-    )
-    assert response.status_code == 200, response.text
-    done: dict[str, Any] = response.json()
-    return done
+    settings = {"model": model}
+    return await wait_turn(api, "routed", cid, "go", body={"settings": settings}, wait_timeout=30)
 
 
 async def test_every_step_is_routed_as_the_hook_says(

@@ -48,6 +48,7 @@ from think.models._openai import (
     connection_failure,
     metadata_headers,
     retryable_status,
+    whose_key,
 )
 from think.models._prices import listed_cost, published_cost
 
@@ -301,12 +302,7 @@ class AnthropicModel:
     def _status_error(self, status: int, said: str, retry_after: str | None) -> ModelError:
         where = self._where()
         if status in (401, 403):
-            if self._api_key == PLACEHOLDER_API_KEY:
-                key = "no API key is set" + (f" ({self._api_key_env})" if self._api_key_env else "")
-            elif self._api_key_env:
-                key = f"the key is read from {self._api_key_env}"
-            else:
-                key = "the key is the endpoint's own api_key"
+            key = whose_key(self._api_key, self._api_key_env)
             message = f"{where} refused the API key for model {self.model} ({key}): {said}"
         elif status == 404:
             message = f"{where} does not know model {self.model}: {said}"

@@ -69,6 +69,15 @@ def finish_reason_from_openai(reason: str | None) -> FinishReason:
     return _FINISH_REASONS.get(reason or "", "other")
 
 
+def whose_key(api_key: str, api_key_env: str | None) -> str:
+    """Where a refused key came from, in words (never the key itself)."""
+    if api_key == PLACEHOLDER_API_KEY:
+        return "no API key is set" + (f" ({api_key_env})" if api_key_env else "")
+    if api_key_env:
+        return f"the key is read from {api_key_env}"
+    return "the key is the endpoint's own api_key"
+
+
 def retryable_status(status: int) -> bool:
     """Timeouts, conflicts, rate limits and server faults pass; other 4xx will fail the same way."""
     return status in (408, 409, 429) or status >= 500
@@ -353,12 +362,7 @@ class OpenAIModel:
         status, said = exc.status_code, _provider_message(exc)
         where = f"endpoint {self.endpoint!r} ({self.base_url})" if self.endpoint else self.base_url
         if status in (401, 403):
-            if self._api_key == PLACEHOLDER_API_KEY:
-                key = "no API key is set" + (f" ({self._api_key_env})" if self._api_key_env else "")
-            elif self._api_key_env:
-                key = f"the key is read from {self._api_key_env}"
-            else:
-                key = "the key is the endpoint's own api_key"
+            key = whose_key(self._api_key, self._api_key_env)
             message = f"{where} refused the API key for model {self.model} ({key}): {said}"
         elif status == 404:
             message = (
