@@ -191,6 +191,29 @@ async def test_thinking_is_kept_as_reasoning(
     assert fake_anthropic.requests(cid)[0]["body"]["thinking"]["budget_tokens"] == 2048
 
 
+async def test_signed_thinking_is_handed_back_before_the_tool_use(
+    api: httpx.AsyncClient, fake_anthropic: FakeAnthropicServer, cid: str
+) -> None:
+    """With thinking on, Anthropic checks that a tool loop's assistant turn begins with the
+    signed thinking block it sent: the signature is stored on the reasoning part and sent back."""
+    fake_anthropic.script(
+        cid, reasoning("I should add.") + tool_call("add", {"a": 1, "b": 2}), text("3.")
+    )
+    done = await claude_turn(api, cid, {"reasoning_effort": "low"})
+    assert done["status"] == "completed", done
+    thought = next(p for p in done["message"]["parts"] if p["type"] == "reasoning")
+    signature = "ZmFrZS1zaWduYXR1cmU="  # what the fake signs with
+    assert thought["providerMetadata"] == {"anthropic": {"signature": signature}}
+    second = fake_anthropic.requests(cid)[1]["body"]["messages"]
+    assert second[-2]["role"] == "assistant"
+    assert second[-2]["content"][0] == {
+        "type": "thinking",
+        "thinking": "I should add.",
+        "signature": signature,
+    }
+    assert second[-2]["content"][1]["type"] == "tool_use"
+
+
 async def test_structured_output_through_the_answer_tool(
     api: httpx.AsyncClient, fake_anthropic: FakeAnthropicServer, cid: str
 ) -> None:

@@ -12,9 +12,9 @@ Streamed events become the turn's: text, `thinking` as reasoning, `tool_use` blo
 calls whose input arrives as JSON fragments. Usage counts every input token (the cached and
 the cache-written ones included, as OpenAI's does) with the cache reads and writes apart.
 Anthropic's stop reasons and errors (its 529 `overloaded_error`, errors sent mid-stream) map to
-the turn's. Not carried yet: the signatures of thinking blocks, so with extended thinking on a
-tool loop's later steps send no thinking back (Anthropic accepts that for all but the latest
-assistant turn it checks).
+the turn's. A thinking block's signature (or a redacted block's data) is kept on the stored
+reasoning part as `providerMetadata.anthropic`, as the AI SDK keeps it, and handed back as the
+block it was on later calls (the transcript's `thinking_blocks`).
 """
 
 from __future__ import annotations
@@ -128,7 +128,10 @@ def to_anthropic_messages(
         elif role == "user":
             add("user", _user_blocks(content))
         elif role == "assistant":
-            blocks = _text_blocks(content)
+            # Signed thinking first, as it was answered (`thinking_blocks`, from the stored
+            # reasoning parts' signatures): Anthropic checks it before a `tool_use`.
+            blocks = [dict(b) for b in message.get("thinking_blocks") or []]
+            blocks += _text_blocks(content)
             for call in message.get("tool_calls") or []:
                 function = call.get("function") or {}
                 blocks.append(
@@ -430,6 +433,9 @@ class AnthropicStreamState:
                 return [TextDelta(delta=delta["text"])]
             if dtype == "thinking_delta" and delta.get("thinking"):
                 return [ReasoningDelta(delta=delta["thinking"])]
+            if dtype == "signature_delta" and delta.get("signature"):
+                signed = {"anthropic": {"signature": str(delta["signature"])}}
+                return [ReasoningDelta(delta="", provider_metadata=signed)]
             if dtype == "input_json_delta" and delta.get("partial_json"):
                 call = self._tools.get(int(event.get("index", -1)))
                 if call is not None:
@@ -442,6 +448,9 @@ class AnthropicStreamState:
                 return [ToolCallStart(tool_call_id=str(block["id"]), tool_name=str(block["name"]))]
             if block.get("type") == "text" and block.get("text"):
                 return [TextDelta(delta=block["text"])]
+            if block.get("type") == "redacted_thinking" and block.get("data"):
+                hidden = {"anthropic": {"redactedData": str(block["data"])}}
+                return [ReasoningDelta(delta="", provider_metadata=hidden)]
             return []
         if kind == "message_start":
             self._count((event.get("message") or {}).get("usage"))

@@ -107,8 +107,14 @@ class TextDelta(BaseModel):
 
 
 class ReasoningDelta(BaseModel):
+    """Reasoning text. `provider_metadata` is what the provider must be handed back with it
+    on a later call, in the AI SDK's `providerMetadata` shape (Anthropic's thinking-block
+    signature: `{"anthropic": {"signature": ...}}`): stored on the message's reasoning part,
+    and sent back by the transcript (`thinking_blocks`) to the adapter that reads it."""
+
     type: Literal["reasoning"] = "reasoning"
     delta: str
+    provider_metadata: dict[str, dict[str, Any]] | None = None
 
 
 class ToolCallStart(BaseModel):

@@ -132,6 +132,9 @@ def _assistant(parts: Sequence[PartLike], repair: Repair) -> list[dict[str, Any]
         if not text and not calls:
             continue
         message: dict[str, Any] = {"role": "assistant", "content": text or None}
+        thinking = thinking_blocks(step)
+        if thinking:
+            message["thinking_blocks"] = thinking
         if calls:
             message["tool_calls"] = [
                 {
@@ -158,6 +161,31 @@ def _assistant(parts: Sequence[PartLike], repair: Repair) -> list[dict[str, Any]
             # follow as a user message, which multimodal models accept.
             out.append({"role": "user", "content": [_media_part(m) for m in media]})
     return out
+
+
+def thinking_blocks(step: Sequence[PartLike]) -> list[dict[str, Any]]:
+    """The step's signed reasoning, as the thinking blocks Anthropic must be handed back
+    (before a `tool_use`, when thinking is on): reasoning parts whose `providerMetadata` holds
+    Anthropic's `signature` (or a redacted block's `redactedData`), the AI SDK's names. Carried
+    on the Chat-shape assistant message as `thinking_blocks` (LiteLLM's field for the same);
+    a step without signed reasoning gets no such field, so no other server's transcript
+    changes."""
+    blocks: list[dict[str, Any]] = []
+    for part in step:
+        if part.get("type") != "reasoning":
+            continue
+        meta = part.get("providerMetadata")
+        signed = meta.get("anthropic") if isinstance(meta, dict) else None
+        if not isinstance(signed, dict):
+            continue
+        signature, redacted = signed.get("signature"), signed.get("redactedData")
+        if isinstance(signature, str) and signature:
+            text = part.get("text")
+            thought = text if isinstance(text, str) else ""
+            blocks.append({"type": "thinking", "thinking": thought, "signature": signature})
+        elif isinstance(redacted, str) and redacted:
+            blocks.append({"type": "redacted_thinking", "data": redacted})
+    return blocks
 
 
 def is_media(output: Any) -> bool:

@@ -189,7 +189,7 @@ async def stream_answer(
                     step.text(event.delta)
                     await writer.let_first_content_out()  # the words a user waits for
                 elif isinstance(event, ReasoningDelta):
-                    step.reasoning(event.delta)
+                    step.reasoning(event.delta, event.provider_metadata)
                     await writer.let_first_content_out()
                 elif isinstance(event, ToolCallStart):
                     step.tool_start(event.tool_call_id, event.tool_name)

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from think._messages import storable, storable_text
 from think._protocol import (
+    ReasoningDeltaChunk,
     ReasoningEndChunk,
     TextEndChunk,
     UIMessageChunk,
@@ -97,9 +98,19 @@ class StepStream:
         delta = storable_text(delta)
         self.emit({"type": "text-delta", "id": self._switch("text"), "delta": delta})
 
-    def reasoning(self, delta: str) -> None:
-        delta = storable_text(delta)
-        self.emit({"type": "reasoning-delta", "id": self._switch("reasoning"), "delta": delta})
+    def reasoning(
+        self, delta: str, provider_metadata: dict[str, dict[str, Any]] | None = None
+    ) -> None:
+        """`provider_metadata` (a thinking block's signature) rides on the delta, as the AI
+        SDK's does, and so lands on the stored reasoning part."""
+        chunk: ReasoningDeltaChunk = {
+            "type": "reasoning-delta",
+            "id": self._switch("reasoning"),
+            "delta": storable_text(delta),
+        }
+        if provider_metadata is not None:
+            chunk["providerMetadata"] = storable(provider_metadata)
+        self.emit(chunk)
 
     def tool_start(self, tool_call_id: str, tool_name: str) -> None:
         tool_call_id, tool_name = storable_text(tool_call_id), storable_text(tool_name)
