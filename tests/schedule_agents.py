@@ -18,8 +18,13 @@ from think import ScheduledRun, ScheduledTask, Think
 from think.schedules import ScheduledTasksScope
 from think.schedules._dsl import DAYS
 
-# Temporal numbers days from Sunday (0); Python's weekday() from Monday (0).
-FAR_DAY = DAYS[(datetime.now(UTC).weekday() + 1 + 3) % 7]
+# Temporal numbers days from Sunday (0); Python's weekday() from Monday (0). Chosen once, by
+# the first process that imports this (the test run), and handed to the workers and gateways
+# it starts through the environment: a run that crosses midnight UTC would otherwise have its
+# processes declare different days.
+FAR_DAY = os.environ.setdefault(
+    "TEST_SCHEDULE_FAR_DAY", DAYS[(datetime.now(UTC).weekday() + 1 + 3) % 7]
+)
 FAR = f"every week on {FAR_DAY} at 12:00"
 
 
