@@ -24,7 +24,7 @@ from think.engine.activities import (
     TurnActivities,
     end_abandoned,
 )
-from think.models import close_openai_clients, warm_price_table
+from think.models import close_model_clients, warm_price_table
 from think.schedules import (
     ScheduleActivities,
     ScheduledOccurrence,
@@ -302,6 +302,6 @@ async def run_worker(settings: Settings) -> None:
                 await task
         await cancels.stop()
         await close_mcp_pool()
-        await close_openai_clients()  # the model clients' pooled connections
+        await close_model_clients()  # the model clients' pooled connections
         await service.close()
         await db.close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from think._settings import Endpoint, Settings
 from think.exceptions import ConfigurationError, UserError
-from think.models._anthropic import AnthropicModel, AnthropicStreamState
+from think.models._anthropic import AnthropicModel, AnthropicStreamState, close_anthropic_clients
 from think.models._base import (
     EncodedMessages,
     Finish,
@@ -97,6 +97,7 @@ __all__ = [
     "answering",
     "chain_of",
     "classify_model_error",
+    "close_model_clients",
     "close_openai_clients",
     "converted",
     "cost_of",
@@ -225,3 +226,9 @@ def _gateway_headers(gateway: Gateway | None) -> dict[str, str]:
     if gateway is None:
         return {}
     return {**gateway.headers, **metadata_headers(gateway.metadata)}
+
+
+async def close_model_clients() -> None:
+    """Close this event loop's pooled connections of every adapter (a worker's shutdown)."""
+    await close_openai_clients()
+    await close_anthropic_clients()

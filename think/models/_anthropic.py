@@ -19,6 +19,7 @@ block it was on later calls (the transcript's `thinking_blocks`).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
 from decimal import Decimal
@@ -94,16 +95,26 @@ _ERROR_STATUSES = {
 """The `error.type` Anthropic sends, as the HTTP status it stands for (an error sent mid-stream
 has no status of its own)."""
 
-_clients: dict[tuple[str | None, str], anthropic.AsyncAnthropic] = {}
+_clients: dict[asyncio.AbstractEventLoop, dict[tuple[str | None, str], anthropic.AsyncAnthropic]]
+_clients = {}
+"""Pooled per event loop, as the chat adapter's are (`_openai._client`): a client's connections
+belong to the loop that opened them."""
 
 
 def _client(base_url: str | None, api_key: str) -> anthropic.AsyncAnthropic:
-    client = _clients.get((base_url, api_key))
+    per_loop = _clients.setdefault(asyncio.get_running_loop(), {})
+    client = per_loop.get((base_url, api_key))
     if client is None:
         # No retries of the SDK's own: Temporal owns them (and the turn's recovery budget).
         client = anthropic.AsyncAnthropic(base_url=base_url, api_key=api_key, max_retries=0)
-        _clients[(base_url, api_key)] = client
+        per_loop[(base_url, api_key)] = client
     return client
+
+
+async def close_anthropic_clients() -> None:
+    """Close this event loop's pooled connections, for a clean worker shutdown."""
+    for client in _clients.pop(asyncio.get_running_loop(), {}).values():
+        await client.close()
 
 
 def to_anthropic_messages(
