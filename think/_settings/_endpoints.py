@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from think.exceptions import ConfigurationError
 
@@ -23,6 +23,8 @@ _ENDPOINT_KEYS = (
     "prices",
     "price_provider",
     "api",
+    "store",
+    "background",
 )
 
 
@@ -48,9 +50,10 @@ class Endpoint(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    api: Literal["chat", "anthropic"] = "chat"
+    api: Literal["chat", "responses", "anthropic"] = "chat"
     """The protocol the endpoint speaks: OpenAI's Chat Completions (OpenAI, Azure, vLLM,
-    Ollama, OpenRouter, ...) or Anthropic's Messages API."""
+    Ollama, OpenRouter, ...), OpenAI's Responses API (OpenAI, Azure) or Anthropic's Messages
+    API."""
     base_url: str | None = None
     """None: the provider's own API (OpenAI's, or Anthropic's for `api: anthropic`)."""
     api_key: str | None = Field(default=None, repr=False)
@@ -69,6 +72,22 @@ class Endpoint(BaseModel):
     price_provider: str | None = None
     """Price this endpoint's models as this provider's (`"openai"`, `"anthropic"`): a proxy
     or gateway in front of one (LiteLLM, a company gateway) has a URL no price table knows."""
+    store: bool | None = None
+    """`api: responses` only: let the provider keep each response (`store`). Off by default
+    (nothing is kept, and reasoning is carried from step to step encrypted); on when
+    `background` is."""
+    background: bool = False
+    """`api: responses` only: run each response in background mode, kept by the provider, so a
+    step whose worker dies or whose connection drops picks the same response up where it was
+    (`starting_after`) instead of asking, and paying, again. Needs `store`."""
+
+    @model_validator(mode="after")
+    def _responses_only(self) -> Endpoint:
+        if self.api != "responses" and (self.store is not None or self.background):
+            raise ValueError("store and background are options of api 'responses' only")
+        if self.background and self.store is False:
+            raise ValueError("background mode needs store: the provider keeps the response")
+        return self
 
 
 def parse_model_endpoints(raw: str, env: Mapping[str, str]) -> dict[str, Endpoint]:
@@ -115,7 +134,7 @@ def parse_model_endpoints(raw: str, env: Mapping[str, str]) -> dict[str, Endpoin
             endpoints[name] = Endpoint.model_validate(entry)
         except ValidationError as exc:
             problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+                ": ".join([*([".".join(str(p) for p in e["loc"])] if e["loc"] else []), e["msg"]])
                 for e in exc.errors(include_url=False, include_input=False)
             )
             raise bad(f"endpoint {name!r}: {problems}") from None

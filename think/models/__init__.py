@@ -13,6 +13,7 @@ from think._settings import Endpoint, Settings
 from think.exceptions import ConfigurationError, UserError
 from think.models._anthropic import AnthropicModel, AnthropicStreamState, close_anthropic_clients
 from think.models._base import (
+    Checkpoint,
     EncodedMessages,
     Finish,
     FinishReason,
@@ -54,6 +55,7 @@ from think.models._overflow import (
     default_context_overflow_classifier,
 )
 from think.models._prices import cost_of, warm_price_table
+from think.models._responses import ResponsesModel, ResponsesStreamState
 from think.models._transcript import (
     ByIdentity,
     Repair,
@@ -69,6 +71,7 @@ __all__ = [
     "AnthropicStreamState",
     "ByIdentity",
     "ChatErrorClass",
+    "Checkpoint",
     "EncodedMessages",
     "Endpoint",
     "FallbackModel",
@@ -89,6 +92,8 @@ __all__ = [
     "ReasoningDelta",
     "ReasoningEffort",
     "Repair",
+    "ResponsesModel",
+    "ResponsesStreamState",
     "TextDelta",
     "ToolCallDelta",
     "ToolCallStart",
@@ -175,6 +180,21 @@ def resolve_model(
                 rest,
                 base_url=endpoint.base_url,
                 api_key=endpoint.api_key,
+                endpoint=prefix,
+                api_key_env=endpoint.api_key_env,
+                prices=endpoint.prices,
+                price_provider=endpoint.price_provider,
+                extra_headers=headers,
+                timeout=timeout,
+            )
+        if endpoint.api == "responses":
+            return ResponsesModel(
+                rest,
+                store=bool(endpoint.store),
+                background=endpoint.background,
+                base_url=endpoint.base_url,
+                api_key=endpoint.api_key,
+                native_output=endpoint.native_output,
                 endpoint=prefix,
                 api_key_env=endpoint.api_key_env,
                 prices=endpoint.prices,

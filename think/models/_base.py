@@ -83,6 +83,9 @@ class ModelRequest(BaseModel):
     output: OutputSpec | None = None
     settings: ModelSettings = Field(default_factory=ModelSettings)
     encoded: EncodedMessages | None = Field(default=None, exclude=True, repr=False)
+    resume: dict[str, Any] | None = None
+    """A `Checkpoint` an earlier attempt of this step recorded: a client that wrote it picks
+    that answer up instead of asking again; any other ignores it."""
 
 
 class Usage(BaseModel):
@@ -131,6 +134,16 @@ class ToolCallDelta(BaseModel):
     delta: str
 
 
+class Checkpoint(BaseModel):
+    """Where this answer can be picked up again without asking the model anew: a response the
+    provider keeps running and can stream again (OpenAI's background mode). The step records
+    the latest one; an attempt that replaces a dead one hands it back as `ModelRequest.resume`.
+    `resume` is the client's own, and names the client (`name`) so that no other takes it."""
+
+    type: Literal["checkpoint"] = "checkpoint"
+    resume: dict[str, Any]
+
+
 FinishReason = Literal["stop", "length", "tool-calls", "content-filter", "error", "other"]
 
 
@@ -143,7 +156,7 @@ class Finish(BaseModel):
 
 
 ModelEvent = Annotated[
-    TextDelta | ReasoningDelta | ToolCallStart | ToolCallDelta | Finish,
+    TextDelta | ReasoningDelta | ToolCallStart | ToolCallDelta | Checkpoint | Finish,
     Field(discriminator="type"),
 ]
 

@@ -135,6 +135,9 @@ def _assistant(parts: Sequence[PartLike], repair: Repair) -> list[dict[str, Any]
         thinking = thinking_blocks(step)
         if thinking:
             message["thinking_blocks"] = thinking
+        items = reasoning_items(step)
+        if items:
+            message["reasoning_items"] = items
         if calls:
             message["tool_calls"] = [
                 {
@@ -186,6 +189,31 @@ def thinking_blocks(step: Sequence[PartLike]) -> list[dict[str, Any]]:
         elif isinstance(redacted, str) and redacted:
             blocks.append({"type": "redacted_thinking", "data": redacted})
     return blocks
+
+
+def reasoning_items(step: Sequence[PartLike]) -> list[dict[str, Any]]:
+    """The step's OpenAI reasoning, as the Responses API's reasoning items to hand back:
+    reasoning parts whose `providerMetadata.openai` holds the item's `itemId` (and, when the
+    provider keeps nothing, its `reasoningEncryptedContent`), the AI SDK's names; the part's
+    text is the item's summary. Carried on the Chat-shape assistant message as
+    `reasoning_items`, only where there are some, as `thinking_blocks` are."""
+    items: list[dict[str, Any]] = []
+    for part in step:
+        if part.get("type") != "reasoning":
+            continue
+        meta = part.get("providerMetadata")
+        found = meta.get("openai") if isinstance(meta, dict) else None
+        item_id = found.get("itemId") if isinstance(found, dict) else None
+        if not isinstance(found, dict) or not isinstance(item_id, str) or not item_id:
+            continue
+        text = part.get("text")
+        summary = [{"type": "summary_text", "text": text}] if isinstance(text, str) and text else []
+        item: dict[str, Any] = {"type": "reasoning", "id": item_id, "summary": summary}
+        encrypted = found.get("reasoningEncryptedContent")
+        if isinstance(encrypted, str) and encrypted:
+            item["encrypted_content"] = encrypted
+        items.append(item)
+    return items
 
 
 def is_media(output: Any) -> bool:

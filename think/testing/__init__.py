@@ -8,6 +8,8 @@ Two players share one script language (`text`, `reasoning`, `tool_call`, `error`
   replies per conversation.
 - `FakeAnthropicServer`, the same for Anthropic's Messages API (an endpoint with
   `"api": "anthropic"` and its `base_url`): the same scripts, played as its event stream.
+- `FakeResponsesServer`, the same for OpenAI's Responses API (an endpoint with
+  `"api": "responses"`), background mode and streaming a response again included.
 - `ScriptedModel`, an in-process `ModelClient`, for unit tests of agent logic.
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 from think.testing._fake_anthropic import FakeAnthropicServer
 from think.testing._fake_openai import CONVERSATION_HEADER, FakeOpenAIServer, RecordedRequest
+from think.testing._fake_responses import FakeResponsesServer
 from think.testing._script import (
     DisconnectStep,
     ErrorStep,
@@ -44,6 +47,7 @@ __all__ = [
     "ErrorStep",
     "FakeAnthropicServer",
     "FakeOpenAIServer",
+    "FakeResponsesServer",
     "RawStep",
     "ReasoningStep",
     "RecordedRequest",

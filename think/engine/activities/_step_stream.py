@@ -101,8 +101,10 @@ class StepStream:
     def reasoning(
         self, delta: str, provider_metadata: dict[str, dict[str, Any]] | None = None
     ) -> None:
-        """`provider_metadata` (a thinking block's signature) rides on the delta, as the AI
-        SDK's does, and so lands on the stored reasoning part."""
+        """`provider_metadata` (a thinking block's signature, a reasoning item's id) rides on
+        the delta, as the AI SDK's does, and so lands on the stored reasoning part. It comes
+        at the end of its block, so it closes the part: the next block's reasoning is a part
+        of its own, handed back with its own metadata."""
         chunk: ReasoningDeltaChunk = {
             "type": "reasoning-delta",
             "id": self._switch("reasoning"),
@@ -111,6 +113,8 @@ class StepStream:
         if provider_metadata is not None:
             chunk["providerMetadata"] = storable(provider_metadata)
         self.emit(chunk)
+        if provider_metadata is not None:
+            self._switch(None)
 
     def tool_start(self, tool_call_id: str, tool_name: str) -> None:
         tool_call_id, tool_name = storable_text(tool_call_id), storable_text(tool_name)
