@@ -263,6 +263,17 @@ class Gatekeeper(Helper):
         return [get_weather, slow, delete_file, transfer, launch, flaky, sluggish, add]
 
 
+class Switchable(Gatekeeper):
+    """Gatekeeper's tools, on the model and settings each submission names in
+    `body["settings"]` (a `TurnConfig`): one agent for the same conversation on every API."""
+
+    name = "switchable"
+
+    def before_turn(self, ctx: TurnContext) -> TurnConfig | None:
+        settings = ctx.body.get("settings")
+        return TurnConfig(**settings) if settings is not None else None
+
+
 class Guarded(Gatekeeper):
     """Gatekeeper's tools, whose approvals only the `ops-lead` key may decide."""
 

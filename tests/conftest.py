@@ -21,7 +21,7 @@ from tests._stack import Stack, free_port, stack_env
 from think._settings import Settings
 from think.dev import Services, start_services
 from think.storage import migrate
-from think.testing import FakeAnthropicServer, FakeOpenAIServer
+from think.testing import FakeAnthropicServer, FakeOpenAIServer, FakeResponsesServer
 from think.turns._service import ThinkService
 from think.workflows import connect
 
@@ -54,11 +54,18 @@ def fake_anthropic() -> Iterator[FakeAnthropicServer]:
 
 
 @pytest.fixture(scope="session")
+def fake_responses() -> Iterator[FakeResponsesServer]:
+    with FakeResponsesServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def stack(
     services: Services,
     settings: Settings,
     fake_model: FakeOpenAIServer,
     fake_anthropic: FakeAnthropicServer,
+    fake_responses: FakeResponsesServer,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Stack]:
     logs = tmp_path_factory.mktemp("logs")
@@ -81,7 +88,7 @@ def stack(
             "tests.agents:Patient,tests.agents:Watchful,tests.agents:Lead,tests.agents:Recursive,"
             "tests.agents:McpUser,tests.agents:McpImpatient,tests.agents:McpHidden,"
             "tests.agents:Workspaced,tests.agents:Skilled,tests.agents:Fetcher,"
-            "tests.agents:Hostile,tests.agents:Tuned,tests.agents:Routed,"
+            "tests.agents:Hostile,tests.agents:Tuned,tests.agents:Routed,tests.agents:Switchable,"
             "examples.assistant:Assistant"
         ),
         model_url=fake_model.base_url,
@@ -107,8 +114,18 @@ def stack(
         "api_key_env": "THINK_TEST_ANTHROPIC_KEY",
     }
     env["THINK_TEST_ANTHROPIC_KEY"] = "sk-ant-test"
+    # And OpenAI's Responses API (tests/models/test_responses.py): as OpenAI's keeps nothing
+    # by default, and in background mode.
+    gpt = {
+        "api": "responses",
+        "base_url": fake_responses.base_url,
+        "api_key_env": "THINK_TEST_OPENAI_KEY",
+    }
+    gptbg = {**gpt, "background": True}
+    env["THINK_TEST_OPENAI_KEY"] = "sk-openai-test"
+    endpoints = {"plain": plain, "keyless": keyless, "priced": priced, "down": down}
     env["THINK_MODEL_ENDPOINTS"] = json.dumps(
-        {"plain": plain, "keyless": keyless, "priced": priced, "down": down, "claude": claude}
+        {**endpoints, "claude": claude, "gpt": gpt, "gptbg": gptbg}
     )
     if services.temporal.ui_url:
         env["THINK_TEMPORAL_UI_URL"] = services.temporal.ui_url

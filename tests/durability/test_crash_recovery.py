@@ -18,7 +18,7 @@ from tests._stack import Stack, own_stack
 from think._messages import UIMessage
 from think._settings import Settings
 from think.storage import Store, TurnRequest, open_database
-from think.testing import FakeOpenAIServer, reply, stall, text, tool_call
+from think.testing import FakeOpenAIServer, FakeResponsesServer, reply, stall, text, tool_call
 
 WORDS = [f"word{i} " for i in range(40)]
 
@@ -69,6 +69,36 @@ async def test_sigkill_mid_stream_resumes_on_another_worker(
         if (NODE_DIR / "node_modules" / "ai").exists():
             rebuilt = await reconstruct(body)
             assert rebuilt["message"] == answer
+
+
+async def test_sigkill_mid_stream_picks_the_background_response_up_without_asking_again(
+    crash_stack: Stack, fake_responses: FakeResponsesServer, cid: str
+) -> None:
+    """Zero-token recovery: in background mode the provider runs the response on its own, and
+    the step recorded its id when it was created. The attempt that replaces the killed one
+    streams that response again (`starting_after`) instead of asking: one request, paid once."""
+    fake_responses.script(cid, reply(text(*WORDS), delay=0.05))
+    async with httpx.AsyncClient(base_url=crash_stack.api_url, timeout=60) as api:
+        base = f"/v1/agents/switchable/conversations/{cid}"
+        body = {"settings": {"model": "gptbg/gpt-4.1"}}
+        turn = (await api.post(f"{base}/turns", json={"input": "tell me", "body": body})).json()
+        await read_until(api, turn["stream_url"], deltas(5))
+        live = [p for p in crash_stack.processes if p.name == "worker" and p.popen.poll() is None]
+        live[0].kill()
+        crash_stack.start_worker()
+
+        final = await until_terminal(api, turn["status_url"])
+        assert final["status"] == "completed", final
+        assert final["message"]["parts"] == [
+            {"type": "step-start"},
+            {"type": "text", "text": "".join(WORDS), "state": "done"},
+        ]
+        assert fake_responses.calls(cid) == 1  # the model was asked once
+        [response_id] = fake_responses.responses(cid)
+        assert [r for r in fake_responses.retrievals() if r[0] == response_id], "never picked up"
+        _, events = await read_stream(api, turn["stream_url"])
+        kinds = [c["type"] for c in chunks(events)]
+        assert kinds.count("reset-step") == 1 and kinds[-1] == "finish"
 
 
 async def test_a_crash_after_a_tool_never_runs_the_tool_again(

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, cast
 
 import openai
@@ -55,6 +56,7 @@ from think.models._openai import (
     metadata_headers,
     retryable_status,
 )
+from think.models._prices import listed_cost, published_cost
 
 if TYPE_CHECKING:
     from openai._types import RequestOptions
@@ -252,6 +254,13 @@ class ResponsesModel(OpenAIModel):
         super().__init__(model, **options)
         self.store = store or background
         self.background = background
+
+    def cost(self, usage: Usage) -> Decimal | None:
+        """At the endpoint's prices, else OpenAI's published ones: the Responses API is
+        OpenAI's own (Azure OpenAI's prices are OpenAI's), whatever proxy it is reached by."""
+        if self._prices is not None:
+            return listed_cost(self._prices, usage)
+        return published_cost(usage, self.model, provider=self._price_provider or "openai")
 
     def __repr__(self) -> str:
         endpoint = f", endpoint={self.endpoint!r}" if self.endpoint else ""

@@ -150,6 +150,8 @@ class TurnRecord(BaseModel):
     statement); True where a read did not ask, so that nothing misses one."""
     fences: dict[str, int] = Field(default_factory=dict)
     """Attempts claimed per fence (`step-0`, `step-1`, ...): how many times each step began."""
+    checkpoints: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Per fence, where its model's answer can be picked up again (`set_checkpoint`)."""
     version: str = ""
     """The row's version as read (Postgres's `xmin`): a write made with it
     (`append(..., version=)`) is refused with `TurnChanged` if anyone changed the row since,

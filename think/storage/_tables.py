@@ -118,6 +118,8 @@ class TurnRow(Base):
     error: Mapped[str | None] = mapped_column(Text)
     steps_done: Mapped[int] = mapped_column(Integer, server_default="0")
     fences: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
+    checkpoints: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
+    """Per step fence, where its model's answer can be picked up again (migration 0015)."""
     next_seq: Mapped[int] = mapped_column(Integer, server_default="0")
     usage: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
     config: Mapped[dict[str, Any] | None] = mapped_column(JSONB)

@@ -277,3 +277,30 @@ async def count_failure(conn: Conn, turn_id: str, fence: Fence) -> int:
     """Record one more model failure of the fenced step; returns how many it has had."""
     row = await fetch_one(conn, _BUMP_FENCE, {"key": f"{fence.key}:failures", "turn": turn_id})
     return int(row["count"]) if row else 1
+
+
+_SET_CHECKPOINT = """
+    UPDATE turns SET checkpoints = CASE WHEN %(value)s::jsonb IS NULL
+        THEN checkpoints - %(key)s::text
+        ELSE jsonb_set(checkpoints, ARRAY[%(key)s], %(value)s::jsonb) END
+    WHERE id = %(turn)s AND (fences ->> %(key)s)::int = %(attempt)s
+    RETURNING 1
+"""
+
+
+async def set_checkpoint(
+    conn: Conn, turn_id: str, fence: Fence, resume: dict[str, Any] | None
+) -> None:
+    """Record where the fenced step's answer can be picked up again (a model's `Checkpoint`),
+    or forget it (None): kept in the turn's `checkpoints` by fence, read back by the attempt
+    that replaces this one (`TurnRecord.checkpoints`). Raises `StaleAttempt` when a newer
+    attempt holds the fence."""
+    value = None if resume is None else storable_json(resume)
+    params = {
+        "value": value,
+        "turn": turn_id,
+        "key": fence.key,
+        "attempt": fence.attempt,
+    }
+    if await fetch_one(conn, _SET_CHECKPOINT, params) is None:
+        raise StaleAttempt(f"attempt {fence.attempt} of {fence.key!r} is stale")

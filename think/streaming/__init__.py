@@ -33,6 +33,7 @@ from think.storage.stream_log import (
     count_failure,
     read,
     read_timed,
+    set_checkpoint,
     step_is_open,
 )
 from think.streaming._builder import MessageBuilder
@@ -71,6 +72,7 @@ __all__ = [
     "listen_forever",
     "read",
     "read_timed",
+    "set_checkpoint",
     "step_is_open",
     "tool_name",
     "tool_part_type",

@@ -271,6 +271,7 @@ class FakeResponsesServer(FakeOpenAIServer):
         self._response_ids = itertools.count(1)
         self._responses: dict[str, _Running] = {}
         self._retrievals: list[tuple[str, int | None]] = []
+        self._created: list[tuple[str | None, str]] = []
         self.app.router.routes += [
             Route("/v1/responses", self._create, methods=["POST"]),
             Route("/v1/responses/{id}", self._retrieve, methods=["GET"]),
@@ -281,6 +282,11 @@ class FakeResponsesServer(FakeOpenAIServer):
         """Each `GET /v1/responses/{id}`: (response id, its `starting_after`)."""
         with self._lock:
             return list(self._retrievals)
+
+    def responses(self, conversation_id: str | None = None) -> list[str]:
+        """The ids of the responses created for this conversation's calls (all: None)."""
+        with self._lock:
+            return [r for c, r in self._created if conversation_id is None or c == conversation_id]
 
     def status(self, response_id: str) -> str | None:
         """A response's status (`in_progress`, `completed`, `cancelled`, ...); None: unknown."""
@@ -317,6 +323,8 @@ class FakeResponsesServer(FakeOpenAIServer):
             await asyncio.sleep(early[0])
             return _refusal(Refused(early[1].status, early[1].message), early[1].retry_after)
         self._responses[running.id] = running
+        with self._lock:
+            self._created.append((conversation_id, running.id))
         running.start()
         return _Tail(running, after=None, owner=True)
 

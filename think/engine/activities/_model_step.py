@@ -303,7 +303,10 @@ class StepAttempt:
         self.chain_start = turn.fences.get(f"{fence.key}:failures", 0)
         interrupted = fence.attempt > 1 and await step_is_open(conn, turn.id)
         transcript = await self._transcript(conn, turn, agent)
-        return LoadedStep(turn, agent, fence, interrupted, transcript)
+        # An abandoned attempt's answer the provider kept running (background mode): this
+        # attempt picks it up instead of asking again.
+        resume = turn.checkpoints.get(fence.key) if interrupted else None
+        return LoadedStep(turn, agent, fence, interrupted, transcript, resume)
 
     async def _transcript(self, conn: Conn, turn: TurnRecord, agent: Think) -> list[UIMessage]:
         return await self.res.paths.path(
@@ -410,12 +413,20 @@ class StepAttempt:
     # -- stream, and what goes wrong on the way ----------------------------------------------
 
     async def _prepare(
-        self, turn: TurnRecord, agent: Think, transcript: list[UIMessage], *, send: bool = False
+        self,
+        turn: TurnRecord,
+        agent: Think,
+        transcript: list[UIMessage],
+        *,
+        send: bool = False,
+        resume: dict[str, Any] | None = None,
     ) -> PreparedStep:
         """Assemble the step's request; `send` it now, else at the stream's first `anext`.
-        Raises `HookFailed`."""
+        `resume`: an abandoned attempt's checkpoint, for the model to pick up. Raises
+        `HookFailed`."""
         builder = MessageBuilder(turn.message)
         setup, request, answer_tool = await self.assemble(turn, agent, transcript, builder)
+        request.resume = resume
         refusal = unpriced_budget(setup.cost_budget, setup.model)
         events = setup.model.stream(request) if refusal is None else refused_stream(refusal)
         if send:
@@ -428,7 +439,7 @@ class StepAttempt:
         agent, turn, fence = loaded.agent, loaded.turn, loaded.fence
         if prepared is None:
             try:
-                prepared = await self._prepare(turn, agent, loaded.transcript)
+                prepared = await self._prepare(turn, agent, loaded.transcript, resume=loaded.resume)
             except HookFailed as exc:
                 return await self.outcomes.fail(agent, turn, exc.stage, exc.cause, fence)
         builder, setup, answer_tool = prepared.builder, prepared.setup, prepared.answer_tool

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from think.engine.activities._step_stream import StepStream
 from think.engine.activities._tool_plan import plan_calls
 from think.exceptions import ModelError
 from think.models import (
+    Checkpoint,
     Finish,
     ModelEvent,
     ModelRequest,
@@ -40,10 +42,13 @@ from think.models import (
     TextDelta,
     ToolCallDelta,
     ToolCallStart,
+    answering,
 )
 from think.storage import TurnRecord, gives_up
-from think.streaming import Fence, MessageBuilder, StaleAttempt
+from think.streaming import Fence, MessageBuilder, StaleAttempt, set_checkpoint
 from think.workflows.inputs import ModelStepResult
+
+log = logging.getLogger("think.engine.activities")
 
 
 @dataclass
@@ -56,6 +61,8 @@ class LoadedStep:
     interrupted: bool
     """A retry after a crash or a stall that left this step open in the stream."""
     transcript: list[UIMessage]
+    resume: dict[str, Any] | None = None
+    """The checkpoint an abandoned attempt of this step recorded (`set_checkpoint`)."""
 
 
 @dataclass
@@ -155,6 +162,8 @@ async def stream_answer(
     finish = Finish()
     started = prepared.sent
     first_token: float | None = None
+    checkpoint = loaded.resume
+    """The answer's checkpoint, recorded: what a cancel stops at the provider."""
     try:
         if loaded.interrupted:
             # Clients keep the step's `step-start` and drop what followed it; the draft
@@ -195,6 +204,9 @@ async def stream_answer(
                     step.tool_start(event.tool_call_id, event.tool_name)
                 elif isinstance(event, ToolCallDelta):
                     step.tool_delta(event.tool_call_id, event.delta)
+                elif isinstance(event, Checkpoint):
+                    checkpoint = event.resume
+                    await record_checkpoint(res, turn.id, fence, checkpoint)
                 elif isinstance(event, Finish):
                     finish = event
         calls, approvals = await plan_calls(agent, turn, step.close(), builder, setup.tools)
@@ -209,6 +221,7 @@ async def stream_answer(
             # The turn was cancelled (`POST …/cancel`, through Postgres): keep what the
             # model said so far, end the stream with `abort`, and tell the workflow.
             await asyncio.shield(outcomes.store_cancelled(turn.id, builder, step, writer))
+            await asyncio.shield(stop_answer(setup, checkpoint))
             return ModelStepResult(ended=True, status="aborted")
         if (
             details is not None
@@ -219,6 +232,7 @@ async def stream_answer(
             # Only a cancel someone asked for counts: a local activity is also cancelled
             # when its workflow task was lost (its worker froze past the task's timeout).
             await asyncio.shield(outcomes.store_cancelled(turn.id, builder, step, writer))
+            await asyncio.shield(stop_answer(setup, checkpoint))
         else:
             # Not a cancel: this attempt timed out (a heartbeat arrived late under load),
             # or the worker is shutting down. Another attempt owns the step now; write
@@ -233,6 +247,10 @@ async def stream_answer(
             raise
         return await outcomes.out_of_time(agent, turn, step, fence, setup.time_budget or 0)
     except ModelError as exc:
+        if checkpoint is not None:
+            # The answer failed where it runs, or cannot be read: the next attempt asks anew.
+            with contextlib.suppress(StaleAttempt):
+                await record_checkpoint(res, turn.id, fence, None)
         await observe.request_failed(turn, index, fence.attempt, exc)
         if isinstance(exc, StreamStalled):
             await observe.stalled(turn, index, exc.seconds)
@@ -253,3 +271,26 @@ async def stream_answer(
             raise
         return await outcomes.fail(agent, turn, "model", exc, fence, step)
     return Streamed(finish, calls, approvals, rest)
+
+
+async def record_checkpoint(
+    res: ActivityResources, turn_id: str, fence: Fence, resume: dict[str, Any] | None
+) -> None:
+    """Keep (or, None, forget) where this step's answer can be picked up again, for the
+    attempt that replaces this one should its worker die."""
+    await fence.held()
+    async with res.store.db.connection() as conn:
+        await set_checkpoint(conn, turn_id, fence, resume)
+
+
+async def stop_answer(setup: StepSetup, checkpoint: dict[str, Any] | None) -> None:
+    """A cancelled turn's answer, stopped where the provider runs it on its own (background
+    mode), so that it does not go on generating, and billing, for nobody."""
+    cancel = getattr(answering(setup.model), "cancel", None)
+    if checkpoint is None or cancel is None:
+        return
+    try:
+        async with asyncio.timeout(10):
+            await cancel(checkpoint)
+    except Exception:
+        log.warning("could not stop the model's answer %s", checkpoint, exc_info=True)
