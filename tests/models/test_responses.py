@@ -35,7 +35,7 @@ from think.testing import (
     text,
     tool_call,
 )
-from think.testing._fake_responses import Refused, check, seal
+from think.testing._responses_rules import Refused, check, seal
 
 ADD = ToolSpec(name="add", parameters={"type": "object", "properties": {}})
 

@@ -421,9 +421,8 @@ class StepAttempt:
         send: bool = False,
         resume: dict[str, Any] | None = None,
     ) -> PreparedStep:
-        """Assemble the step's request; `send` it now, else at the stream's first `anext`.
-        `resume`: an abandoned attempt's checkpoint, for the model to pick up. Raises
-        `HookFailed`."""
+        """Assemble the step's request (`resume`: an abandoned attempt's checkpoint); `send`
+        it now, else at the stream's first `anext`. Raises `HookFailed`."""
         builder = MessageBuilder(turn.message)
         setup, request, answer_tool = await self.assemble(turn, agent, transcript, builder)
         request.resume = resume
