@@ -11,12 +11,14 @@ import asyncio
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 
 from tests._sse import chunks, deltas, read_stream, read_until
 from tests._turn_helpers import until_status, wait_turn
 from think.exceptions import ModelError
 from think.models import (
+    EncodedMessages,
     ModelRequest,
     ModelSettings,
     ResponsesModel,
@@ -25,8 +27,10 @@ from think.models import (
     Usage,
     close_openai_clients,
 )
+from think.models._openai import chat_only
 from think.models._responses import responses_settings, to_responses_input
 from think.testing import (
+    FakeOpenAIServer,
     FakeResponsesServer,
     disconnect,
     error,
@@ -394,3 +398,44 @@ async def test_a_cancelled_turn_stops_its_background_response(
     while fake_responses.status(response_id) != "cancelled":
         assert asyncio.get_running_loop().time() < deadline, fake_responses.status(response_id)
         await asyncio.sleep(0.1)
+
+
+def test_chat_completions_never_sees_the_other_adapters_fields() -> None:
+    plain = {"role": "user", "content": "hi"}
+    kept = {"role": "assistant", "content": "a", "reasoning_items": [{"id": "rs_1"}]}
+    signed = {"role": "assistant", "content": "b", "thinking_blocks": [{"signature": "s"}]}
+    messages = [plain, kept, plain, signed]
+    # The encoded run holds one: it is dropped, and every message goes out stripped.
+    run = EncodedMessages(0, 2, orjson.dumps(plain) + b"," + orjson.dumps(kept))
+    sent, encoded = chat_only(messages, run)
+    assert encoded is None
+    assert sent == [
+        plain,
+        {"role": "assistant", "content": "a"},
+        plain,
+        {"role": "assistant", "content": "b"},
+    ]
+    assert messages[1] is kept and "reasoning_items" in kept  # the caller's are not changed
+    # A clean encoded run is kept; only the messages after it are looked at.
+    clean = EncodedMessages(0, 1, orjson.dumps(plain))
+    sent, encoded = chat_only([plain, signed], clean)
+    assert encoded is clean and sent == [plain, {"role": "assistant", "content": "b"}]
+    untouched = [plain, plain]
+    assert chat_only(untouched, None)[0] is untouched
+
+
+async def test_a_conversation_moved_to_chat_completions_sends_no_reasoning_items(
+    api: httpx.AsyncClient,
+    fake_responses: FakeResponsesServer,
+    fake_model: FakeOpenAIServer,
+    cid: str,
+) -> None:
+    fake_responses.script(cid, reasoning("Hmm.") + text("First."))
+    first = await gpt_turn(api, cid, {"reasoning_effort": "low"})
+    assert first["status"] == "completed", first
+    fake_model.script(cid, text("Second."))
+    second = await wait_turn(api, "switchable", cid, "again", wait_timeout=30)
+    assert second["status"] == "completed", second
+    [sent] = fake_model.requests(cid)
+    answered = [m for m in sent["body"]["messages"] if m["role"] == "assistant"]
+    assert answered and all(set(m) <= {"role", "content", "tool_calls"} for m in answered)

@@ -244,6 +244,36 @@ def _thinking_text(thinking: object) -> str:
     )
 
 
+OTHER_ADAPTERS_FIELDS = ("thinking_blocks", "reasoning_items")
+"""Fields of the Chat-shape transcript that only other adapters read (Anthropic's signed
+thinking, the Responses API's reasoning items): not Chat Completions', and refused by a server
+that validates messages strictly (OpenAI's), so never sent to one. A conversation reaches a Chat
+Completions server with them when it changes model, or falls back to another provider."""
+_OTHER_ADAPTERS_MARKERS = tuple(f'"{f}"'.encode() for f in OTHER_ADAPTERS_FIELDS)
+
+
+def chat_only(
+    messages: list[dict[str, Any]], encoded: EncodedMessages | None
+) -> tuple[list[dict[str, Any]], EncodedMessages | None]:
+    """`messages` (and `encoded`, their run already encoded) without `OTHER_ADAPTERS_FIELDS`.
+    Checked where it is cheap: the encoded run by a search of its bytes (a hit, even one in
+    some message's text, drops the run, and every message is encoded afresh), the rest
+    message by message; copies only the messages that have such a field."""
+    if encoded is not None and any(m in encoded.json for m in _OTHER_ADAPTERS_MARKERS):
+        encoded = None
+    unencoded = (
+        range(len(messages))
+        if encoded is None
+        else [*range(encoded.start), *range(encoded.end, len(messages))]
+    )
+    stripped: list[dict[str, Any]] | None = None
+    for i in unencoded:
+        if any(f in messages[i] for f in OTHER_ADAPTERS_FIELDS):
+            stripped = stripped if stripped is not None else list(messages)
+            stripped[i] = {k: v for k, v in messages[i].items() if k not in OTHER_ADAPTERS_FIELDS}
+    return (messages if stripped is None else stripped), encoded
+
+
 def request_json(body: dict[str, Any], encoded: EncodedMessages | None) -> bytes:
     """`body` as JSON, with `encoded`'s run of `body["messages"]` as the bytes it already is.
 
@@ -380,10 +410,11 @@ class OpenAIModel:
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         client = _client(self.base_url, self._api_key)
         state = OpenAIStreamState(self._think_tags)
+        messages, encoded = chat_only(request.messages, request.encoded)
         try:
             body: dict[str, Any] = {
                 "model": self.model,
-                "messages": request.messages,
+                "messages": messages,
                 "stream": True,
                 "stream_options": {"include_usage": True},
                 **({"tools": [tool_param(t) for t in request.tools]} if request.tools else {}),
@@ -407,7 +438,7 @@ class OpenAIModel:
             # request, and this runs for every step.
             stream = await client.post(
                 "/chat/completions",
-                content=request_json(body, request.encoded),
+                content=request_json(body, encoded),
                 cast_to=ChatCompletion,
                 stream=True,
                 # Chunks as the JSON objects they are: building a pydantic model of each (the
