@@ -27,7 +27,7 @@ from think.models import (
     Usage,
     close_openai_clients,
 )
-from think.models._openai import chat_only
+from think.models._chat_body import chat_only
 from think.models._responses import responses_settings, to_responses_input
 from think.testing import (
     FakeOpenAIServer,

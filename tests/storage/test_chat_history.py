@@ -11,7 +11,7 @@ import orjson
 
 from think import UIMessage
 from think.models import EncodedMessages
-from think.models._openai import request_json
+from think.models._chat_body import request_json
 from think.models._transcript import INTERRUPTED_TOOL_RESULT, interrupted_tool_error
 from think.models._transcript import to_chat_messages as convert_all
 from think.sessions._chat_history import ChatHistories, ChatHistory

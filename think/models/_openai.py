@@ -19,7 +19,6 @@ from decimal import Decimal
 from typing import Any
 
 import openai
-import orjson
 from openai.types.chat import (
     ChatCompletion,
     ChatCompletionToolParam,
@@ -28,7 +27,6 @@ from openai.types.chat import (
 from think._settings import Prices
 from think.exceptions import ModelError, ModelFailureKind
 from think.models._base import (
-    EncodedMessages,
     Finish,
     FinishReason,
     ModelEvent,
@@ -41,6 +39,7 @@ from think.models._base import (
     ToolSpec,
     Usage,
 )
+from think.models._chat_body import chat_only, request_json
 from think.models._chat_settings import chat_settings
 from think.models._prices import listed_cost, published_cost
 from think.models._think_tags import ThinkTags, ThinkTagSplitter
@@ -242,57 +241,6 @@ def _thinking_text(thinking: object) -> str:
         for p in thinking
         if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
     )
-
-
-OTHER_ADAPTERS_FIELDS = ("thinking_blocks", "reasoning_items")
-"""Fields of the Chat-shape transcript that only other adapters read (Anthropic's signed
-thinking, the Responses API's reasoning items): not Chat Completions', and refused by a server
-that validates messages strictly (OpenAI's), so never sent to one. A conversation reaches a Chat
-Completions server with them when it changes model, or falls back to another provider."""
-_OTHER_ADAPTERS_MARKERS = tuple(f'"{f}"'.encode() for f in OTHER_ADAPTERS_FIELDS)
-
-
-def chat_only(
-    messages: list[dict[str, Any]], encoded: EncodedMessages | None
-) -> tuple[list[dict[str, Any]], EncodedMessages | None]:
-    """`messages` (and `encoded`, their run already encoded) without `OTHER_ADAPTERS_FIELDS`.
-    Checked where it is cheap: the encoded run by a search of its bytes (a hit, even one in
-    some message's text, drops the run, and every message is encoded afresh), the rest
-    message by message; copies only the messages that have such a field."""
-    if encoded is not None and any(m in encoded.json for m in _OTHER_ADAPTERS_MARKERS):
-        encoded = None
-    unencoded = (
-        range(len(messages))
-        if encoded is None
-        else [*range(encoded.start), *range(encoded.end, len(messages))]
-    )
-    stripped: list[dict[str, Any]] | None = None
-    for i in unencoded:
-        if any(f in messages[i] for f in OTHER_ADAPTERS_FIELDS):
-            stripped = stripped if stripped is not None else list(messages)
-            stripped[i] = {k: v for k, v in messages[i].items() if k not in OTHER_ADAPTERS_FIELDS}
-    return (messages if stripped is None else stripped), encoded
-
-
-def request_json(body: dict[str, Any], encoded: EncodedMessages | None) -> bytes:
-    """`body` as JSON, with `encoded`'s run of `body["messages"]` as the bytes it already is.
-
-    The messages come last (the order of an object's keys means nothing), encoded or not: a
-    transcript that grew by a step is then the last request's bytes and a tail, which a model
-    server (the scripted one, `think.testing`) can take from where it grew."""
-    messages: list[dict[str, Any]] = body["messages"]
-    fields = {k: v for k, v in body.items() if k != "messages"}
-    if encoded is None:
-        return orjson.dumps({**fields, "messages": messages})
-    pieces = [orjson.dumps(m) for m in messages[: encoded.start]]
-    if encoded.json:
-        pieces.append(encoded.json)
-    pieces += [orjson.dumps(m) for m in messages[encoded.end :]]
-    rest = orjson.dumps(fields)
-    joined = [rest[:-1], b',"messages":[']
-    for i, piece in enumerate(pieces):
-        joined += (b",", piece) if i else (piece,)
-    return b"".join([*joined, b"]}"])  # one copy of the long run
 
 
 def _client(base_url: str, api_key: str) -> openai.AsyncOpenAI:
