@@ -17,7 +17,7 @@ from think.exceptions import ModelError
 from think.models import ModelSettings, ToolSpec, Usage
 from think.models._anthropic import anthropic_settings, mark_cache, to_anthropic_messages
 from think.testing import FakeAnthropicServer, error, reasoning, reply, text, tool_call
-from think.testing._fake_anthropic import refusal
+from think.testing._fake_anthropic import refusal, signature_of
 
 ADD = ToolSpec(name="add", parameters={"type": "object", "properties": {}})
 
@@ -100,6 +100,13 @@ def test_call_settings_in_the_messages_apis_terms() -> None:
     assert not refused.value.retryable and refused.value.kind == "refused"
     with pytest.raises(ModelError, match="names no tool"):
         anthropic_settings(ModelSettings(tool_choice="nope"), [ADD], "m")
+    # Anthropic refuses these beside extended thinking: said before any request.
+    hot = ModelSettings(reasoning_effort="low", temperature=0.3)
+    with pytest.raises(ModelError, match=r"temperature is set .* with reasoning_effort"):
+        anthropic_settings(hot, [ADD], "m")
+    forced = ModelSettings(reasoning_effort="low", tool_choice="required")
+    with pytest.raises(ModelError, match=r"tool_choice is set .* with reasoning_effort"):
+        anthropic_settings(forced, [ADD], "m")
 
 
 def test_the_fake_refuses_what_the_api_refuses() -> None:
@@ -111,6 +118,25 @@ def test_the_fake_refuses_what_the_api_refuses() -> None:
         "content": [{"type": "tool_result", "tool_use_id": "x", "content": "1"}],
     }
     assert "corresponding `tool_use`" in str(refusal({"max_tokens": 5, "messages": [stray]}))
+    thinking = {"type": "enabled", "budget_tokens": 2048}
+    assert "greater than `thinking.budget_tokens`" in str(
+        refusal({"max_tokens": 2048, "thinking": thinking, "messages": [user]})
+    )
+    call = {"type": "tool_use", "id": "t1", "name": "add", "input": {}}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": "3"}
+    loop = [user, {"role": "assistant", "content": [call]}, {"role": "user", "content": [result]}]
+    assert "must start with a thinking block" in str(
+        refusal({"max_tokens": 4096, "thinking": thinking, "messages": loop})
+    )
+    forged = {"type": "thinking", "thinking": "I add.", "signature": "forged"}
+    loop[1] = {"role": "assistant", "content": [forged, call]}
+    assert "Invalid `signature`" in str(
+        refusal({"max_tokens": 4096, "thinking": thinking, "messages": loop})
+    )
+    loop[1]["content"][0] = {**forged, "signature": signature_of("I add.")}
+    assert refusal({"max_tokens": 4096, "thinking": thinking, "messages": loop}) is None
+    unanswered = [user, {"role": "assistant", "content": [call]}, user]
+    assert "without `tool_result`" in str(refusal({"max_tokens": 5, "messages": unanswered}))
     empty = {"role": "user", "content": [{"type": "text", "text": ""}]}
     assert "non-empty" in str(refusal({"max_tokens": 5, "messages": [empty]}))
 
@@ -121,10 +147,13 @@ CLAUDE = "claude/claude-sonnet-4-5"
 
 
 async def claude_turn(
-    api: httpx.AsyncClient, cid: str, settings: dict[str, Any] | None = None
+    api: httpx.AsyncClient,
+    cid: str,
+    settings: dict[str, Any] | None = None,
+    agent: str = "tuned",
 ) -> dict[str, Any]:
     body = {"settings": {"model": CLAUDE, **(settings or {})}}
-    return await wait_turn(api, "tuned", cid, "go", body=body, wait_timeout=30)
+    return await wait_turn(api, agent, cid, "go", body=body, wait_timeout=30)
 
 
 async def test_a_plain_answer(
@@ -182,7 +211,8 @@ async def test_thinking_is_kept_as_reasoning(
     api: httpx.AsyncClient, fake_anthropic: FakeAnthropicServer, cid: str
 ) -> None:
     fake_anthropic.script(cid, reasoning("Let me ", "think.") + text("Done."))
-    done = await claude_turn(api, cid, {"reasoning_effort": "low"})
+    # Not `tuned`, whose temperature Anthropic refuses beside extended thinking.
+    done = await claude_turn(api, cid, {"reasoning_effort": "low"}, agent="switchable")
     assert done["status"] == "completed", done
     kinds = [
         (p["type"], p.get("text")) for p in done["message"]["parts"] if p["type"] != "step-start"
@@ -199,10 +229,11 @@ async def test_signed_thinking_is_handed_back_before_the_tool_use(
     fake_anthropic.script(
         cid, reasoning("I should add.") + tool_call("add", {"a": 1, "b": 2}), text("3.")
     )
-    done = await claude_turn(api, cid, {"reasoning_effort": "low"})
+    # Not `tuned`, whose temperature Anthropic refuses beside extended thinking.
+    done = await claude_turn(api, cid, {"reasoning_effort": "low"}, agent="switchable")
     assert done["status"] == "completed", done
     thought = next(p for p in done["message"]["parts"] if p["type"] == "reasoning")
-    signature = "ZmFrZS1zaWduYXR1cmU="  # what the fake signs with
+    signature = signature_of("I should add.")  # what the fake signs with, and checks
     assert thought["providerMetadata"] == {"anthropic": {"signature": signature}}
     second = fake_anthropic.requests(cid)[1]["body"]["messages"]
     assert second[-2]["role"] == "assistant"

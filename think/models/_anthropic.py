@@ -262,9 +262,24 @@ def anthropic_settings(
         choice = {**(choice or {"type": "auto"}), "disable_parallel_tool_use": True}
     if choice is not None:
         fields["tool_choice"] = choice
+    if "thinking" in fields:
+        # What Anthropic refuses beside extended thinking, said before any request.
+        if fields.get("temperature", 1) != 1:
+            raise _with_thinking(model, "temperature", "it may only be 1 there")
+        if choice is not None and choice["type"] in ("any", "tool"):
+            raise _with_thinking(model, "tool_choice", "a forced tool call is refused there")
     if settings.provider_options:
         fields.update(settings.provider_options)
     return fields
+
+
+def _with_thinking(model: str, setting: str, why: str) -> ModelError:
+    return ModelError(
+        f"{setting} is set for model {model} with reasoning_effort (extended thinking), and "
+        f"{why}: unset one of them",
+        retryable=False,
+        kind="refused",
+    )
 
 
 class AnthropicModel:

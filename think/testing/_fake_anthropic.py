@@ -14,6 +14,7 @@ answers no `tool_use` of the message before it.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 from typing import Any
@@ -64,12 +65,34 @@ def _error_json(status: int, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": _error_type(status), "message": message}}
 
 
+def signature_of(thinking: str) -> str:
+    """The signature this fake gives a thinking block, and checks when it comes back."""
+    return "sig-" + hashlib.sha256(thinking.encode()).hexdigest()[:32]
+
+
 def refusal(body: Any) -> str | None:
     """Why the real API would refuse this request body with a 400, if it would."""
     if not isinstance(body, dict):
         return "the body must be a JSON object"
-    if not isinstance(body.get("max_tokens"), int):
+    max_tokens = body.get("max_tokens")
+    if not isinstance(max_tokens, int) or max_tokens < 1:
         return "max_tokens: Field required"
+    temperature = body.get("temperature")
+    if temperature is not None and not 0 <= temperature <= 1:
+        return "temperature: Input should be less than or equal to 1"
+    thinking = body.get("thinking") or {}
+    thinking_on = thinking.get("type") == "enabled"
+    if thinking_on:
+        budget = thinking.get("budget_tokens")
+        if not isinstance(budget, int) or budget < 1024:
+            return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+        if budget >= max_tokens:
+            return "`max_tokens` must be greater than `thinking.budget_tokens`"
+        if temperature is not None and temperature != 1:
+            return "`temperature` may only be set to 1 when thinking is enabled"
+        forced = (body.get("tool_choice") or {}).get("type")
+        if forced in ("any", "tool"):
+            return "Thinking may not be enabled when tool_choice forces tool use."
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return "messages: at least one message is required"
@@ -86,16 +109,40 @@ def refusal(body: Any) -> str | None:
             kind = block.get("type")
             if kind == "text" and not block.get("text"):
                 return f"messages.{index}: text content blocks must be non-empty"
+            if kind == "thinking" and block.get("signature") != signature_of(
+                str(block.get("thinking"))
+            ):
+                return f"messages.{index}: Invalid `signature` in `thinking` block"
             if kind == "tool_result" and block.get("tool_use_id") not in offered:
                 return (
                     f"messages.{index}: unexpected `tool_use_id` found in `tool_result` blocks: "
                     f"{block.get('tool_use_id')}. Each `tool_result` block must have a "
                     "corresponding `tool_use` block in the previous message."
                 )
+        answered = {
+            str(b.get("tool_use_id"))
+            for b in blocks or []
+            if isinstance(b, dict) and b.get("type") == "tool_result"
+        }
+        if role == "user" and offered - answered:
+            return (
+                f"messages.{index - 1}: `tool_use` ids were found without `tool_result` blocks "
+                f"immediately after: {sorted(offered - answered)[0]}"
+            )
         offered = {
             b["id"] for b in blocks or [] if isinstance(b, dict) and b.get("type") == "tool_use"
         }
+        loop = role == "assistant" and offered and index + 2 == len(messages)
+        if thinking_on and loop and (blocks or [{}])[0].get("type") not in _THINKING:
+            return (
+                f"messages.{index}.content.0.type: Expected `thinking` or `redacted_thinking`, "
+                f"but found `{(blocks or [{}])[0].get('type')}`. When `thinking` is enabled, a "
+                "final `assistant` message must start with a thinking block."
+            )
     return None
+
+
+_THINKING = ("thinking", "redacted_thinking")
 
 
 def heard(body: dict[str, Any]) -> Heard:
@@ -139,6 +186,8 @@ class FakeAnthropicServer(FakeOpenAIServer):
             body = json.loads(await request.body())
         except ValueError:
             body = None
+        if not (headers.get("x-api-key") or headers.get("authorization")):
+            return JSONResponse(_error_json(401, "x-api-key header is required"), 401)
         why = refusal(body)
         if why is not None:
             return JSONResponse(_error_json(400, why), status_code=400)
@@ -193,6 +242,8 @@ class _PlayedMessages(Response):
                     "content_block_delta",
                     {"index": self.index, "delta": {"type": delta_type, field: action.text}},
                 )
+                if kind == "thinking":
+                    self.thought.append(action.text)
             elif isinstance(action, ToolStart):
                 await self._open_block(
                     send, "tool_use", {"id": action.id, "name": action.name, "input": {}}
@@ -257,6 +308,7 @@ class _PlayedMessages(Response):
         await self._close_block(send)
         self.index += 1
         self.open = kind
+        self.thought = list[str]()
         block = {"type": kind, **fields}
         await self._event(
             send, "content_block_start", {"index": self.index, "content_block": block}
@@ -267,7 +319,8 @@ class _PlayedMessages(Response):
             await self._begin(send)
             return
         if self.open == "thinking":
-            delta = {"type": "signature_delta", "signature": "ZmFrZS1zaWduYXR1cmU="}
+            signature = signature_of("".join(self.thought))
+            delta = {"type": "signature_delta", "signature": signature}
             await self._event(send, "content_block_delta", {"index": self.index, "delta": delta})
         await self._event(send, "content_block_stop", {"index": self.index})
         self.open = None
