@@ -18,7 +18,15 @@ from tests._stack import Stack, own_stack
 from think._messages import UIMessage
 from think._settings import Settings
 from think.storage import Store, TurnRequest, open_database
-from think.testing import FakeOpenAIServer, FakeResponsesServer, reply, stall, text, tool_call
+from think.testing import (
+    FakeAnthropicServer,
+    FakeOpenAIServer,
+    FakeResponsesServer,
+    reply,
+    stall,
+    text,
+    tool_call,
+)
 
 WORDS = [f"word{i} " for i in range(40)]
 
@@ -69,6 +77,30 @@ async def test_sigkill_mid_stream_resumes_on_another_worker(
         if (NODE_DIR / "node_modules" / "ai").exists():
             rebuilt = await reconstruct(body)
             assert rebuilt["message"] == answer
+
+
+async def test_sigkill_mid_stream_on_anthropic_asks_again_on_another_worker(
+    crash_stack: Stack, fake_anthropic: FakeAnthropicServer, cid: str
+) -> None:
+    """The same crash on Anthropic's Messages API, which keeps nothing to pick up: the
+    replacing attempt asks again, and the client still ends with one copy of the answer."""
+    slow = reply(text(*WORDS), delay=0.05)
+    fake_anthropic.script(cid, slow, slow)
+    async with httpx.AsyncClient(base_url=crash_stack.api_url, timeout=60) as api:
+        base = f"/v1/agents/switchable/conversations/{cid}"
+        body = {"settings": {"model": "claude/claude-sonnet-4-5"}}
+        turn = (await api.post(f"{base}/turns", json={"input": "tell me", "body": body})).json()
+        await read_until(api, turn["stream_url"], deltas(5))
+        live = [p for p in crash_stack.processes if p.name == "worker" and p.popen.poll() is None]
+        live[0].kill()
+        crash_stack.start_worker()
+        final = await until_terminal(api, turn["status_url"])
+        assert final["status"] == "completed", final
+        assert final["message"]["parts"][-1]["text"] == "".join(WORDS)
+        assert fake_anthropic.calls(cid) == 2  # the killed attempt and its retry
+        _, events = await read_stream(api, turn["stream_url"])
+        kinds = [c["type"] for c in chunks(events)]
+        assert kinds.count("reset-step") == 1 and kinds[-1] == "finish"
 
 
 async def test_sigkill_mid_stream_picks_the_background_response_up_without_asking_again(

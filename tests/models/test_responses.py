@@ -306,33 +306,6 @@ async def test_structured_output_natively(
     assert sent["text"]["format"]["schema"]["properties"] == schema["properties"]
 
 
-async def test_an_approval_then_the_tool_runs(
-    api: httpx.AsyncClient, fake_responses: FakeResponsesServer, cid: str
-) -> None:
-    fake_responses.script(
-        cid, tool_call("delete_file", {"path": "/tmp/x"}, id="call_del"), text("Deleted.")
-    )
-    body = {"settings": {"model": GPT}}
-    url = f"/v1/agents/switchable/conversations/{cid}/turns"
-    turn = (await api.post(url, json={"input": "delete it", "body": body})).json()
-    paused = await until_status(api, turn["status_url"], {"awaiting_approval"})
-    [pending] = paused["pending_approvals"]
-    decided = await api.post(
-        f"{turn['status_url']}/approvals/{pending['approval_id']}", json={"approved": True}
-    )
-    assert decided.status_code == 200, decided.text
-    done = await until_status(api, turn["status_url"], {"completed", "error"})
-    assert done["status"] == "completed", done
-    outputs = [
-        i
-        for i in fake_responses.requests(cid)[1]["body"]["input"]
-        if i.get("type") == "function_call_output"
-    ]
-    assert outputs == [
-        {"type": "function_call_output", "call_id": "call_del", "output": "deleted /tmp/x"}
-    ]
-
-
 async def test_a_refused_key_names_the_variable_never_the_key(
     api: httpx.AsyncClient, fake_responses: FakeResponsesServer, cid: str
 ) -> None:
