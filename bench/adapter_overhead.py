@@ -1,9 +1,10 @@
 """What a model adapter adds to a step over calling its SDK directly (issue 33's target: at most
 2 ms p50 per step).
 
-For each adapter (Chat Completions against `think.testing.FakeOpenAIServer`, Anthropic's
-Messages API against `FakeAnthropicServer`: real HTTP servers on 127.0.0.1, scripted instant
-models), each side asks the same request and reads its whole stream, on the adapter's transport:
+For each adapter (Chat Completions against `think.testing.FakeOpenAIServer`, the Responses
+API against `FakeResponsesServer`, Anthropic's Messages API against `FakeAnthropicServer`: real
+HTTP servers on 127.0.0.1, scripted instant models), each side asks the same request and reads
+its whole stream, on the adapter's transport:
 
 - `typed`: the official SDK as its users call it (`chat.completions.create(stream=True)`,
   `messages.create(stream=True)`: typed parameters, a pydantic model for every chunk);
@@ -30,6 +31,7 @@ import anthropic
 import openai
 from anthropic.types import Message
 from openai.types.chat import ChatCompletion
+from openai.types.responses import Response as OpenAIResponse
 
 from think.models import (
     AnthropicModel,
@@ -37,11 +39,12 @@ from think.models import (
     ModelRequest,
     ModelSettings,
     OpenAIModel,
+    ResponsesModel,
     ToolSpec,
     close_openai_clients,
 )
 from think.models._anthropic import to_anthropic_messages
-from think.testing import FakeAnthropicServer, FakeOpenAIServer, reply, text
+from think.testing import FakeAnthropicServer, FakeOpenAIServer, FakeResponsesServer, reply, text
 
 
 def _history(turns: int) -> list[dict[str, Any]]:
@@ -247,6 +250,72 @@ async def anthropic_main(steps: int, history: int, words: int) -> None:
     )
 
 
+async def _responses_typed(client: openai.AsyncOpenAI, body: dict[str, Any], cid: str) -> float:
+    started = time.perf_counter()
+    stream = await client.responses.create(**body, extra_headers={"x-think-conversation-id": cid})
+    async for _ in stream:
+        pass
+    return time.perf_counter() - started
+
+
+async def _responses_lean(client: openai.AsyncOpenAI, body: dict[str, Any], cid: str) -> float:
+    started = time.perf_counter()
+    stream = await client.post(
+        "/responses",
+        body=body,
+        cast_to=OpenAIResponse,
+        stream=True,
+        stream_cls=openai.AsyncStream[object],
+        options={"headers": {"x-think-conversation-id": cid}},
+    )
+    async for _ in stream:
+        pass
+    return time.perf_counter() - started
+
+
+async def responses_main(steps: int, history: int, words: int) -> None:
+    """The same for the Responses adapter: the direct calls send the body the adapter builds
+    (its input items), handed ready; the adapter builds it every step."""
+    answer = " ".join(["word"] * words)
+    with FakeResponsesServer() as server:
+        server.script_default(reply(text(answer)), repeat=True)
+        request = ModelRequest(
+            model="gpt-fake",
+            messages=_history(history),
+            tools=_TOOLS,
+            settings=ModelSettings(max_output_tokens=1024),
+            metadata={"conversation-id": "bench"},
+        )
+        model = ResponsesModel("gpt-4.1", base_url=server.base_url, api_key="k")
+        body = model.body(request)
+        client = openai.AsyncOpenAI(
+            base_url=server.base_url,
+            api_key="k",
+            max_retries=0,
+            http_client=openai.DefaultAioHttpClient(),
+        )
+        typed: list[float] = []
+        lean: list[float] = []
+        adapter: list[float] = []
+        for _ in range(10):
+            await _responses_typed(client, body, "bench")
+            await _responses_lean(client, body, "bench")
+            await _adapter(model, request)
+        for _ in range(steps):
+            typed.append(await _responses_typed(client, body, "bench"))
+            lean.append(await _responses_lean(client, body, "bench"))
+            adapter.append(await _adapter(model, request))
+        await client.close()
+        await close_openai_clients()
+    t, n, a = (statistics.median(x) * 1e3 for x in (typed, lean, adapter))
+    print(
+        f"responses adapter, {history * 2 + 2} messages, {words}-word answer, {steps} steps, "
+        f"p50: typed SDK {t:.2f} ms, lean SDK {n:.2f} ms, adapter {a:.2f} ms; the adapter adds "
+        f"{a - n:+.2f} ms over the lean call (target: at most +2 ms), {a - t:+.2f} ms over "
+        "the typed one"
+    )
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=300)
@@ -254,4 +323,5 @@ if __name__ == "__main__":
     parser.add_argument("--words", type=int, default=200)
     args = parser.parse_args()
     asyncio.run(main(args.steps, args.history, args.words))
+    asyncio.run(responses_main(args.steps, args.history, args.words))
     asyncio.run(anthropic_main(args.steps, args.history, args.words))
