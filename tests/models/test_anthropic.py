@@ -89,7 +89,14 @@ def test_call_settings_in_the_messages_apis_terms() -> None:
         "top_k": 5,
     }
     named = anthropic_settings(ModelSettings(tool_choice="add"), [ADD], "m")
-    assert named["tool_choice"] == {"type": "tool", "name": "add"} and named["max_tokens"] == 8192
+    assert named["tool_choice"] == {"type": "tool", "name": "add"}
+    # Unset, `max_tokens` is what the model's family writes by default, never past its most.
+    assert named["max_tokens"] == 16_384
+    assert anthropic_settings(ModelSettings(), [], "claude-3-haiku-20240307")["max_tokens"] == 4096
+    with pytest.raises(ModelError, match="has no extended thinking"):
+        anthropic_settings(ModelSettings(reasoning_effort="low"), [], "claude-3-5-haiku-latest")
+    with pytest.raises(ModelError, match="above Anthropic's most"):
+        anthropic_settings(ModelSettings(temperature=1.5), [], "m")
     thinking = anthropic_settings(
         ModelSettings(reasoning_effort="medium", max_output_tokens=1000), [], "m"
     )

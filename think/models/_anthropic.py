@@ -56,9 +56,32 @@ from think.models._prices import listed_cost, published_cost
 if TYPE_CHECKING:
     from anthropic._types import RequestOptions
 
-DEFAULT_MAX_TOKENS = 8_192
-"""`max_tokens` when `max_output_tokens` is not set: Anthropic requires one, and every current
-model may write at least this much."""
+_FAMILIES: tuple[tuple[str, int, int], ...] = (
+    ("claude-3-haiku", 4_096, 4_096),
+    ("claude-3-opus", 4_096, 4_096),
+    ("claude-3-sonnet", 4_096, 4_096),
+    ("claude-3-5", 8_192, 8_192),
+    ("claude-opus-4-0", 16_384, 32_000),
+    ("claude-opus-4-1", 16_384, 32_000),
+    ("claude-opus-4-2025", 16_384, 32_000),
+)
+"""(model id prefix, `max_tokens` when `max_output_tokens` is not set, the most the family
+writes), first match: Anthropic requires a `max_tokens`, and refuses one past the model's
+most (a flat 8,192 was refused by every Claude 3 model)."""
+_LATER_FAMILIES = (16_384, 64_000)
+"""Claude 3.7, Sonnet 4 and 4.5, Haiku 4.5, Opus 4.5, and models not known here."""
+_NO_THINKING = ("claude-3-haiku", "claude-3-opus", "claude-3-sonnet", "claude-3-5")
+"""Families without extended thinking (it came with Claude 3.7)."""
+
+
+def output_limits(model: str) -> tuple[int, int]:
+    """`max_tokens` when the settings give none, and the most the model's family writes."""
+    name = model.rsplit("/", 1)[-1]
+    for prefix, default, most in _FAMILIES:
+        if name.startswith(prefix):
+            return default, most
+    return _LATER_FAMILIES
+
 
 THINKING_BUDGETS = {
     "minimal": 1_024,
@@ -237,7 +260,14 @@ def anthropic_settings(
             retryable=False,
             kind="refused",
         )
-    fields: dict[str, Any] = {"max_tokens": settings.max_output_tokens or DEFAULT_MAX_TOKENS}
+    if settings.temperature is not None and settings.temperature > 1:
+        raise ModelError(
+            f"temperature {settings.temperature} for model {model} is above Anthropic's most, 1",
+            retryable=False,
+            kind="refused",
+        )
+    default, most = output_limits(model)
+    fields: dict[str, Any] = {"max_tokens": settings.max_output_tokens or default}
     for name in ("temperature", "top_p"):
         value = getattr(settings, name)
         if value is not None:
@@ -248,9 +278,18 @@ def anthropic_settings(
         )
     effort = settings.reasoning_effort
     if effort is not None and effort != "none":
-        budget = THINKING_BUDGETS[effort]
+        if model.rsplit("/", 1)[-1].startswith(_NO_THINKING):
+            raise ModelError(
+                f"reasoning_effort {effort!r} for model {model}, which has no extended thinking "
+                "(it came with Claude 3.7): unset it for this model",
+                retryable=False,
+                kind="refused",
+            )
+        # Room to answer past the thinking budget, within what the model writes at most.
+        limit = min(most, max(fields["max_tokens"], THINKING_BUDGETS[effort] + 1_024))
+        budget = min(THINKING_BUDGETS[effort], limit - 1_024)
         fields["thinking"] = {"type": "enabled", "budget_tokens": budget}
-        fields["max_tokens"] = max(fields["max_tokens"], budget + 1_024)
+        fields["max_tokens"] = limit
     choice: dict[str, Any] | None = None
     if settings.tool_choice is not None:
         chosen = chat_tool_choice(settings.tool_choice, tools, model)
