@@ -14,7 +14,8 @@ its whole stream, on the adapter's transport:
 
 The target holds `adapter - lean`, the adapter's own work per step; `adapter - typed` is what
 a team saves over calling the SDK themselves (negative: faster). Rounds alternate, so the
-machine's noise falls on all three.
+machine's noise falls on all three; the garbage is collected before each timed call, so that
+no side pays for another's.
 
     python -m bench.adapter_overhead [--steps 300] [--history 40] [--words 200]
 """
@@ -23,8 +24,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
+import multiprocessing
 import statistics
 import time
+from collections.abc import Awaitable
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Event
 from typing import Any
 
 import anthropic
@@ -128,6 +134,46 @@ async def _typed(client: openai.AsyncOpenAI, request: ModelRequest, cid: str) ->
     return time.perf_counter() - started
 
 
+def _serve(kind: type[FakeOpenAIServer], answer: str, url: Queue[str], done: Event) -> None:
+    with kind() as server:
+        server.script_default(reply(text(answer)), repeat=True)
+        url.put(server.base_url)
+        done.wait()
+
+
+class _Served:
+    """A fake model server in a process of its own, answering every call with `answer`: in a
+    thread of the measuring process it competed for the GIL with the side being measured, so
+    each microsecond a side spent per chunk delayed the server's next chunk too, and the
+    adapters' per-chunk work counted several times over."""
+
+    def __init__(self, kind: type[FakeOpenAIServer], answer: str) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._url: Queue[str] = context.Queue()
+        self._done = context.Event()
+        self._process = context.Process(
+            target=_serve, args=(kind, answer, self._url, self._done), daemon=True
+        )
+        self.base_url = ""
+
+    def __enter__(self) -> _Served:
+        self._process.start()
+        self.base_url = self._url.get(timeout=60)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._done.set()
+        self._process.join(timeout=10)
+
+
+async def _collected(call: Awaitable[float]) -> float:
+    """`call`'s time, with the garbage of the calls before it collected first: the typed
+    SDK's thousands of pydantic objects per answer were otherwise collected during whichever
+    call came next (the adapter's, in the order of a round), and counted against it."""
+    gc.collect()
+    return await call
+
+
 async def _adapter(model: ModelClient, request: ModelRequest) -> float:
     started = time.perf_counter()
     async for _ in model.stream(request):
@@ -137,8 +183,7 @@ async def _adapter(model: ModelClient, request: ModelRequest) -> float:
 
 async def main(steps: int, history: int, words: int) -> None:
     answer = " ".join(["word"] * words)
-    with FakeOpenAIServer() as server:
-        server.script_default(reply(text(answer)), repeat=True)
+    with _Served(FakeOpenAIServer, answer) as server:
         request = ModelRequest(
             model="scripted-model",
             messages=_history(history),
@@ -161,9 +206,9 @@ async def main(steps: int, history: int, words: int) -> None:
             await _lean(client, request, "bench")
             await _adapter(model, request)
         for _ in range(steps):
-            typed.append(await _typed(client, request, "bench"))
-            lean.append(await _lean(client, request, "bench"))
-            adapter.append(await _adapter(model, request))
+            typed.append(await _collected(_typed(client, request, "bench")))
+            lean.append(await _collected(_lean(client, request, "bench")))
+            adapter.append(await _collected(_adapter(model, request)))
         await client.close()
         await close_openai_clients()
     t, n, a = (statistics.median(x) * 1e3 for x in (typed, lean, adapter))
@@ -206,8 +251,7 @@ async def anthropic_main(steps: int, history: int, words: int) -> None:
     """The same for the Anthropic adapter; its own work includes rebuilding the transcript in
     the Messages API's shape, which the direct calls are handed ready."""
     answer = " ".join(["word"] * words)
-    with FakeAnthropicServer() as server:
-        server.script_default(reply(text(answer)), repeat=True)
+    with _Served(FakeAnthropicServer, answer) as server:
         request = ModelRequest(
             model="claude-fake",
             messages=_history(history),
@@ -237,9 +281,9 @@ async def anthropic_main(steps: int, history: int, words: int) -> None:
             await _anthropic_lean(client, body, "bench")
             await _adapter(model, request)
         for _ in range(steps):
-            typed.append(await _anthropic_typed(client, body, "bench"))
-            lean.append(await _anthropic_lean(client, body, "bench"))
-            adapter.append(await _adapter(model, request))
+            typed.append(await _collected(_anthropic_typed(client, body, "bench")))
+            lean.append(await _collected(_anthropic_lean(client, body, "bench")))
+            adapter.append(await _collected(_adapter(model, request)))
         await client.close()
     t, n, a = (statistics.median(x) * 1e3 for x in (typed, lean, adapter))
     print(
@@ -277,8 +321,7 @@ async def responses_main(steps: int, history: int, words: int) -> None:
     """The same for the Responses adapter: the direct calls send the body the adapter builds
     (its input items), handed ready; the adapter builds it every step."""
     answer = " ".join(["word"] * words)
-    with FakeResponsesServer() as server:
-        server.script_default(reply(text(answer)), repeat=True)
+    with _Served(FakeResponsesServer, answer) as server:
         request = ModelRequest(
             model="gpt-fake",
             messages=_history(history),
@@ -302,9 +345,9 @@ async def responses_main(steps: int, history: int, words: int) -> None:
             await _responses_lean(client, body, "bench")
             await _adapter(model, request)
         for _ in range(steps):
-            typed.append(await _responses_typed(client, body, "bench"))
-            lean.append(await _responses_lean(client, body, "bench"))
-            adapter.append(await _adapter(model, request))
+            typed.append(await _collected(_responses_typed(client, body, "bench")))
+            lean.append(await _collected(_responses_lean(client, body, "bench")))
+            adapter.append(await _collected(_adapter(model, request)))
         await client.close()
         await close_openai_clients()
     t, n, a = (statistics.median(x) * 1e3 for x in (typed, lean, adapter))

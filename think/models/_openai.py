@@ -493,18 +493,29 @@ class OpenAIStreamState:
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             self.usage = usage_from_openai(usage)
+        choices = chunk.get("choices")
+        if not choices:
+            return []
+        if len(choices) == 1 and type(choices[0]) is dict and not choices[0].get("index"):
+            return self._choice(choices[0])
         events: list[ModelEvent] = []
-        for choice in chunk.get("choices") or ():
-            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
-                continue
-            delta = choice.get("delta")
-            if isinstance(delta, dict):
-                events.extend(self._delta(delta))
-            if isinstance(choice.get("finish_reason"), str):
-                self.finish_reason = choice["finish_reason"]
+        for choice in choices:
+            if isinstance(choice, dict) and choice.get("index", 0) == 0:
+                events.extend(self._choice(choice))
         return events
 
+    def _choice(self, choice: dict[str, Any]) -> list[ModelEvent]:
+        if isinstance(choice.get("finish_reason"), str):
+            self.finish_reason = choice["finish_reason"]
+        delta = choice.get("delta")
+        return self._delta(delta) if isinstance(delta, dict) else []
+
     def _delta(self, delta: Mapping[str, Any]) -> list[ModelEvent]:
+        content = delta.get("content")
+        if type(content) is str and (len(delta) == 1 or (len(delta) == 2 and "role" in delta)):
+            # Most of an answer's chunks: its words alone, read without the search below for
+            # reasoning, refusals and calls (9 µs a chunk before, a 200-chunk answer's 2 ms).
+            return self._text.feed(content)  # type: ignore[return-value]
         events: list[ModelEvent] = []
         reasoning = reasoning_text(delta)
         if reasoning:
