@@ -20,6 +20,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse, Response
 from fastapi.types import DecoratedCallable
 
+from api._budgets import check_budgets
 from api._openapi import described
 from api._sse import stream_response
 from api.deps import Resources
@@ -81,7 +82,7 @@ async def submit(
     idempotency_key: str | None,
 ) -> Response:
     """Admit a submission (creating the conversation if needed) and answer for it."""
-    await res.budgets.check(res.store, tenant)
+    await check_budgets(res.budgets, res.store, tenant)
     with _limited(res, tenant, body.mode) as release:
         try:
             admission = await server.admit_submission(
@@ -117,7 +118,7 @@ async def regenerate(
 ) -> Response:
     """Admit a regenerate of `body.message_id`'s answer, start it as admission starts any
     submission (`server.dispatch`), and answer for it."""
-    await res.budgets.check(res.store, tenant)
+    await check_budgets(res.budgets, res.store, tenant)
     with _limited(res, tenant, body.mode) as release:
         admission = await res.store.regenerate(
             tenant=tenant,

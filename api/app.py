@@ -16,7 +16,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import _docs, _openapi, _ui, errors
-from api._budgets import DailyBudgets
 from api._limits import TenantLimits
 from api._unique_keys import UniqueKeys
 from api.deps import Resources, require_tenant
@@ -35,6 +34,7 @@ from api.routes import (
 from think.server import (
     AgentRegistry,
     ChunkListener,
+    DailyBudgets,
     Settings,
     Store,
     close_mcp_pool,
@@ -173,9 +173,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 burst=settings.submission_burst,
                 max_streams=settings.max_streams_per_tenant,
             ),
-            budgets=DailyBudgets(
-                tokens=settings.tenant_daily_tokens, cost=settings.tenant_daily_cost
-            ),
+            budgets=DailyBudgets.of(settings),
         )
         try:
             yield

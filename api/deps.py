@@ -10,11 +10,18 @@ from fastapi import Depends, Header, Path, Request
 from pydantic import AfterValidator
 from temporalio.client import Client
 
-from api._budgets import DailyBudgets
 from api._limits import TenantLimits
 from api.errors import Problem
 from api.schemas import ID_PATTERN
-from think.server import AgentRegistry, ChunkListener, Conversation, Settings, Store, Think
+from think.server import (
+    AgentRegistry,
+    ChunkListener,
+    Conversation,
+    DailyBudgets,
+    Settings,
+    Store,
+    Think,
+)
 
 
 @dataclass

@@ -15,13 +15,17 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from api._budgets import DailyBudgets
 from tests._stack import Stack, bearer_client, extra_gateway
 from tests._turn_helpers import wait_turn
 from think import Think, TurnConfig
+from think._settings import Settings
 from think.exceptions import UserError
 from think.models import Usage
+from think.schedules._inputs import OccurrenceInput, OccurrenceRequest
+from think.schedules._occurrence import ScheduleActivities
+from think.storage import DailyBudgets
 from think.testing import FakeOpenAIServer, reply, text, tool_call
+from think.turns import ThinkService
 
 PRICED = "priced/scripted-model"
 """The stack's endpoint with its own prices: 2 and 8 dollars per million, 0.5 cached."""
@@ -186,3 +190,20 @@ async def test_the_problem_type_is_described(budgeted_api: str) -> None:
         described = await client.get("/problems/budget-exhausted")
     assert described.status_code == 200
     assert "THINK_TENANT_DAILY_COST" in described.text
+
+
+async def test_past_the_daily_budget_a_scheduled_prompt_is_skipped(
+    api: httpx.AsyncClient, settings: Settings, cid: str
+) -> None:
+    """A scheduled prompt is new work, as a submission is: past its tenant's daily budget the
+    occurrence admits no turn."""
+    done = await wait_turn(api, "helper", cid, "spend a little")  # the default tenant's
+    assert done["status"] == "completed" and done["usage"]["input_tokens"] > 0, done
+    tight = settings.model_copy(
+        update={"agents": ["tests.schedule_agents:Digest"], "tenant_daily_tokens": 1}
+    )
+    async with await ThinkService.connect(tight) as service:
+        occurrence = OccurrenceInput(schedule_id=f"s-{cid}", agent="sched_digest", task="weekly")
+        request = OccurrenceRequest(occurrence=occurrence, scheduled_for=datetime.now(UTC))
+        result = await ScheduleActivities(service)._run_occurrence(request)
+    assert result.outcome == "skipped" and result.turn_id is None

@@ -83,7 +83,16 @@ def test_a_key_variable_that_is_not_set_leaves_the_key_empty() -> None:
         ),
         (
             '{"cheap": {"api": "grpc"}}',
-            "endpoint 'cheap': api: Input should be 'chat' or 'anthropic'",
+            "endpoint 'cheap': api: Input should be 'chat', 'responses' or 'anthropic'",
+        ),
+        (
+            '{"cheap": {"background": true}}',
+            "endpoint 'cheap': Value error, store and background are options of api "
+            "'responses' only",
+        ),
+        (
+            '{"cheap": {"api": "responses", "background": true, "store": false}}',
+            "endpoint 'cheap': Value error, background mode needs store",
         ),
         ('{"a/b": {}}', "endpoint name 'a/b' must be non-empty, without '/'"),
         ('{"": {}}', "endpoint name '' must be non-empty"),

@@ -1,7 +1,9 @@
 """The occurrence activity: admit a prompt task's turn, or run a handler task's handler.
 
 A prompt becomes a turn through the same admission as a user's message
-(`ConversationHandle.submit_messages`), with the occurrence key as its idempotency key: a
+(`ConversationHandle.submit_messages`), and only while its tenant is within its daily budgets
+(`THINK_TENANT_DAILY_TOKENS`, `THINK_TENANT_DAILY_COST`; past one the occurrence is skipped, as a
+user's submission is refused), with the occurrence key as its idempotency key: a
 second delivery of the same occurrence (an activity or workflow retried after a crash, a
 duplicate start) finds the turn already admitted and admits nothing. The turn queues behind
 whatever the conversation is running, as a user's turn would.
@@ -30,7 +32,13 @@ class ScheduleActivities:
     """Holds the worker's turn API (its Postgres and Temporal); one per worker."""
 
     def __init__(self, service: ThinkService) -> None:
+        # Here, not at the top: the workflow sandbox must not load the storage stack.
+        from think.storage import DailyBudgets
+
         self.service = service
+        self.budgets = DailyBudgets.of(service.settings)
+        """The tenants' daily budgets, which a scheduled prompt is new work against, as a
+        user's submission is at the gateway."""
 
     def activities(self) -> list[Any]:
         return [self.run_occurrence]
@@ -64,6 +72,17 @@ class ScheduleActivities:
             return OccurrenceResult(outcome="skipped")
         key = occurrence_key(occ.schedule_id, request.scheduled_for)
         if task.prompt is not None:
+            over = await self.budgets.over(self.service.store, occ.tenant)
+            if over is not None:
+                log.warning(
+                    "schedule %s: tenant %r is over its %s budget (%s today, UTC); the "
+                    "occurrence is skipped",
+                    occ.schedule_id,
+                    occ.tenant,
+                    over.budget,
+                    over.spent,
+                )
+                return OccurrenceResult(outcome="skipped")
             target = task.conversation_id or occ.conversation_id or occ.task
             conversation = self.service.conversation(cls, target, tenant=occ.tenant)
             submission = await conversation.submit_messages(

@@ -15,6 +15,7 @@ from think.storage._answers import (
     record_answer,
     unapplied_answers,
 )
+from think.storage._budgets import DailyBudgets, Overspent
 from think.storage._compactions import (
     Compaction,
     insert_summary,
@@ -129,6 +130,7 @@ __all__ = [
     "Conn",
     "Conversation",
     "ConversationBusy",
+    "DailyBudgets",
     "Database",
     "Delegation",
     "IdempotencyConflict",
@@ -136,6 +138,7 @@ __all__ = [
     "MessageIdConflict",
     "MessageNotFound",
     "NotRegenerable",
+    "Overspent",
     "ParentNotFound",
     "PathCache",
     "PromptState",

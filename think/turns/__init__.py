@@ -45,8 +45,10 @@ from think.turns._waiting import Waited, settled, wait_for_answer, wait_for_turn
 __all__ = [
     "RESEND_AFTER",
     "ConversationHandle",
+    "DailyBudgets",
     "DispatchFailed",
     "MessagesFunction",
+    "Overspent",
     "PendingApproval",
     "PendingClientTool",
     "StreamCallback",
