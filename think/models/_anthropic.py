@@ -25,9 +25,6 @@ from collections.abc import AsyncIterator, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, cast
 
-import anthropic
-from anthropic.types import Message
-
 from think._settings import Prices
 from think.exceptions import ModelError
 from think.models._base import (
@@ -54,6 +51,10 @@ from think.models._openai import (
 from think.models._prices import listed_cost, published_cost
 
 if TYPE_CHECKING:
+    # Imported where a request is made, not here: `anthropic` (its types package imports every
+    # beta type) took 2.8 s to import, which every process that imports `think.models` paid,
+    # whether or not an endpoint speaks Anthropic's API.
+    import anthropic
     from anthropic._types import RequestOptions
 
 _FAMILIES: tuple[tuple[str, int, int], ...] = (
@@ -129,6 +130,8 @@ def _client(base_url: str | None, api_key: str) -> anthropic.AsyncAnthropic:
     client = per_loop.get((base_url, api_key))
     if client is None:
         # No retries of the SDK's own: Temporal owns them (and the turn's recovery budget).
+        import anthropic
+
         client = anthropic.AsyncAnthropic(base_url=base_url, api_key=api_key, max_retries=0)
         per_loop[(base_url, api_key)] = client
     return client
@@ -401,6 +404,9 @@ class AnthropicModel:
                 {"name": t.name, "description": t.description, "input_schema": t.parameters}
                 for t in request.tools
             ]
+        import anthropic
+        from anthropic.types import Message
+
         state = AnthropicStreamState()
         client = _client(self.base_url, self._api_key)
         options: dict[str, Any] = {

@@ -16,13 +16,7 @@ import weakref
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
-
-import openai
-from openai.types.chat import (
-    ChatCompletion,
-    ChatCompletionToolParam,
-)
+from typing import TYPE_CHECKING, Any
 
 from think._settings import Prices
 from think.exceptions import ModelError, ModelFailureKind
@@ -43,6 +37,13 @@ from think.models._chat_body import chat_only, request_json
 from think.models._chat_settings import chat_settings
 from think.models._prices import listed_cost, published_cost
 from think.models._think_tags import ThinkTags, ThinkTagSplitter
+
+if TYPE_CHECKING:
+    # Imported where a request is made or its failure read, not here: `openai` (its types
+    # package imports every API's types) took 1.1 s to import, which every process that
+    # imports `think.models` paid, the gateway included.
+    import openai
+    from openai.types.chat import ChatCompletionToolParam
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 PLACEHOLDER_API_KEY = "not-needed"
@@ -120,7 +121,11 @@ def connection_failure(
             )
         if isinstance(cause, ConnectionResetError):
             return "connection", "the server reset the connection"
-    if timed_out if timed_out is not None else isinstance(exc, openai.APITimeoutError):
+    if timed_out is None:
+        import openai
+
+        timed_out = isinstance(exc, openai.APITimeoutError)
+    if timed_out:
         return "timeout", "timed out"
     return "connection", str(getattr(exc, "message", None) or exc)
 
@@ -251,6 +256,8 @@ def _client(base_url: str, api_key: str) -> openai.AsyncOpenAI:
         # in C: a tool turn costs the worker less CPU than on httpx's default transport
         # (docs/benchmarks.md, "Figures behind code comments"). Timeouts, proxies from the
         # environment and the SDK's typed errors are as before.
+        import openai
+
         client = openai.AsyncOpenAI(
             base_url=base_url,
             api_key=api_key,
@@ -356,6 +363,9 @@ class OpenAIModel:
         )
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        import openai
+        from openai.types.chat import ChatCompletion
+
         client = _client(self.base_url, self._api_key)
         state = OpenAIStreamState(self._think_tags)
         messages, encoded = chat_only(request.messages, request.encoded)

@@ -29,9 +29,6 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, cast
 
-import openai
-from openai.types.responses import Response
-
 from think.exceptions import ModelError
 from think.models._base import (
     Checkpoint,
@@ -347,6 +344,9 @@ class ResponsesModel(OpenAIModel):
     ) -> AsyncIterator[ModelEvent]:
         """One request's events: `body` posted, or (None) the response `state` names streamed
         again from after its last event read."""
+        import openai
+        from openai.types.responses import Response
+
         client = _client(self.base_url, self._api_key)
         options = self._options(request)
         try:
@@ -402,6 +402,9 @@ class ResponsesModel(OpenAIModel):
         generating, and billing, with nobody reading. Best effort: a failure is logged."""
         if resume.get("model") != self.name or not resume.get("response_id"):
             return
+        import openai
+        from openai.types.responses import Response
+
         client = _client(self.base_url, self._api_key)
         try:
             await client.post(

@@ -22,17 +22,17 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx2
-import mcp_types
-from mcp import Client, MCPError, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
-from mcp.client.subscriptions import ListenNotSupportedError
-from mcp_types import CONNECTION_CLOSED, CallToolResult, TextContent
 
 from think._messages import storable, storable_text
 from think.exceptions import ToolError
 from think.tools._mcp import McpToolInfo, McpUnavailable
 
 if TYPE_CHECKING:
+    # The SDK is imported where a connection is made, not here: `mcp` and `mcp_types` took
+    # 1.1 s to import, which every worker paid at its start, MCP servers or none.
+    from mcp import Client, StdioServerParameters
+    from mcp_types import CallToolResult
+
     from think.tools._mcp import McpServer
 
 log = logging.getLogger("think.mcp")
@@ -160,6 +160,9 @@ class _Connection:
         return runner.client
 
     async def _run(self, runner: _Runner) -> None:
+        import mcp_types
+        from mcp import Client
+
         name = self.server.name
         try:
             async with (
@@ -223,12 +226,17 @@ class _Connection:
             log.info("MCP server %s: its tools changed", self.server.name)
 
     async def _on_message(self, message: Any) -> None:
+        import mcp_types
+
         if isinstance(message, mcp_types.ToolListChangedNotification) or (
             getattr(message, "method", None) == "notifications/tools/list_changed"
         ):
             self.stale = True
 
     async def _target(self, stack: contextlib.AsyncExitStack) -> StdioServerParameters | Any:
+        from mcp import StdioServerParameters
+        from mcp.client.streamable_http import streamable_http_client
+
         server = self.server
         if server.transport == "stdio":
             assert server.command is not None
@@ -297,6 +305,8 @@ def _closed(client: Client) -> bool:
 
 async def _subscribe(stack: contextlib.AsyncExitStack, client: Client) -> Any:
     """A `subscriptions/listen` stream of tool-list changes, or None on an older protocol."""
+    from mcp.client.subscriptions import ListenNotSupportedError
+
     try:
         return await stack.enter_async_context(client.listen(tools_list_changed=True))
     except ListenNotSupportedError:
@@ -328,6 +338,8 @@ def tool_output(server: str, tool: str, result: CallToolResult) -> Any:
     else the text, else the content blocks; an error result becomes a `ToolError`. A server
     may answer anything JSON can say, NUL and lone surrogates included: they are replaced
     here (`think._messages.storable`), so what the model reads is what is stored."""
+    from mcp_types import TextContent
+
     texts = [storable_text(c.text) for c in result.content if isinstance(c, TextContent)]
     if result.is_error:
         raise ToolError("\n".join(texts) or f"tool {tool!r} of MCP server {server!r} failed")
@@ -377,6 +389,8 @@ class McpPool:
             if within is None
             else min(within, server.connect_timeout_seconds)
         )
+        from mcp import MCPError
+
         try:
             client = await conn.open_client(bound)
             if conn.needs_listing():
@@ -389,6 +403,9 @@ class McpPool:
     async def call(self, server: McpServer, tool: str, arguments: dict[str, Any]) -> Any:
         """Call `tool`; `McpUnavailable` when the server cannot be reached (the call was never
         sent), `ToolError` for everything else that goes wrong."""
+        from mcp import MCPError
+        from mcp_types import CONNECTION_CLOSED
+
         conn = self.connection(server)
         client = await conn.open_client(server.connect_timeout_seconds)
         try:
