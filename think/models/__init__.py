@@ -9,6 +9,8 @@ Structured output is asked for with an `OutputSpec` (`output_spec`) and checked 
 
 from __future__ import annotations
 
+from typing import Any
+
 from think._settings import Endpoint, Settings
 from think.exceptions import ConfigurationError, UserError
 from think.models._anthropic import AnthropicModel, AnthropicStreamState, close_anthropic_clients
@@ -175,45 +177,29 @@ def resolve_model(
                 f"model {spec!r} uses endpoint {prefix!r}, whose API key is read from "
                 f"{endpoint.api_key_env}, and {endpoint.api_key_env} is not set in this process"
             )
+        # What every adapter takes from its endpoint.
+        common: dict[str, Any] = {
+            "base_url": endpoint.base_url,
+            "api_key": endpoint.api_key,
+            "endpoint": prefix,
+            "api_key_env": endpoint.api_key_env,
+            "prices": endpoint.prices,
+            "price_provider": endpoint.price_provider,
+            "extra_headers": headers,
+            "timeout": timeout,
+        }
         if endpoint.api == "anthropic":
-            return AnthropicModel(
-                rest,
-                base_url=endpoint.base_url,
-                api_key=endpoint.api_key,
-                endpoint=prefix,
-                api_key_env=endpoint.api_key_env,
-                prices=endpoint.prices,
-                price_provider=endpoint.price_provider,
-                extra_headers=headers,
-                timeout=timeout,
-            )
+            return AnthropicModel(rest, **common)
         if endpoint.api == "responses":
             return ResponsesModel(
                 rest,
                 store=bool(endpoint.store),
                 background=endpoint.background,
-                base_url=endpoint.base_url,
-                api_key=endpoint.api_key,
                 native_output=endpoint.native_output,
-                endpoint=prefix,
-                api_key_env=endpoint.api_key_env,
-                prices=endpoint.prices,
-                price_provider=endpoint.price_provider,
-                extra_headers=headers,
-                timeout=timeout,
+                **common,
             )
         return OpenAIModel(
-            rest,
-            base_url=endpoint.base_url,
-            api_key=endpoint.api_key,
-            native_output=endpoint.native_output,
-            endpoint=prefix,
-            think_tags=endpoint.think_tags,
-            api_key_env=endpoint.api_key_env,
-            prices=endpoint.prices,
-            price_provider=endpoint.price_provider,
-            extra_headers=headers,
-            timeout=timeout,
+            rest, native_output=endpoint.native_output, think_tags=endpoint.think_tags, **common
         )
     if not (settings.openai_base_url or settings.openai_api_key):
         return OfflineModel()
