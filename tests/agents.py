@@ -602,13 +602,21 @@ def _summarising(session: Session) -> Session:
 
 class Compactor(Helper):
     """Compacts after a turn that leaves over 120 tokens of history; logs each
-    `configure_session` call with its process id."""
+    `configure_session` call with its process id. Its `get_gateway` sends summarising requests
+    to the `priced` endpoint, saying in their metadata what it was asked; steps go as named."""
 
     name = "compactor"
 
     def configure_session(self, session: Session) -> Session:
         _hook_log("configure_session", {"agent": self.name, "pid": os.getpid()})
         return _summarising(session).compact_after(120)
+
+    async def get_gateway(self, model: str, ctx: GatewayContext) -> Gateway | None:
+        await asyncio.sleep(0)
+        if ctx.purpose != "compaction":
+            return None
+        asked = {"for": ctx.purpose, "trigger": ctx.trigger, "step": str(ctx.step)}
+        return Gateway(endpoint="priced", metadata={f"asked-{k}": v for k, v in asked.items()})
 
 
 class Recoverer(Helper):

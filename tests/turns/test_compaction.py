@@ -36,11 +36,11 @@ from think import (
 )
 from think._settings import Settings
 from think.exceptions import UserError
-from think.models import OfflineModel
+from think.models import OfflineModel, Usage
 from think.sessions._compaction import SUMMARY_HEADER, SUMMARY_SYSTEM, apply_summaries
 from think.sessions._session import session_for
 from think.storage._tables import CompactionRow
-from think.testing import FakeOpenAIServer, text
+from think.testing import FakeOpenAIServer, reply, text
 
 BASE = "/v1/agents/compactor/conversations"
 WORDS = "lorem ipsum dolor sit amet consectetur "  # 39 characters
@@ -60,11 +60,19 @@ async def stored(api: httpx.AsyncClient, cid: str) -> list[tuple[str, str]]:
     ]
 
 
+async def turns_usage(api: httpx.AsyncClient, cid: str) -> list[dict[str, Any]]:
+    """Each turn's own `usage`, as its view shows it."""
+    response = await api.get(f"{BASE}/{cid}/turns")
+    assert response.status_code == 200, response.text
+    return [t["usage"] for t in response.json()["turns"]]
+
+
 async def test_a_turn_over_compact_after_is_summarised_for_the_model_and_kept_in_storage(
     api: httpx.AsyncClient, fake_model: FakeOpenAIServer, stack: Stack, cid: str
 ) -> None:
     u1, a1, u2, a2 = words("first"), words("one"), words("second"), words("two")
-    fake_model.script(cid, text(a1), text(a2), text("They talked twice."), text("three"))
+    summarised = reply(text("They talked twice."), usage=Usage(input_tokens=500, output_tokens=7))
+    fake_model.script(cid, text(a1), text(a2), summarised, text("three"))
     # 2 x 54 tokens: under 120, nothing happens
     await wait_turn(api, "compactor", cid, u1, status="completed")
     # 4 x 54: over, so the turn is followed by a compaction
@@ -83,6 +91,18 @@ async def test_a_turn_over_compact_after_is_summarised_for_the_model_and_kept_in
     assert a2 not in prompt
     headers = fake_model.requests(cid)[2]["headers"]
     assert headers["x-think-purpose"] == "compaction"
+    # Reached through the agent's get_gateway, asked what it is for, after the turn's 1 step.
+    assert headers["x-think-asked-for"] == "compaction"
+    assert (headers["x-think-asked-trigger"], headers["x-think-asked-step"]) == ("submission", "1")
+    # What the summary spent is the conversation's, priced at the endpoint the gateway picked
+    # (2 and 8 dollars per million): 500 in, 7 out.
+    turns = await turns_usage(api, cid)
+    usage = (await api.get(f"{BASE}/{cid}/usage")).json()
+    assert usage["turns"] == 2
+    assert usage["input_tokens"] == sum(u["input_tokens"] for u in turns) + 500
+    assert usage["output_tokens"] == sum(u["output_tokens"] for u in turns) + 7
+    assert "priced/scripted-model" in usage["models"]
+    assert not any("priced/scripted-model" in u["models"] for u in turns)
 
     await wait_turn(api, "compactor", cid, "and now?", status="completed")
     assert sent(fake_model, cid, 3) == [
@@ -110,8 +130,14 @@ async def test_compact_on_demand_from_python(
     cid: str,
 ) -> None:
     # This process summarises with the fake too: the same settings as the worker's.
+    priced = {"base_url": fake_model.base_url, "api_key": "k", "prices": {"input": 2, "output": 8}}
+    endpoints = Settings.model_validate({"THINK_MODEL_ENDPOINTS": {"priced": priced}})
     settings = service.settings.model_copy(
-        update={"openai_base_url": fake_model.base_url, "openai_api_key": "test-key"}
+        update={
+            "openai_base_url": fake_model.base_url,
+            "openai_api_key": "test-key",
+            "model_endpoints": endpoints.model_endpoints,
+        }
     )
     local = ThinkService(store=service.store, temporal=service.temporal, settings=settings)
     conv = local.conversation(Compactor, cid)
@@ -127,7 +153,9 @@ async def test_compact_on_demand_from_python(
     seen: list[events.ThinkEvent] = []
     unsubscribe = events.subscribe(seen.append, types="chat.context.compacted")
     try:
-        fake_model.script(cid, text("Q and A."))
+        fake_model.script(
+            cid, reply(text("Q and A."), usage=Usage(input_tokens=300, output_tokens=4))
+        )
         summary = await conv.compact()
     finally:
         unsubscribe()
@@ -137,6 +165,17 @@ async def test_compact_on_demand_from_python(
     assert summary.tokens_after < summary.tokens_before
     [event] = seen
     assert event.type == "chat.context.compacted" and event.trigger == "manual"
+
+    # Through get_gateway outside any turn, and counted as the conversation's usage.
+    headers = fake_model.requests(cid)[0]["headers"]
+    assert (headers["x-think-asked-for"], headers["x-think-asked-trigger"]) == (
+        "compaction",
+        "manual",
+    )
+    usage = (await api.get(f"{BASE}/{cid}/usage")).json()
+    assert (usage["turns"], usage["input_tokens"], usage["output_tokens"]) == (0, 300, 4)
+    assert usage["models"] == ["priced/scripted-model"]
+    assert usage["cost"] == pytest.approx(300 * 2e-6 + 4 * 8e-6)
 
     # Nothing new before the newest message: no model call, no second summary.
     assert await conv.compact() is None

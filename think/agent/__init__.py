@@ -16,9 +16,10 @@ from think.agent._agent_tool import (
 )
 from think.agent._compactor import compact, model_view
 from think.agent._conversation_methods import bind_config
-from think.agent._gateway_context import GatewayContext, TurnTrigger
+from think.agent._gateway_context import GatewayContext, ModelPurpose, TurnTrigger, ask_gateway
 from think.agent._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptions
 from think.agent._registry import AgentRegistry
+from think.agent._side_models import AskGateway, SideModel, gateway_of, step_usage
 from think.agent._think import Think
 from think.agent._tool_hooks import ToolCallContext, ToolCallDecision, ToolCallResultContext
 from think.agent._turn_api import StreamedTurn, TurnAPI, TurnConversation
@@ -50,6 +51,7 @@ __all__ = [
     "AgentRegistry",
     "AgentTool",
     "AgentToolResult",
+    "AskGateway",
     "ChatErrorContext",
     "ChatErrorStage",
     "ChatRecovery",
@@ -59,7 +61,9 @@ __all__ = [
     "GatewayContext",
     "MessageLike",
     "MessagesFunction",
+    "ModelPurpose",
     "QueuedBehind",
+    "SideModel",
     "StepConfig",
     "StepContext",
     "StepFinishContext",
@@ -83,12 +87,15 @@ __all__ = [
     "TurnTrigger",
     "agent_tool",
     "answer_text",
+    "ask_gateway",
     "bind_config",
     "child_conversation_id",
     "client_tool_spec",
     "compact",
+    "gateway_of",
     "input_json",
     "messages_of",
     "model_view",
+    "step_usage",
     "stored_or",
 ]

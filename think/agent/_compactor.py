@@ -12,12 +12,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from think import events
+from think import events, metrics
 from think._messages import UIMessage
 from think._settings import Settings
+from think.agent._side_models import AskGateway, SideModel
 from think.agent._think import Think
 from think.exceptions import UserError
-from think.models import ModelSpec, resolve_model
+from think.models import ModelClient, ModelSpec
 from think.sessions import (
     CompactionContext,
     CompactionResult,
@@ -27,7 +28,15 @@ from think.sessions import (
     session_for,
     summary_message,
 )
-from think.storage import Compaction, Conn, Store, insert_summary, summaries_on_path
+from think.storage import (
+    Compaction,
+    Conn,
+    StepUsage,
+    Store,
+    insert_summary,
+    record_model_calls,
+    summaries_on_path,
+)
 from think.tools import maybe_await
 
 log = logging.getLogger("think.compaction")
@@ -51,13 +60,18 @@ async def compact(
     turn_id: str | None = None,
     over: int | None = None,
     model: ModelSpec | None = None,
+    gateway: AskGateway | None = None,
 ) -> Compaction | None:
     """Compact the path that ends at `leaf_id`; the stored summary, or None when there was
     nothing to do (no compaction function, the history within `over` tokens, nothing the
     function would summarise, or a summary no shorter than what it replaces).
 
     `model` is the model the turn runs with (the agent's by default), for a compaction
-    function that summarises with "the agent's model". Raises what the function raises.
+    function that summarises with "the agent's model"; it and every model the function
+    resolves are reached through `gateway` (the agent's `get_gateway`, asked with
+    `purpose="compaction"`), and what their answers spent is recorded (`model_calls`), whether
+    the compaction then stores a summary, finds it no shorter, or fails. Raises what the
+    function raises.
     """
     session = session_for(agent)
     if session.compaction is None:
@@ -68,22 +82,30 @@ async def compact(
     metadata = {"conversation-id": conversation_id, "purpose": "compaction"}
     if turn_id:
         metadata["turn-id"] = turn_id
+    spent: list[StepUsage] = []
+
+    def side_model(spec: ModelSpec) -> ModelClient:
+        return SideModel(spec, settings, gateway, spent)
+
     ctx = CompactionContext(
         agent=agent.name,
         conversation_id=conversation_id,
         trigger=trigger,
         messages=view,
-        model=resolve_model(model if model is not None else agent.get_model(), settings),
+        model=side_model(model if model is not None else agent.get_model()),
         settings=settings,
         count_tokens=session.count_tokens,
         turn_id=turn_id,
         metadata=metadata,
+        resolver=side_model,
     )
     total = ctx.tokens(view)
     if over is not None and total <= over:
         return None
-    answer = session.compaction(ctx)
-    result = await maybe_await(answer)
+    try:
+        result = await maybe_await(session.compaction(ctx))
+    finally:
+        await _record(store, agent.name, conversation_uid, turn_id, spent)
     if result is None:
         return None
     if not isinstance(result, CompactionResult):
@@ -168,6 +190,24 @@ def _locate(
             f"({result.last_message_id!r}), which the model must read as it is"
         )
     return first_index, last_index
+
+
+async def _record(
+    store: Store, agent: str, conversation_uid: str, turn_id: str | None, spent: list[StepUsage]
+) -> None:
+    """Record what the summarising calls spent; a failure to is logged, never raised over the
+    compaction's own outcome."""
+    if not spent:
+        return
+    for call in spent:
+        metrics.count_model_usage(agent, call)
+    try:
+        async with store.db.transaction() as conn:
+            await record_model_calls(
+                conn, conversation_uid, turn_id=turn_id, purpose="compaction", calls=spent
+            )
+    except Exception:
+        log.warning("could not record what compaction in %s spent", conversation_uid, exc_info=True)
 
 
 async def _emitted(event: events.ThinkEvent) -> None:

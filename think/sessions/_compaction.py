@@ -108,6 +108,9 @@ class CompactionContext:
     turn_id: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     """Sent with summarising requests (as `x-think-*` headers)."""
+    resolver: Callable[[str | ModelClient], ModelClient] | None = None
+    """How `resolve_model` reaches a model (the framework's: through the agent's `get_gateway`,
+    metering what it spends); None: the configured endpoints."""
 
     def tokens(self, messages: Sequence[UIMessage]) -> int:
         """What `messages` cost the model, by the session's counter."""
@@ -121,6 +124,10 @@ class CompactionContext:
         return message.id, message.id
 
     def resolve_model(self, spec: str | ModelClient) -> ModelClient:
+        """The model `spec` names, reached as the agent's `get_gateway` says (asked with
+        `purpose="compaction"`), its usage counted in the conversation's."""
+        if self.resolver is not None:
+            return self.resolver(spec)
         return resolve_model(spec, self.settings)
 
 

@@ -94,6 +94,7 @@ from think.storage._usage import (
     UsageSum,
     UsageTotals,
     conversation_usage,
+    record_model_calls,
     tenant_spend,
     tenant_usage,
 )
@@ -203,6 +204,7 @@ __all__ = [
     "read_file",
     "read_memory",
     "record_answer",
+    "record_model_calls",
     "search_messages",
     "set_conversation_config",
     "skipped_chunks",

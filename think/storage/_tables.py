@@ -192,6 +192,21 @@ class CompactionRow(Base):
     )
 
 
+class ModelCallRow(Base):
+    """A model call beside a turn's steps, with what it spent (migration 0016): a compaction's
+    summarising request. `usage` is a `StepUsage`."""
+
+    __tablename__ = "model_calls"
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    conversation_uid: Mapped[str] = _conversation_ref()
+    turn_id: Mapped[str | None] = mapped_column(String)
+    purpose: Mapped[str] = mapped_column(String)
+    usage: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    created_at: Mapped[datetime] = _timestamp_now()
+
+    __table_args__ = (Index("model_calls_conversation_idx", "conversation_uid", "created_at"),)
+
+
 class ContextBlockRow(Base):
     """One context block of a conversation (migration 0006): a memory block's content, and the
     fingerprint of the content its frozen system prompt was built with."""

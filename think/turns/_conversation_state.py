@@ -12,7 +12,16 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from think._messages import UIMessage
-from think.agent import Submission, Think, TurnInput, bind_config, compact, messages_of
+from think.agent import (
+    GatewayContext,
+    Submission,
+    Think,
+    TurnInput,
+    bind_config,
+    compact,
+    gateway_of,
+    messages_of,
+)
 from think.exceptions import UserError
 from think.schedules import reconcile_conversation
 from think.sessions import check_write, checked_blocks, session_for
@@ -234,6 +243,18 @@ class ConversationState:
             conversation_id=self.conversation_id,
             leaf_id=conv.active_leaf_id,
             trigger="manual",
+            gateway=gateway_of(
+                agent,
+                GatewayContext(
+                    tenant=conv.tenant,
+                    agent=agent.name,
+                    conversation_id=self.conversation_id,
+                    turn_id="",
+                    step=0,
+                    trigger="manual",
+                    purpose="compaction",
+                ),
+            ),
         )
 
     # -- submission records ----------------------------------------------------------------

@@ -28,8 +28,10 @@ from think._protocol import (
 )
 from think._settings import Settings
 from think.agent import (
+    AskGateway,
     ChatErrorStage,
     GatewayContext,
+    ModelPurpose,
     StepConfig,
     StepContext,
     StepResult,
@@ -39,6 +41,7 @@ from think.agent import (
     TurnConfig,
     TurnContext,
     TurnTrigger,
+    ask_gateway,
     stored_or,
 )
 from think.engine.activities._ids import turn_ids
@@ -197,25 +200,38 @@ def step_model(
         return resolve_model(spec, settings, start=chain_start, gateway=gateway)
 
 
-async def gateways(agent: Think, turn: TurnRecord, step: int, spec: ModelSpec) -> GatewayFor | None:
-    """The agent's `get_gateway` decisions for each model id of `spec`, asked now (it may be
-    async; resolving is not); None when the agent does not override it."""
+def gateway_asker(
+    agent: Think, turn: TurnRecord, step: int, purpose: ModelPurpose = "step"
+) -> AskGateway | None:
+    """The agent's `get_gateway`, with the context of this step (or this turn's compaction:
+    `purpose`) at hand; None when the agent does not override it."""
     if not overrides(agent, "get_gateway"):
         return None
-    ids = [s for s in (spec if isinstance(spec, list) else [spec]) if isinstance(s, str)]
     ctx = GatewayContext(
         **turn_ids(turn, agent.name),
         tenant=turn.tenant,
         step=step,
         trigger=trigger_of(turn),
+        purpose=purpose,
     )
+
+    async def ask(model: str) -> Gateway | None:
+        with agent_code("get_gateway"):
+            return await ask_gateway(agent, model, ctx)
+
+    return ask
+
+
+async def gateways(agent: Think, turn: TurnRecord, step: int, spec: ModelSpec) -> GatewayFor | None:
+    """The agent's `get_gateway` decisions for each model id of `spec`, asked now (it may be
+    async; resolving is not); None when the agent does not override it."""
+    ask = gateway_asker(agent, turn, step)
+    if ask is None:
+        return None
+    ids = [s for s in (spec if isinstance(spec, list) else [spec]) if isinstance(s, str)]
     decided: dict[str, Gateway | None] = {}
     for model in ids:
-        with agent_code("get_gateway"):
-            found = await maybe_await(agent.get_gateway(model, ctx))
-            if found is not None and not isinstance(found, Gateway):
-                raise TypeError(f"get_gateway returned {found!r}, neither a Gateway nor None")
-        decided[model] = found
+        decided[model] = await ask(model)
     return decided.get
 
 

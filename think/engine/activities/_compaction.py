@@ -20,7 +20,7 @@ from temporalio.exceptions import ApplicationError
 from think._messages import UIMessage
 from think._protocol import DataChunk
 from think.agent import ChatErrorContext, StoredTurnConfig, Think, compact, model_view
-from think.engine.activities._assembly import HookFailed, overrides
+from think.engine.activities._assembly import HookFailed, gateway_asker, overrides
 from think.engine.activities._heartbeat import heartbeating
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._step_stream import StepStream
@@ -78,6 +78,7 @@ class Compactions:
                     turn_id=turn.id,
                     over=session.threshold,
                     model=StoredTurnConfig.read(turn.config).model,
+                    gateway=gateway_asker(agent, turn, turn.steps_done, "compaction"),
                 )
         except ModelError as exc:
             if exc.retryable and activity.info().attempt < COMPACT_MODEL_ATTEMPTS:
@@ -120,7 +121,7 @@ class Compactions:
                 done = await turn_compactions(conn, turn.id, "proactive")
             if done < proactive.max_compactions:
                 try:
-                    await self._compact_in_step(agent, turn, "proactive")
+                    await self._compact_in_step(agent, turn, step, "proactive")
                 except Exception:  # the step may still fit: try it, and let reactive catch it
                     log.warning("proactive compaction in turn %s failed", turn.id, exc_info=True)
         async with self.res.store.db.connection() as conn:
@@ -153,7 +154,7 @@ class Compactions:
         if kind != "context_overflow":
             return None
         if policy.reactive:
-            why = await self._compact_for_retry(agent, turn, policy.max_retries)
+            why = await self._compact_for_retry(agent, turn, step.step, policy.max_retries)
         else:
             why = "context_overflow.reactive is off"
         if why is not None:
@@ -178,7 +179,7 @@ class Compactions:
         ) from exc
 
     async def _compact_in_step(
-        self, agent: Think, turn: TurnRecord, trigger: Literal["proactive", "reactive"]
+        self, agent: Think, turn: TurnRecord, step: int, trigger: Literal["proactive", "reactive"]
     ) -> Compaction | None:
         """Compact what the turn's model step reads (the history up to the turn's user
         message), heartbeating meanwhile; the stored summary, or None when nothing changed."""
@@ -193,9 +194,12 @@ class Compactions:
                 trigger=trigger,
                 turn_id=turn.id,
                 model=StoredTurnConfig.read(turn.config).model,
+                gateway=gateway_asker(agent, turn, step, "compaction"),
             )
 
-    async def _compact_for_retry(self, agent: Think, turn: TurnRecord, budget: int) -> str | None:
+    async def _compact_for_retry(
+        self, agent: Think, turn: TurnRecord, step: int, budget: int
+    ) -> str | None:
         """Compact for a reactive retry; None when it did, else why it could not."""
         if session_for(agent).compaction is None:
             return "no compaction function is configured (configure_session)"
@@ -204,7 +208,7 @@ class Compactions:
         if done >= budget:
             return f"compacting it {done} time(s) did not help (context_overflow.max_retries)"
         try:
-            stored = await self._compact_in_step(agent, turn, "reactive")
+            stored = await self._compact_in_step(agent, turn, step, "reactive")
         except Exception as exc:  # the agent's compaction function, or its model
             log.warning("reactive compaction in turn %s failed", turn.id, exc_info=True)
             return f"compacting it failed ({type(exc).__name__})"

@@ -31,7 +31,7 @@ from temporalio.exceptions import ApplicationError
 from think import metrics
 from think._messages import UIMessage
 from think._protocol import is_static_tool_part, parts_of, split_steps
-from think.agent import StoredTurnConfig, Think, stored_or
+from think.agent import StoredTurnConfig, Think, step_usage, stored_or
 from think.engine.activities import _observe as observe
 from think.engine.activities._agent_tool import ParentProgress
 from think.engine.activities._assembly import (
@@ -75,12 +75,11 @@ from think.models import (
     OutputSpec,
     ToolSpec,
     answering,
-    cost_of,
     output_spec,
     supports_native_output,
     validate_output,
 )
-from think.storage import Conn, StepUsage, TurnNotRecorded, TurnRecord, TurnUsage, gives_up
+from think.storage import Conn, TurnNotRecorded, TurnRecord, TurnUsage, gives_up
 from think.streaming import (
     ChunkWriter,
     Fence,
@@ -494,13 +493,7 @@ class StepAttempt:
     ) -> ModelStepResult:
         agent, turn, fence, store = loaded.agent, loaded.turn, loaded.fence, self.res.store
         builder, finish, index = step.builder, streamed.finish, self.inp.step
-        cost = cost_of(setup.model, finish.usage)
-        this_step = StepUsage(
-            model=answering(setup.model).name,
-            finish_reason=finish.finish_reason,
-            **finish.usage.model_dump(),
-            cost=None if cost is None else float(cost),
-        )
+        this_step = step_usage(setup.model, finish)
         # A step recorded again (a retried record) replaces itself: the totals are the steps'.
         usage = TurnUsage.of_steps(
             [*TurnUsage.from_record(turn.usage).steps[:index], this_step]
