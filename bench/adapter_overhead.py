@@ -28,7 +28,7 @@ import gc
 import multiprocessing
 import statistics
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
 from typing import Any
@@ -181,6 +181,33 @@ async def _adapter(model: ModelClient, request: ModelRequest) -> float:
     return time.perf_counter() - started
 
 
+Timed = Callable[[], Awaitable[float]]
+"""One call of one side, timed: `typed`, `lean` or `adapter`."""
+
+
+async def _compare(label: str, sides: tuple[Timed, Timed, Timed], steps: int, shape: str) -> None:
+    """Time the three sides (typed SDK, lean SDK, adapter) in alternating rounds after ten
+    rounds of warming (connections, imports, the server's first answers), and print their
+    p50s and what the adapter adds."""
+    times: tuple[list[float], ...] = ([], [], [])
+    for _ in range(10):
+        for side in sides:
+            await side()
+    for _ in range(steps):
+        for side, spent in zip(sides, times, strict=True):
+            spent.append(await _collected(side()))
+    t, n, a = (statistics.median(x) * 1e3 for x in times)
+    print(
+        f"{label} adapter, {shape}, {steps} steps, p50: typed SDK {t:.2f} ms, lean SDK "
+        f"{n:.2f} ms, adapter {a:.2f} ms; the adapter adds {a - n:+.2f} ms over the lean call "
+        f"(target: at most +2 ms), {a - t:+.2f} ms over the typed one"
+    )
+
+
+def _shape(history: int, words: int) -> str:
+    return f"{history * 2 + 2} messages, {words}-word answer"
+
+
 async def main(steps: int, history: int, words: int) -> None:
     answer = " ".join(["word"] * words)
     with _Served(FakeOpenAIServer, answer) as server:
@@ -198,26 +225,18 @@ async def main(steps: int, history: int, words: int) -> None:
             http_client=openai.DefaultAioHttpClient(),
         )
         model = OpenAIModel("scripted-model", base_url=server.base_url, api_key="k")
-        typed: list[float] = []
-        lean: list[float] = []
-        adapter: list[float] = []
-        for _ in range(10):  # warm all: connections, imports, the server's first answers
-            await _typed(client, request, "bench")
-            await _lean(client, request, "bench")
-            await _adapter(model, request)
-        for _ in range(steps):
-            typed.append(await _collected(_typed(client, request, "bench")))
-            lean.append(await _collected(_lean(client, request, "bench")))
-            adapter.append(await _collected(_adapter(model, request)))
+        await _compare(
+            "chat",
+            (
+                lambda: _typed(client, request, "bench"),
+                lambda: _lean(client, request, "bench"),
+                lambda: _adapter(model, request),
+            ),
+            steps,
+            _shape(history, words),
+        )
         await client.close()
         await close_openai_clients()
-    t, n, a = (statistics.median(x) * 1e3 for x in (typed, lean, adapter))
-    print(
-        f"chat adapter, {history * 2 + 2} messages, {words}-word answer, {steps} steps, p50: "
-        f"typed SDK {t:.2f} ms, lean SDK {n:.2f} ms, adapter {a:.2f} ms; the adapter adds "
-        f"{a - n:+.2f} ms over the lean call (target: at most +2 ms), {a - t:+.2f} ms over "
-        "the typed one"
-    )
 
 
 async def _anthropic_typed(
@@ -273,25 +292,17 @@ async def anthropic_main(steps: int, history: int, words: int) -> None:
         }
         client = anthropic.AsyncAnthropic(base_url=server.base_url, api_key="k", max_retries=0)
         model = AnthropicModel("claude-fake", base_url=server.base_url, api_key="k")
-        typed: list[float] = []
-        lean: list[float] = []
-        adapter: list[float] = []
-        for _ in range(10):
-            await _anthropic_typed(client, body, "bench")
-            await _anthropic_lean(client, body, "bench")
-            await _adapter(model, request)
-        for _ in range(steps):
-            typed.append(await _collected(_anthropic_typed(client, body, "bench")))
-            lean.append(await _collected(_anthropic_lean(client, body, "bench")))
-            adapter.append(await _collected(_adapter(model, request)))
+        await _compare(
+            "anthropic",
+            (
+                lambda: _anthropic_typed(client, body, "bench"),
+                lambda: _anthropic_lean(client, body, "bench"),
+                lambda: _adapter(model, request),
+            ),
+            steps,
+            _shape(history, words),
+        )
         await client.close()
-    t, n, a = (statistics.median(x) * 1e3 for x in (typed, lean, adapter))
-    print(
-        f"anthropic adapter, {history * 2 + 2} messages, {words}-word answer, {steps} steps, "
-        f"p50: typed SDK {t:.2f} ms, lean SDK {n:.2f} ms, adapter {a:.2f} ms; the adapter adds "
-        f"{a - n:+.2f} ms over the lean call (target: at most +2 ms), {a - t:+.2f} ms over "
-        "the typed one"
-    )
 
 
 async def _responses_typed(client: openai.AsyncOpenAI, body: dict[str, Any], cid: str) -> float:
@@ -337,26 +348,18 @@ async def responses_main(steps: int, history: int, words: int) -> None:
             max_retries=0,
             http_client=openai.DefaultAioHttpClient(),
         )
-        typed: list[float] = []
-        lean: list[float] = []
-        adapter: list[float] = []
-        for _ in range(10):
-            await _responses_typed(client, body, "bench")
-            await _responses_lean(client, body, "bench")
-            await _adapter(model, request)
-        for _ in range(steps):
-            typed.append(await _collected(_responses_typed(client, body, "bench")))
-            lean.append(await _collected(_responses_lean(client, body, "bench")))
-            adapter.append(await _collected(_adapter(model, request)))
+        await _compare(
+            "responses",
+            (
+                lambda: _responses_typed(client, body, "bench"),
+                lambda: _responses_lean(client, body, "bench"),
+                lambda: _adapter(model, request),
+            ),
+            steps,
+            _shape(history, words),
+        )
         await client.close()
         await close_openai_clients()
-    t, n, a = (statistics.median(x) * 1e3 for x in (typed, lean, adapter))
-    print(
-        f"responses adapter, {history * 2 + 2} messages, {words}-word answer, {steps} steps, "
-        f"p50: typed SDK {t:.2f} ms, lean SDK {n:.2f} ms, adapter {a:.2f} ms; the adapter adds "
-        f"{a - n:+.2f} ms over the lean call (target: at most +2 ms), {a - t:+.2f} ms over "
-        "the typed one"
-    )
 
 
 if __name__ == "__main__":

@@ -105,6 +105,15 @@ class Stack:
     def start_worker(self) -> Process:
         return self.spawn("worker", "worker")
 
+    def replace_worker(self) -> Process:
+        """SIGKILL a live worker, as a crash would, and start another: the replacement picks
+        the dead one's activities up once their heartbeats time out."""
+        live = [p for p in self.processes if p.name == "worker" and p.popen.poll() is None]
+        if not live:
+            raise RuntimeError("no live worker to kill")
+        live[0].kill()
+        return self.start_worker()
+
     def wait_polling(self, proc: Process, timeout: float = 60.0) -> None:
         """Until the worker says it polls its task queue."""
         deadline = time.monotonic() + timeout

@@ -55,9 +55,7 @@ async def test_sigkill_mid_stream_resumes_on_another_worker(
 
         # Wait until part of the answer has been streamed, then kill the worker outright.
         await read_until(api, turn["stream_url"], deltas(5))
-        worker = next(p for p in crash_stack.processes if p.name == "worker")
-        worker.kill()
-        crash_stack.start_worker()  # the replacement picks the step up after its heartbeat timeout
+        crash_stack.replace_worker()
 
         final = await until_terminal(api, turn["status_url"])
         assert final["status"] == "completed", final
@@ -91,9 +89,7 @@ async def test_sigkill_mid_stream_on_anthropic_asks_again_on_another_worker(
         body = {"settings": {"model": "claude/claude-sonnet-4-5"}}
         turn = (await api.post(f"{base}/turns", json={"input": "tell me", "body": body})).json()
         await read_until(api, turn["stream_url"], deltas(5))
-        live = [p for p in crash_stack.processes if p.name == "worker" and p.popen.poll() is None]
-        live[0].kill()
-        crash_stack.start_worker()
+        crash_stack.replace_worker()
         final = await until_terminal(api, turn["status_url"])
         assert final["status"] == "completed", final
         assert final["message"]["parts"][-1]["text"] == "".join(WORDS)
@@ -115,9 +111,7 @@ async def test_sigkill_mid_stream_picks_the_background_response_up_without_askin
         body = {"settings": {"model": "gptbg/gpt-4.1"}}
         turn = (await api.post(f"{base}/turns", json={"input": "tell me", "body": body})).json()
         await read_until(api, turn["stream_url"], deltas(5))
-        live = [p for p in crash_stack.processes if p.name == "worker" and p.popen.poll() is None]
-        live[0].kill()
-        crash_stack.start_worker()
+        crash_stack.replace_worker()
 
         final = await until_terminal(api, turn["status_url"])
         assert final["status"] == "completed", final
@@ -147,9 +141,7 @@ async def test_a_crash_after_a_tool_never_runs_the_tool_again(
         turn = (await api.post(f"{base}/turns", json={"input": "note it"})).json()
         # Kill the worker while it streams the step after the tool.
         await read_until(api, turn["stream_url"], deltas(3))
-        live = [p for p in crash_stack.processes if p.name == "worker" and p.popen.poll() is None]
-        live[0].kill()
-        crash_stack.start_worker()
+        crash_stack.replace_worker()
         final = await until_terminal(api, turn["status_url"])
         assert final["status"] == "completed", final
         parts = final["message"]["parts"]

@@ -430,9 +430,7 @@ async def test_sigkill_mid_child_keeps_one_child_turn(
             return any(len(c["output"]["text"]) > 30 for c in preliminary(got, "call_k"))
 
         await asyncio.wait_for(read_until(api, turn["stream_url"], some_words), timeout=30)
-        worker = next(p for p in crash_stack.processes if p.name == "worker")
-        worker.kill()  # SIGKILL, mid-child
-        crash_stack.start_worker()
+        crash_stack.replace_worker()  # SIGKILL, mid-child
 
         final = await until_status(api, turn["status_url"], {"completed", "error"}, within=60)
         assert final["status"] == "completed", final
