@@ -340,6 +340,20 @@ class OpenAIModel:
         endpoint = f", endpoint={self.endpoint!r}" if self.endpoint else ""
         return f"OpenAIModel({self.model!r}, base_url={self.base_url!r}{endpoint})"
 
+    def _transport_error(
+        self, exc: openai.APIStatusError | openai.APIConnectionError
+    ) -> ModelError:
+        """An HTTP error answer (`_status_error`) or a connection that failed (refused, reset,
+        DNS, TLS, a timeout: `connection_failure` tells which), as the turn's `ModelError`."""
+        import openai
+
+        if isinstance(exc, openai.APIStatusError):
+            return self._status_error(exc)
+        kind, why = connection_failure(exc)
+        return ModelError(
+            f"model {self.model} at {self.base_url} unreachable: {why}", retryable=True, kind=kind
+        )
+
     def _status_error(self, exc: openai.APIStatusError) -> ModelError:
         """An HTTP error answer, in words that say where to look: a refused key names the
         endpoint and the variable the key is read from (never the key), an unknown model the
@@ -415,15 +429,8 @@ class OpenAIModel:
                 async for chunk in stream:
                     for event in state.feed(chunk):
                         yield event
-        except openai.APIStatusError as exc:
-            raise self._status_error(exc) from exc
-        except openai.APIConnectionError as exc:  # APITimeoutError included
-            kind, why = connection_failure(exc)
-            raise ModelError(
-                f"model {self.model} at {self.base_url} unreachable: {why}",
-                retryable=True,
-                kind=kind,
-            ) from exc
+        except (openai.APIStatusError, openai.APIConnectionError) as exc:  # timeouts included
+            raise self._transport_error(exc) from exc
         except openai.APIError as exc:
             # An `{"error": ...}` event in the middle of the stream: no HTTP status to go on, so
             # trust a status-like `code` when the server sends one, and retry otherwise.

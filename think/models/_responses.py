@@ -49,7 +49,6 @@ from think.models._chat_settings import tool_choice as chat_tool_choice
 from think.models._openai import (
     OpenAIModel,
     _client,
-    connection_failure,
     metadata_headers,
     retryable_status,
 )
@@ -374,15 +373,8 @@ class ResponsesModel(OpenAIModel):
                         yield found
                     if state.failure is not None:
                         raise self._failed(*state.failure)
-        except openai.APIStatusError as exc:
-            raise self._status_error(exc) from exc
-        except openai.APIConnectionError as exc:  # APITimeoutError included
-            kind, why = connection_failure(exc)
-            raise ModelError(
-                f"model {self.model} at {self.base_url} unreachable: {why}",
-                retryable=True,
-                kind=kind,
-            ) from exc
+        except (openai.APIStatusError, openai.APIConnectionError) as exc:  # timeouts included
+            raise self._transport_error(exc) from exc
 
     def _failed(self, code: str, message: str) -> ModelError:
         status = _FAILURE_STATUSES.get(code)
