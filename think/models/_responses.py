@@ -81,7 +81,8 @@ _FAILURE_STATUSES = {
     "vector_store_timeout": 504,
 }
 """A failed response's `error.code` (or a stream's `error` event's), as the HTTP status it
-stands for: a failure sent mid-stream has none of its own. Unknown codes are retried."""
+stands for: a failure sent mid-stream has none of its own. A code of digits is that status
+(llama.cpp's server sends its HTTP status as the code); unknown codes are retried."""
 
 
 def is_reasoning_model(model: str) -> bool:
@@ -330,12 +331,6 @@ class ResponsesModel(OpenAIModel):
                     state.sequence,
                 )
                 body = None  # the response goes on at the provider: pick it up
-        if not state.ended:
-            raise ModelError(
-                f"model {self.model} stream ended before the model finished",
-                retryable=True,
-                kind="stream",
-            )
         yield Finish(finish_reason=state.finish_reason, usage=state.usage)
 
     async def _events(
@@ -375,9 +370,23 @@ class ResponsesModel(OpenAIModel):
                         raise self._failed(*state.failure)
         except (openai.APIStatusError, openai.APIConnectionError) as exc:  # timeouts included
             raise self._transport_error(exc) from exc
+        except openai.APIError as exc:
+            # A frame of `{"error": ...}` with no event name (llama.cpp's server mid-stream):
+            # the SDK raises it as it reads.
+            body = exc.body if isinstance(exc.body, dict) else {}
+            code = body.get("code") or body.get("type") or exc.code or ""
+            raise self._failed(str(code), str(body.get("message") or exc.message)) from exc
+        if not state.ended:
+            # Closed without its last event (vLLM and Ollama end a stream that failed so):
+            # in background mode the response may still be running, and is picked up.
+            raise ModelError(
+                f"model {self.model} stream ended before the model finished",
+                retryable=True,
+                kind="stream",
+            )
 
     def _failed(self, code: str, message: str) -> ModelError:
-        status = _FAILURE_STATUSES.get(code)
+        status = int(code) if code.isdigit() else _FAILURE_STATUSES.get(code)
         said = f"{message} ({code}, mid-stream)" if code else f"{message} (mid-stream)"
         if status is None:
             return ModelError(

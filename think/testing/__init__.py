@@ -1,7 +1,7 @@
 """Test agents the way Think tests itself: against scripted models that can also misbehave.
 
 Two players share one script language (`text`, `reasoning`, `tool_call`, `error`, `stall`,
-`disconnect`, `raw_delta`, `content_parts`, joined with `+`):
+`disconnect`, `raw_delta`, `content_parts`, `raw_events`, joined with `+`):
 
 - `FakeOpenAIServer`, a real OpenAI-compatible HTTP server, for end-to-end tests through the
   OpenAI SDK, the worker and the gateway. Point `OPENAI_BASE_URL` at its `base_url` and script
@@ -33,6 +33,7 @@ from think.testing._script import (
     echo,
     error,
     raw_delta,
+    raw_events,
     reasoning,
     reply,
     stall,
@@ -62,6 +63,7 @@ __all__ = [
     "echo",
     "error",
     "raw_delta",
+    "raw_events",
     "reasoning",
     "reply",
     "stall",

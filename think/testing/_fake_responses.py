@@ -9,6 +9,8 @@ It speaks the API's event stream as the real one does: every event numbered (`se
 (`response.output_item.done`, a reasoning item's encrypted content in it when asked for with
 `include`), and `response.completed` (or `response.incomplete`) with the usage; a scripted
 error after the stream began is `response.failed` (a server fault) or an `error` event.
+A reply of `raw_events(...)` is played verbatim instead: another server's stream, as it sends
+it (tests/models/test_responses_streams.py).
 
 A response runs on the server, apart from the connection that asked for it: in background mode
 it goes on when that connection drops (or a scripted `disconnect()` cuts it), and
@@ -46,6 +48,7 @@ from think.testing._script import (
     DisconnectStep,
     ErrorStep,
     Plan,
+    RawDelta,
     Sleep,
     ToolArgs,
     ToolStart,
@@ -235,9 +238,16 @@ class _Running:
         }
 
     def _event(self, kind: str, **fields: Any) -> None:
-        event = {"type": kind, "sequence_number": len(self.events), **fields}
-        data = json.dumps(event, separators=(",", ":"))
-        self.events.append(f"event: {kind}\ndata: {data}\n\n".encode())
+        self._frame({"type": kind, "sequence_number": len(self.events), **fields})
+
+    def _frame(self, event: dict[str, Any] | str) -> None:
+        """One SSE frame: an event with its name, or (a str) a frame's text as it is."""
+        if isinstance(event, str):
+            frame = event if event.endswith("\n\n") else event.rstrip("\n") + "\n\n"
+        else:
+            data = json.dumps(event, separators=(",", ":"))
+            frame = f"event: {event.get('type')}\ndata: {data}\n\n"
+        self.events.append(frame.encode())
         self._changed.set()
         self._changed = asyncio.Event()
 
@@ -251,6 +261,9 @@ class _Running:
             await self._changed.wait()
 
     async def _play(self) -> None:
+        if any(isinstance(action, RawDelta) for action in self.plan.actions):
+            await self._play_verbatim()
+            return
         self._event("response.created", response=self.snapshot())
         self.status = "in_progress"
         self._event("response.in_progress", response=self.snapshot())
@@ -293,6 +306,17 @@ class _Running:
         self.status = "incomplete" if incomplete else "completed"
         kind = "response.incomplete" if incomplete else "response.completed"
         self._event(kind, response=self.snapshot())
+        self._end()
+
+    async def _play_verbatim(self) -> None:
+        """`raw_events`: each frame as scripted, nothing of the fake's own; the response ends
+        (and its connection closes) after the last."""
+        for action in self.plan.actions:
+            if isinstance(action, Sleep):
+                await asyncio.sleep(action.seconds)
+            elif isinstance(action, RawDelta):
+                self._frame(action.delta)
+        self.status = "completed"
         self._end()
 
     def _chunk(self, chunk: Chunk) -> None:

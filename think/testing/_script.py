@@ -184,6 +184,15 @@ def raw_delta(delta: dict[str, Any] | str) -> Reply:
     return Reply(steps=[RawStep(delta=delta)])
 
 
+def raw_events(*events: dict[str, Any] | str) -> Reply:
+    """A Responses API stream exactly as given, for `FakeResponsesServer`: each event a dict
+    (sent as `event: <type>` and its JSON, with no `sequence_number` but its own) or the text
+    of one SSE frame, sent verbatim (a server's `data: {"error": ...}` with no event name).
+    The fake adds nothing of its own, not even `response.completed`: the stream ends where the
+    events do, as another server's would (tests/models/test_responses_streams.py)."""
+    return Reply(steps=[RawStep(delta=event) for event in events])
+
+
 def content_parts(*parts: dict[str, Any]) -> Reply:
     """`content` as a list of parts, the way Mistral's reasoning models stream it:
     `{"type": "text", "text": ...}` for text, `{"type": "thinking", "thinking": [{"type":
