@@ -21,19 +21,19 @@ def _by_hand(path: Path, root: Path = ROOT) -> list[str]:
         if isinstance(node, ast.JoinedStr)
         for part in node.values
     }
+    name = path.relative_to(root)
     for node in ast.walk(tree):
-        where = f"{path.relative_to(root)}:{getattr(node, 'lineno', 0)}"
         # "tool-" alone is only ever a prefix: to build a type from, or to cut or test one by.
         if (
             isinstance(node, ast.Constant)
             and node.value in PREFIXES
             and id(node) not in in_fstrings
         ):
-            found.append(f"{where} uses {node.value!r}")
+            found.append(f"{name}:{node.lineno} uses {node.value!r}")
         elif isinstance(node, ast.JoinedStr) and node.values:
             head = node.values[0]
             if isinstance(head, ast.Constant) and str(head.value).startswith(PREFIXES):
-                found.append(f"{where} builds {head.value!r}…")
+                found.append(f"{name}:{node.lineno} builds {head.value!r}…")
     return sorted(found)
 
 

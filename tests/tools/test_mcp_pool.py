@@ -141,9 +141,12 @@ def test_a_call_result_becomes_what_the_model_reads() -> None:
 
 async def test_the_tool_list_is_fetched_again_after_refresh_seconds() -> None:
     quick, slow = notes(refresh_seconds=0.3), notes(refresh_seconds=3600, timeout_seconds=30)
-    for server in (quick, slow):
+
+    async def grown_quietly(server: McpServer) -> None:
         assert "whisper" not in {t.name for t in await pool().tools(server, wait=True) or []}
         assert await pool().call(server, "grow_quietly", {}) == {"result": "grown"}
+
+    await asyncio.gather(grown_quietly(quick), grown_quietly(slow))  # the two start together
 
     async def refreshed() -> bool:  # once refresh_seconds have passed
         return "whisper" in {t.name for t in await pool().tools(quick, wait=True) or []}
@@ -197,8 +200,9 @@ async def test_an_idle_connection_is_closed_and_its_list_kept(
     import think.tools._mcp_pool as mcp_pool
 
     idle, busy = notes(), notes(timeout_seconds=30)
-    first = await pool().call(idle, "pid", {})
-    await pool().call(busy, "pid", {})
+    first, _ = await asyncio.gather(  # the two start together
+        pool().call(idle, "pid", {}), pool().call(busy, "pid", {})
+    )
     monkeypatch.setattr(mcp_pool, "IDLE_SECONDS", 0.2)
 
     async def idle_closed() -> bool:

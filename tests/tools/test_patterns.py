@@ -168,7 +168,7 @@ def test_grep_finds_the_lines_python_re_finds(pattern: str) -> None:
 def test_grep_over_many_lines_counts_them_right() -> None:
     rng = random.Random(7)
     lines = ["".join(rng.choice("ab c\t") for _ in range(rng.randint(0, 40))) for _ in range(5000)]
-    text = "\n".join(lines) * 30  # about 3 MB: many slices
+    text = "\n".join(lines) * 6  # about 600 KB: some ten slices of SLICE_BYTES
     for pattern in ("abc", "^a", "c$", "^$", "b a"):
         want = [n for n, line in enumerate(text.splitlines(), 1) if re.search(pattern, line)]
         got = [n for n, _ in LinePattern(pattern).lines(text, Deadline(30, "t"))]
