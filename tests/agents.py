@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -105,6 +106,28 @@ class Helper(Think):
 
     def get_tools(self) -> list[Tool]:
         return [get_weather, add, explode, record, slow]
+
+
+@tool
+async def countdown(start: int, ctx: ToolContext) -> AsyncIterator[str]:
+    """Counts down from `start`, a yield a number (each a preliminary output), then lifts off.
+    Logs each run under THINK_HOME, so a test can tell how often it ran."""
+    path = Path(os.environ["THINK_HOME"]) / f"countdown-{ctx.turn_id}"
+    with path.open("a") as runs:
+        runs.write("run\n")
+    for n in range(start, 0, -1):
+        yield f"{n}..."
+        await asyncio.sleep(float(os.environ.get("THINK_TEST_COUNTDOWN_PAUSE", "0.05")))
+    yield "liftoff"
+
+
+class Streamer(Helper):
+    """A tool that streams: `countdown`, an async generator."""
+
+    name = "streamer"
+
+    def get_tools(self) -> list[Tool]:
+        return [countdown]
 
 
 class Tuned(Helper):
@@ -387,10 +410,24 @@ class Hooks(Helper):
     async def on_chat_response(self, result: ChatResponseResult) -> None:
         _hook_log("on_chat_response", result.model_dump())
 
-    def on_chat_error(self, error: Exception, ctx: ChatErrorContext) -> str | None:
+    async def on_chat_error(self, error: Exception, ctx: ChatErrorContext) -> str | None:
+        try:  # what the conversation holds as the hook runs: the partial answer is stored
+            messages = await (await self.conversation()).messages()
+            stored = [
+                "".join(str(p.get("text", "")) for p in m.parts)
+                for m in messages
+                if m.role == "assistant"
+            ]
+        except Exception as exc:
+            stored = [f"unreadable: {exc!r}"]
         _hook_log(
             "on_chat_error",
-            {"conversation_id": ctx.conversation_id, "error": str(error), "ctx": ctx.model_dump()},
+            {
+                "conversation_id": ctx.conversation_id,
+                "error": str(error),
+                "ctx": ctx.model_dump(),
+                "stored": stored,
+            },
         )
         if ctx.stage == "model":
             return f"Sorry, the model refused ({ctx.classification})."
@@ -708,7 +745,11 @@ class Fragile(Helper):
         return []
 
     def repair_interrupted_tool_part(self, part: dict[str, Any]) -> dict[str, Any]:
+        """The spec's example: an `ask_user` question left unanswered reads as the question."""
         self._breaks("repair_interrupted_tool_part")
+        asked = part.get("input")
+        if part.get("type") == "tool-ask_user" and isinstance(asked, dict) and asked.get("prompt"):
+            return {"type": "text", "text": str(asked["prompt"])}
         return super().repair_interrupted_tool_part(part)
 
 

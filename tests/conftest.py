@@ -89,6 +89,7 @@ def stack(
             "tests.agents:McpUser,tests.agents:McpImpatient,tests.agents:McpHidden,"
             "tests.agents:Workspaced,tests.agents:Skilled,tests.agents:Fetcher,"
             "tests.agents:Hostile,tests.agents:Tuned,tests.agents:Routed,tests.agents:Switchable,"
+            "tests.agents:Streamer,"
             "examples.assistant:Assistant"
         ),
         model_url=fake_model.base_url,

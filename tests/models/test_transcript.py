@@ -47,3 +47,50 @@ def test_a_custom_repair_decides_what_the_model_reads() -> None:
 
     out = to_chat_messages("", turn_with_tools(), repair)
     assert out[3]["content"] == "cancelled by the user"
+
+
+def test_a_repair_that_returns_a_text_part_makes_the_call_the_assistants_words() -> None:
+    """The spec's own example (`ask_user` turned into the question it asked): the call leaves
+    the transcript, its text joins the assistant's words in place. This raised `KeyError`."""
+
+    def repair(part: dict[str, Any]) -> dict[str, Any]:
+        if part["type"] == "tool-slow":
+            return {"type": "text", "text": " Which city?"}
+        return part
+
+    out = to_chat_messages("", turn_with_tools(), repair)
+    assert out[1:4] == [
+        {
+            "role": "assistant",
+            "content": "Looking. Which city?",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "add", "arguments": '{"a": 1}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "2"},
+        {"role": "assistant", "content": "Done."},
+    ]
+
+
+def test_a_repair_that_leaves_the_call_unsettled_gets_the_default_error() -> None:
+    out = to_chat_messages("sys", turn_with_tools(), lambda part: part)
+    assert out[4]["content"] == f"Error: {INTERRUPTED_TOOL_RESULT}"
+
+
+def test_a_repair_of_the_only_call_into_text_leaves_no_empty_tool_calls() -> None:
+    asked = UIMessage(
+        id="a2",
+        role="assistant",
+        parts=[
+            {"type": "step-start"},
+            {"type": "tool-ask_user", "toolCallId": "q", "state": "input-available", "input": {}},
+        ],
+    )
+    out = to_chat_messages(
+        "", [UIMessage.user_text("hi", id="u"), asked], lambda p: {"type": "text", "text": "Who?"}
+    )
+    assert out[1] == {"role": "assistant", "content": "Who?"}

@@ -169,6 +169,35 @@ async def test_a_raising_repair_of_an_interrupted_tool_call(
     assert settled["tool_call_id"] == "call_interrupted"  # the default repair
 
 
+async def test_a_repair_into_a_text_part_reads_as_the_assistants_words(
+    api: httpx.AsyncClient, service: ThinkService, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """The spec's `ask_user` example: `repair_interrupted_tool_part` answers a text part for an
+    unanswered client-tool question (it raised `KeyError` in the transcript and ended the turn
+    `error`); the model reads the question as the assistant's words, with no call left open."""
+    conv = service.conversation(Fragile, cid)
+    asked = {
+        "type": "tool-ask_user",
+        "toolCallId": "call_ask",
+        "state": "input-available",
+        "input": {"prompt": "Which city do you mean?"},
+    }
+    await conv.add_messages(
+        [
+            UIMessage.user_text("weather?"),
+            UIMessage(role="assistant", parts=[{"type": "step-start"}, asked]),
+        ]
+    )
+    await completes(api, "fragile", cid, "Oslo")
+    [request] = fake_model.requests(cid)
+    messages = request["body"]["messages"]
+    assert messages[1:] == [
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": "Which city do you mean?"},
+        {"role": "user", "content": "Oslo"},
+    ]
+
+
 async def test_get_tools_raising_in_the_tool_call_ends_the_turn(
     api: httpx.AsyncClient, service: ThinkService, fake_model: FakeOpenAIServer, cid: str
 ) -> None:

@@ -154,6 +154,21 @@ async def test_on_chat_error_maps_what_the_client_sees(
     assert call["ctx"]["stage"] == "model" and call["ctx"]["user_message_persisted"] is True
 
 
+async def test_on_chat_error_runs_after_the_partial_answer_is_stored(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, stack: Stack, cid: str
+) -> None:
+    """The spec: "the partial assistant message (if any) is persisted before this hook fires".
+    It ran before: the hook's conversation held no answer yet."""
+    fake_model.script(cid, text("Half an ", "answer") + error(400, "the stream broke off"))
+    turn = await wait_turn(api, "hooks", cid)
+    assert turn["status"] == "error"
+    [call] = await hook_calls(stack, cid, "on_chat_error")
+    assert call["ctx"]["partial_message_persisted"] is True
+    assert call["stored"] == ["Half an answer"]
+    stored = (await api.get(f"/v1/agents/hooks/conversations/{cid}/messages")).json()
+    assert [m["role"] for m in stored["messages"]] == ["user", "assistant"]  # stored once
+
+
 async def test_a_failing_hook_never_leaks_its_exception_text(
     api: httpx.AsyncClient, fake_model: FakeOpenAIServer, stack: Stack, cid: str
 ) -> None:

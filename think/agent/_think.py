@@ -343,7 +343,8 @@ class Think(ConversationMethods):
         """Map a turn's failure to what the client sees (`error` chunk, the turn's `error`).
         `error`'s message is already safe to show; the original exception, when it was not a
         model's refusal, is its `__cause__`. Return an exception or a string to show instead,
-        or `None` to keep `error`."""
+        or `None` to keep `error`. A partial answer is stored before this runs
+        (`ctx.partial_message_persisted`)."""
         return None
 
     def before_tool_call(

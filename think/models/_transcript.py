@@ -127,6 +127,7 @@ def _user_content(parts: Sequence[PartLike]) -> str | list[dict[str, Any]]:
 def _assistant(parts: Sequence[PartLike], repair: Repair) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for step in split_steps(parts):
+        step = _repaired(step, repair)
         text = joined_text(step)
         calls = [p for p in step if is_tool_part(p)]
         if not text and not calls:
@@ -153,9 +154,6 @@ def _assistant(parts: Sequence[PartLike], repair: Repair) -> list[dict[str, Any]
         out.append(message)
         media: list[dict[str, Any]] = []
         for p in calls:
-            if not is_settled(p):
-                # A repair takes and gives the plain dict a part is at run time.
-                p = repair(cast(dict[str, Any], p))
             out.append({"role": "tool", "tool_call_id": p["toolCallId"], "content": _result(p)})
             if p.get("state") == "output-available" and is_media(p.get("output")):
                 media.append(p["output"])
@@ -163,6 +161,26 @@ def _assistant(parts: Sequence[PartLike], repair: Repair) -> list[dict[str, Any]
             # A tool message carries text only: the files a tool read (the workspace's `read`)
             # follow as a user message, which multimodal models accept.
             out.append({"role": "user", "content": [_media_part(m) for m in media]})
+    return out
+
+
+def _repaired(step: Sequence[PartLike], repair: Repair) -> list[PartLike]:
+    """`step` with each tool call that has no settled result repaired, in place: into a settled
+    call, or into another part (the spec's `ask_user` example turns the call into the text of
+    its question), which then reads as what it is, its call gone from the transcript. A repair
+    that leaves the call unsettled gets the default repair over it: a provider refuses a call
+    with no answer."""
+    if all(is_settled(p) for p in step if is_tool_part(p)):
+        return list(step)
+    out: list[PartLike] = []
+    for part in step:
+        if is_tool_part(part) and not is_settled(part):
+            # A repair takes and gives the plain dict a part is at run time.
+            fixed = repair(cast(dict[str, Any], part))
+            if is_tool_part(fixed) and not is_settled(fixed):
+                fixed = interrupted_tool_error(fixed)
+            part = fixed
+        out.append(part)
     return out
 
 

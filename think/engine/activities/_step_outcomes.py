@@ -29,7 +29,7 @@ from think.engine.activities._ids import turn_ids
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._step_budget import budget_message, elapsed
 from think.engine.activities._step_stream import StepStream
-from think.engine.activities._turn_state import end_turn
+from think.engine.activities._turn_state import end_turn, keep_partial
 from think.exceptions import MODEL_RETRY, ModelError
 from think.models import ChatErrorClass
 from think.storage import TurnRecord, non_transient_failure
@@ -133,8 +133,11 @@ class StepOutcomes:
                 message = step.builder.message
             else:
                 chunks = []  # only the `start-step` it wrote: close the stream cleanly
+        partial = bool(message["parts"])
+        if partial and overrides(agent, "on_chat_error"):
+            await keep_partial(self.res.store, turn.id, message, fence)
         text = await chat_error_text(
-            agent, turn, stage, exc, bool(message["parts"]), classification=classification
+            agent, turn, stage, exc, partial, classification=classification
         )
         return await self._end_error(agent, turn, message, chunks, text, fence)
 

@@ -30,7 +30,7 @@ from think.engine.activities._model_step import StepAttempt
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._step_outcomes import StepOutcomes
 from think.engine.activities._tool_call import ToolCalls
-from think.engine.activities._turn_state import end_turn, end_with_error
+from think.engine.activities._turn_state import end_turn, end_with_error, keep_partial
 from think.storage import bounded_failures, gives_up
 from think.tools import maybe_await
 from think.workflows.inputs import (
@@ -135,7 +135,10 @@ class TurnActivities:
             # What failed outside any step (a workflow-level failure) is internal: the client
             # gets the safe message, the hook and the log get the original.
             cause = RuntimeError(inp.error or "the turn failed")
-            error = await chat_error_text(agent, turn, "turn", cause, bool(message["parts"]))
+            partial = bool(message["parts"])
+            if partial and overrides(agent, "on_chat_error"):
+                await keep_partial(self.res.store, turn.id, message)
+            error = await chat_error_text(agent, turn, "turn", cause, partial)
             chunks = [{"type": "error", "errorText": error}]
         async with self.res.store.db.transaction() as conn:
             turn, queue = await self.res.store.lock_queue_turn(conn, inp.turn_id)

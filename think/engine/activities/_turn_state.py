@@ -121,6 +121,32 @@ async def end_turn(
     return stored
 
 
+async def keep_partial(
+    store: Store, turn_id: str, message: UIMessageJSON, fence: Fence | None = None
+) -> bool:
+    """Store a failing turn's partial answer before `on_chat_error` runs, as the spec has it
+    ("the partial assistant message is persisted before this hook fires"), so the hook reads
+    the conversation as the failure leaves it; `end_turn` then ends the turn, leaving the
+    message as stored. In its own transaction, under the conversation's lock and the step's
+    fence (a stale attempt stores nothing: `StaleAttempt`). False when the turn had ended."""
+    if fence is not None:
+        await fence.held()
+    async with store.db.transaction() as conn:
+        turn, queue = await store.lock_queue_turn(conn, turn_id)
+        if turn.terminal:
+            return False
+        await append(conn, turn.id, [], fence, message=message)
+        await store.insert_messages(
+            conn,
+            turn.conversation_uid,
+            [UIMessage.model_construct(**message)],
+            parent_id=await answer_parent(conn, turn, queue),
+            turn_id=turn.id,
+            activate=True,
+        )
+    return True
+
+
 ABANDONED = (
     "this turn's workflow ended without finishing it (terminated or failed in Temporal); "
     "the turn was closed so that the conversation goes on"
