@@ -15,7 +15,7 @@ import inspect
 import math
 import re
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from typing import Any, TypeAlias, TypedDict, Unpack, overload
 
@@ -227,15 +227,46 @@ class Tool:
             )
         return decision
 
+    @property
+    def streams(self) -> bool:
+        """Whether the tool is an async generator: each value it yields is a preliminary
+        output (streamed to clients as it comes), the last one its result."""
+        return _is_async_generator(self.fn)
+
     async def __call__(self, context: ToolContext | None = None, /, **kwargs: Any) -> Any:
-        if self.context_param is not None:
-            if context is None:
-                raise UserError(f"tool {self.name!r} needs a ToolContext to run")
-            kwargs[self.context_param] = context
+        """Run the tool to its result (a streaming tool's last yield; None if it yields
+        nothing)."""
+        if self.streams:
+            result = None
+            async for value in self.stream(context, **kwargs):
+                result = value
+            return result
+        kwargs = self._with_context(context, kwargs)
         if _is_async(self.fn):
             return await self.fn(**kwargs)
         # A sync tool may block; keep the event loop (and the heartbeats) running meanwhile.
         return await asyncio.to_thread(self.fn, **kwargs)
+
+    async def stream(
+        self, context: ToolContext | None = None, /, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        """A streaming tool's values as it yields them; any other tool's result, once."""
+        if not self.streams:
+            yield await self(context, **kwargs)
+            return
+        values = self.fn(**self._with_context(context, kwargs))
+        try:
+            async for value in values:
+                yield value
+        finally:
+            await values.aclose()
+
+    def _with_context(self, context: ToolContext | None, kwargs: dict[str, Any]) -> dict[str, Any]:
+        if self.context_param is None:
+            return kwargs
+        if context is None:
+            raise UserError(f"tool {self.name!r} needs a ToolContext to run")
+        return {**kwargs, self.context_param: context}
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
@@ -262,6 +293,12 @@ def tool_output_json(value: Any) -> Any:
     except ValueError:  # a circular reference: the model still gets something to read
         jsonable = str(value)
     return storable(jsonable)
+
+
+def _is_async_generator(fn: Callable[..., Any]) -> bool:
+    return inspect.isasyncgenfunction(fn) or inspect.isasyncgenfunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - a callable object with an async __call__
+    )
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from temporalio import activity
@@ -217,6 +218,28 @@ class ToolCalls:
             await append(conn, turn_id, chunks, message=builder.message, status=status)
         return ToolCallResult(ok=has_output(builder.tool_part(tool_call_id)))
 
+    def _progress(self, context: ToolContext) -> Callable[[Any], Awaitable[None]]:
+        """A streaming tool's preliminary outputs, into its turn's stream as they come (the AI
+        SDK shows each in place of the one before). Never fails the tool: once the turn has
+        ended, or a write fails, the tool runs on unseen and only its result is recorded."""
+        off = False
+
+        async def write(output: Any) -> None:
+            nonlocal off
+            if off:
+                return
+            chunk = _progress_chunk(context.tool_call_id, output)
+            try:
+                async with self.res.store.db.connection() as conn:
+                    await append(conn, context.turn_id, [chunk], while_open=True)
+            except TurnEnded:
+                off = True
+            except Exception:
+                log.warning("progress of tool call %s failed", context.tool_call_id, exc_info=True)
+                off = True
+
+        return write
+
     async def _run(
         self, agent: Think, tool: Tool | None, context: ToolContext, raw_input: Any
     ) -> tuple[UIMessageChunk, ToolCallResultContext]:
@@ -249,7 +272,9 @@ class ToolCalls:
             else:
                 if isinstance(decision, ToolCallDecision) and decision.input is not None:
                     arguments = tool.validate(decision.input)
-                output = await _with_policy(tool, context, arguments)
+                output = await _with_policy(
+                    tool, context, arguments, self._progress(context) if tool.streams else None
+                )
         except ToolError as exc:
             outcome, error = "failed", str(exc)
         except Exception as exc:
@@ -275,16 +300,37 @@ class ToolCalls:
         return chunk, result
 
 
-async def _with_policy(tool: Tool, context: ToolContext, arguments: dict[str, Any]) -> Any:
+def _progress_chunk(tool_call_id: str, output: Any) -> UIMessageChunk:
+    return {
+        "type": "tool-output-available",
+        "toolCallId": tool_call_id,
+        "output": output,
+        "preliminary": True,
+    }
+
+
+async def _with_policy(
+    tool: Tool,
+    context: ToolContext,
+    arguments: dict[str, Any],
+    progress: Callable[[Any], Awaitable[None]] | None = None,
+) -> Any:
     """Run the tool with its timeout, retrying its failures (a `ToolError` only when it is
-    `retryable`) with backoff."""
+    `retryable`) with backoff. A streaming tool's yields go to `progress` as they come, and
+    its last is the result; a retry runs it again from its start."""
     policy = tool.policy
     delay = policy.retry_initial_seconds
     async with heartbeating():
         for attempt in range(1, policy.max_attempts + 1):
             try:
                 async with asyncio.timeout(policy.timeout_seconds):
-                    return tool_output_json(await tool(context, **arguments))
+                    if progress is None:
+                        return tool_output_json(await tool(context, **arguments))
+                    result = None
+                    async for value in tool.stream(context, **arguments):
+                        result = tool_output_json(value)
+                        await progress(result)
+                    return result
             except ToolError as exc:
                 if not exc.retryable or attempt >= policy.max_attempts:
                     raise
