@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -39,6 +40,7 @@ def crash_stack(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Itera
         **stack.env,
         "THINK_TASK_QUEUE": "think-crash",
         "THINK_TEST_TOOL_LOG": str(logs / "tool-runs.log"),
+        "THINK_TEST_COUNTDOWN_PAUSE": "0.4",  # a streaming tool slow enough to die in
     }
     with own_stack(env, logs) as own:
         yield own
@@ -153,6 +155,39 @@ async def test_a_crash_after_a_tool_never_runs_the_tool_again(
     # The side effect happened once, crash or not, and saw the call's stable key.
     assert mine == [f"{cid} {final['turn_id']}:call_record"]
     assert fake_model.calls(cid) == 3  # step 1, step 2 killed, step 2 retried
+
+
+async def test_a_streaming_tool_killed_mid_stream_runs_again_and_its_result_is_kept_once(
+    crash_stack: Stack, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """A worker SIGKILLed while a streaming tool yields: the call runs again from its start on
+    the replacement (its policy: no settled result yet), its outputs streamed again, and the
+    turn keeps the one result."""
+    fake_model.script(cid, tool_call("countdown", {"start": 5}, id="call_cd"), text("Up."))
+    async with httpx.AsyncClient(base_url=crash_stack.api_url, timeout=60) as api:
+        base = f"/v1/agents/streamer/conversations/{cid}"
+        turn = (await api.post(f"{base}/turns", json={"input": "count"})).json()
+
+        def counting(got: list[dict[str, Any]]) -> bool:
+            return any(c.get("output") == "4..." for c in got)
+
+        await read_until(api, turn["stream_url"], counting)
+        crash_stack.replace_worker()
+        final = await until_terminal(api, turn["status_url"])
+        assert final["status"] == "completed", final
+        [part] = [p for p in final["message"]["parts"] if p["type"] == "tool-countdown"]
+        assert part["output"] == "liftoff"
+        assert final["message"]["parts"][-1]["text"] == "Up."
+        assert fake_model.calls(cid) == 2  # the step before the tool is not asked again
+        _, events = await read_stream(api, turn["stream_url"])
+        finals = [
+            c
+            for c in chunks(events)
+            if c["type"] == "tool-output-available" and not c.get("preliminary")
+        ]
+        assert [c["output"] for c in finals] == ["liftoff"]
+    runs = Path(crash_stack.env["THINK_HOME"]) / f"countdown-{final['turn_id']}"
+    assert runs.read_text().splitlines() == ["run", "run"]  # the killed run, and the last
 
 
 async def test_gateway_killed_mid_stream_resume_on_another(
