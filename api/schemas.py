@@ -190,6 +190,14 @@ class CreateConversation(_Body):
     metadata: StorableObject = Field(default_factory=dict)
 
 
+class ForkConversation(_Body):
+    # The message to fork at (ids are the client's own strings: only a NUL is ruled out), and
+    # the new conversation's id (a new one when left out).
+    message_id: str = Field(min_length=1, pattern=r"^[^\x00]+$")
+    id: str | None = Field(default=None, pattern=ID_PATTERN)
+    metadata: StorableObject = Field(default_factory=dict)
+
+
 class ConversationOut(BaseModel):
     # Read from the stored record's attributes (`think.storage.Conversation`). A comment, not
     # a docstring: a docstring would become the schema's description in the OpenAPI document.

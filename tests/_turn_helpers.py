@@ -209,3 +209,13 @@ def fail_admissions(service: ThinkService, monkeypatch: pytest.MonkeyPatch) -> l
 
     monkeypatch.setattr(service.store, "admit_turn", admit_then_fail)
     return seen
+
+
+async def stored_texts(api: httpx.AsyncClient, agent: str, cid: str) -> list[tuple[str, str]]:
+    """The conversation's active path as `GET …/messages` lists it: (role, text) each."""
+    response = await api.get(f"/v1/agents/{agent}/conversations/{cid}/messages")
+    assert response.status_code == 200, response.text
+    return [
+        (m["role"], "".join(p.get("text", "") for p in m["parts"]))
+        for m in response.json()["messages"]
+    ]

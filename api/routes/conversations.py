@@ -11,9 +11,10 @@ from api.schemas import (
     ConversationOut,
     ConversationsOut,
     CreateConversation,
+    ForkConversation,
     MessagesOut,
 )
-from think.server import new_id
+from think.server import ForkPointNotFound, ForkTargetExists, fork_conversation, new_id
 
 router = APIRouter(tags=["conversations"])
 
@@ -60,6 +61,35 @@ async def list_conversations(
 @router.get(f"{CONVERSATIONS}/{{cid}}", response_model=ConversationOut)
 async def get_conversation(conv: ExistingConversation) -> ConversationOut:
     return ConversationOut.model_validate(conv)
+
+
+@router.post(
+    f"{CONVERSATIONS}/{{cid}}/fork",
+    response_model=ConversationOut,
+    status_code=201,
+    responses={
+        404: {"description": "No such conversation, or the message is not in it"},
+        409: {"description": "`id` names a conversation that exists"},
+    },
+)
+async def fork(res: Res, conv: ExistingConversation, body: ForkConversation) -> ConversationOut:
+    """A new conversation whose history is a copy of this one's path up to `message_id` (its
+    active leaf): the messages, the summaries over them and the configuration; not the turns,
+    the workspace or the memory blocks. 404 when the message is not in this conversation, 409
+    when `id` names a conversation that exists."""
+    try:
+        forked = await fork_conversation(
+            res.store,
+            conv,
+            message_id=body.message_id,
+            conversation_id=body.id or new_id("conv"),
+            metadata=body.metadata,
+        )
+    except ForkPointNotFound as exc:
+        raise Problem(404, str(exc)) from None
+    except ForkTargetExists as exc:
+        raise Problem(409, str(exc)) from None
+    return ConversationOut.model_validate(forked)
 
 
 @router.get(f"{CONVERSATIONS}/{{cid}}/messages", response_model=MessagesOut)

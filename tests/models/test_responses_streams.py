@@ -27,6 +27,7 @@ import pytest
 
 from tests._sse import chunks, read_stream
 from tests._turn_helpers import wait_turn
+from tests.models.test_server_streams import calls_of
 from think.exceptions import ModelError
 from think.models import (
     Finish,
@@ -35,8 +36,6 @@ from think.models import (
     ReasoningDelta,
     ResponsesModel,
     TextDelta,
-    ToolCallDelta,
-    ToolCallStart,
     ToolSpec,
     Usage,
 )
@@ -367,23 +366,9 @@ async def streamed(fake: FakeResponsesServer, events: list[Any], cid: str) -> li
 
 def said(events: list[ModelEvent]) -> tuple[str, str, dict[str, tuple[str, Any]]]:
     """The text, the reasoning and each call (name and parsed arguments, by call id)."""
-    calls = {
-        e.tool_call_id: (
-            e.tool_name,
-            json.loads(
-                "".join(
-                    d.delta
-                    for d in events
-                    if isinstance(d, ToolCallDelta) and d.tool_call_id == e.tool_call_id
-                )
-            ),
-        )
-        for e in events
-        if isinstance(e, ToolCallStart)
-    }
     text = "".join(e.delta for e in events if isinstance(e, TextDelta))
     reasoning = "".join(e.delta for e in events if isinstance(e, ReasoningDelta))
-    return text, reasoning, calls
+    return text, reasoning, calls_of(events)
 
 
 def reasoning_metadata(events: list[ModelEvent]) -> list[dict[str, Any]]:

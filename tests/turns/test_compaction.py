@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests._logs import emitted
 from tests._stack import Stack
-from tests._turn_helpers import sent, wait_turn
+from tests._turn_helpers import sent, stored_texts, wait_turn
 from tests.agents import Compactor
 from think import (
     Compaction,
@@ -52,12 +52,7 @@ def words(tag: str, chars: int = 200) -> str:
 
 
 async def stored(api: httpx.AsyncClient, cid: str) -> list[tuple[str, str]]:
-    response = await api.get(f"{BASE}/{cid}/messages")
-    assert response.status_code == 200, response.text
-    return [
-        (m["role"], "".join(p.get("text", "") for p in m["parts"]))
-        for m in response.json()["messages"]
-    ]
+    return await stored_texts(api, "compactor", cid)
 
 
 async def turns_usage(api: httpx.AsyncClient, cid: str) -> list[dict[str, Any]]:

@@ -45,6 +45,7 @@ from think.storage._failures import (
     is_transient,
     non_transient_failure,
 )
+from think.storage._fork import ForkPointNotFound, ForkTargetExists, fork_conversation
 from think.storage._frozen_prompt import (
     PromptState,
     clear_system_prompt,
@@ -134,6 +135,8 @@ __all__ = [
     "DailyBudgets",
     "Database",
     "Delegation",
+    "ForkPointNotFound",
+    "ForkTargetExists",
     "IdempotencyConflict",
     "MessageConcurrency",
     "MessageIdConflict",
@@ -184,6 +187,7 @@ __all__ = [
     "delete_turns",
     "fetch_one",
     "first_answer",
+    "fork_conversation",
     "freeze_prompt",
     "gives_up",
     "guess_media_type",

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
-from think._messages import UIMessage
+from think._messages import UIMessage, new_id
 from think.agent import (
     GatewayContext,
     Submission,
@@ -29,6 +29,7 @@ from think.storage import (
     Compaction,
     Conn,
     Conversation,
+    ForkPointNotFound,
     SearchHit,
     TurnNotFound,
     TurnRecord,
@@ -41,6 +42,7 @@ from think.storage import (
     delete_conversation_mcp_server,
     delete_turn,
     delete_turns,
+    fork_conversation,
     public_turn_id,
     put_conversation_mcp_server,
     read_memory,
@@ -217,6 +219,27 @@ class ConversationState:
             return
         async with self.service.store.db.transaction() as conn:
             await clear_system_prompt(conn, conv.uid)
+
+    # -- forks -----------------------------------------------------------------------------
+
+    async def fork(
+        self, message_id: str, *, id: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> Self:
+        """A new conversation of this agent and tenant whose history is a copy of this one's
+        path up to `message_id` (its active leaf): the messages, the summaries over them and
+        the configuration; not the turns, the workspace or the memory blocks. Its handle.
+        Raises `ForkPointNotFound` (no such message here) or `ForkTargetExists` (`id` taken)."""
+        conv = await self._conversation()
+        if conv is None:
+            raise ForkPointNotFound(message_id, self.conversation_id)
+        forked = await fork_conversation(
+            self.service.store,
+            conv,
+            message_id=message_id,
+            conversation_id=id or new_id("conv"),
+            metadata=metadata,
+        )
+        return type(self)(self.service, self.agent, forked.id, self.tenant)
 
     # -- compaction ------------------------------------------------------------------------
 

@@ -87,14 +87,7 @@ async def end_turn(
         metadata = {**(message.get("metadata") or {}), "usage": usage}
         message = cast(UIMessageJSON, {**message, "metadata": metadata})
     if finishes or message["parts"]:
-        stored = await store.insert_messages(
-            conn,
-            turn.conversation_uid,
-            [UIMessage.model_construct(**message)],
-            parent_id=await answer_parent(conn, turn, queue),
-            turn_id=turn.id,
-            activate=True,
-        )
+        stored = await _store_answer(store, conn, turn, queue, message)
     if finishes:
         # An interrupted turn still has an answer (the terminal message): it finishes, with
         # the reason saying how. Errors and aborts end with their own chunk instead.
@@ -136,15 +129,23 @@ async def keep_partial(
         if turn.terminal:
             return False
         await append(conn, turn.id, [], fence, message=message)
-        await store.insert_messages(
-            conn,
-            turn.conversation_uid,
-            [UIMessage.model_construct(**message)],
-            parent_id=await answer_parent(conn, turn, queue),
-            turn_id=turn.id,
-            activate=True,
-        )
+        await _store_answer(store, conn, turn, queue, message)
     return True
+
+
+async def _store_answer(
+    store: Store, conn: Conn, turn: TurnRecord, queue: QueueLock, message: UIMessageJSON
+) -> list[StoredMessage]:
+    """The turn's answer into the tree, under its parent, as the active leaf (a second store
+    of the same answer leaves it as it is)."""
+    return await store.insert_messages(
+        conn,
+        turn.conversation_uid,
+        [UIMessage.model_construct(**message)],
+        parent_id=await answer_parent(conn, turn, queue),
+        turn_id=turn.id,
+        activate=True,
+    )
 
 
 ABANDONED = (
