@@ -237,8 +237,9 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return True if WHOLE_FILE_STACK in lines else None
 
 
-# Parts of a passing test that could not run here (see `not_run`), for the summary.
-NOT_RUN = pytest.StashKey[list[str]]()
+NOT_RUN = "not_run"
+"""A part of a passing test that could not run here (see `not_run`): kept in the test's
+report (`user_properties`), which reaches the summary from every process of a `-n` run."""
 
 
 @pytest.fixture
@@ -246,15 +247,24 @@ def not_run(request: pytest.FixtureRequest) -> Callable[[str], None]:
     """Note a part of this test that could not run where the suite runs, and why: the test
     still runs (and passes or fails on the rest), and the summary lists the note with the
     checks that did not run."""
-    return request.config.stash.setdefault(NOT_RUN, []).append
+
+    def note(reason: str) -> None:
+        request.node.user_properties.append((NOT_RUN, reason))
+
+    return note
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Say plainly which checks did not run, and why, under the usual counts: a green run
     without Node is not the same as a green run with it."""
     reasons: dict[str, int] = {}
-    for note in terminalreporter.config.stash.get(NOT_RUN, []):
-        reasons[note] = reasons.get(note, 0) + 1
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) != "call":
+                continue
+            for name, note in getattr(report, "user_properties", ()):
+                if name == NOT_RUN:
+                    reasons[note] = reasons.get(note, 0) + 1
     for report in terminalreporter.stats.get("skipped", []):
         if isinstance(report.longrepr, tuple):
             reason = str(report.longrepr[2]).removeprefix("Skipped: ")

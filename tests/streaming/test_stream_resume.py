@@ -101,8 +101,10 @@ async def test_many_streams_share_one_listen_connection(
             sql("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'")
         )
     results = await asyncio.gather(*readers)
-    # One LISTEN per process, not one per stream: 60 streams added none.
-    assert 1 <= before <= 2 and listeners == before
+    # One LISTEN per process, not one per stream: 60 streams added none. (How many processes
+    # listen before depends on which tests ran first in this session: the gateway's, the test
+    # process's ThinkService's, another stack's still shutting down.)
+    assert before >= 1 and listeners == before
     assert connections < 60
     first = chunks(results[0][1])
     assert all(chunks(events) == first for _, events in results)
