@@ -24,6 +24,7 @@ from think.server import (
     ScheduleNotFound,
     SubmissionConflict,
     TurnNotFound,
+    TurnNotSteerable,
     TurnStillActive,
     metrics,
 )
@@ -164,7 +165,7 @@ async def _user_error(request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc, IdempotencyConflict | SubmissionConflict | ConversationBusy):
         metrics.ADMISSION_CONFLICTS.labels(_CONFLICT[type(exc)]).inc()
         return problem_response(409, str(exc), turn_id=exc.turn_id)
-    if isinstance(exc, TurnStillActive):
+    if isinstance(exc, TurnStillActive | TurnNotSteerable):
         return problem_response(409, str(exc), turn_id=exc.turn_id, turn_status=exc.status)
     if isinstance(exc, TurnNotFound):
         return problem_response(404, str(exc))

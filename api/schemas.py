@@ -299,27 +299,10 @@ TurnInput = Annotated[
 ]
 
 
-class SubmitTurnBody(_Body):
+class _InputBody(_Body):
+    """A body whose `input` is users' words: a string, a UIMessage or a list of them."""
+
     input: TurnInput
-    mode: Literal["submit", "wait", "stream"] = "submit"
-    parent_id: str | None = Field(default=None, min_length=1, pattern=STORABLE)
-    body: StorableObject = Field(default_factory=dict)
-    client_tools: list[ClientTool] = Field(default_factory=list)
-    wait_timeout: WaitTimeout | None = Field(default=None, gt=0, le=3600)
-    concurrency: MessageConcurrency | None = Field(
-        default=None,
-        description="Overrides the agent's message_concurrency for this submission: what it "
-        "does to the turns it overlaps (queue, latest, drop, merge, debounce, interrupt, "
-        "rollback)",
-    )
-    submission_id: str | None = Field(
-        default=None,
-        pattern=ID_PATTERN,
-        description="The turn id, chosen by the client, and a name within its tenant (another "
-        "tenant's ids are invisible and never conflict): a retry with the same id (and the same "
-        "Idempotency-Key, if any) answers the existing turn; the id in another conversation of "
-        "the tenant is a 409",
-    )
 
     @field_validator("input", mode="before")
     @classmethod
@@ -337,10 +320,45 @@ class SubmitTurnBody(_Body):
             return [self.input]
         return list(self.input)
 
+
+class SubmitTurnBody(_InputBody):
+    mode: Literal["submit", "wait", "stream"] = "submit"
+    parent_id: str | None = Field(default=None, min_length=1, pattern=STORABLE)
+    body: StorableObject = Field(default_factory=dict)
+    client_tools: list[ClientTool] = Field(default_factory=list)
+    wait_timeout: WaitTimeout | None = Field(default=None, gt=0, le=3600)
+    concurrency: MessageConcurrency | None = Field(
+        default=None,
+        description="Overrides the agent's message_concurrency for this submission: what it "
+        "does to the turns it overlaps (queue, latest, drop, merge, debounce, interrupt, "
+        "rollback, steer)",
+    )
+    submission_id: str | None = Field(
+        default=None,
+        pattern=ID_PATTERN,
+        description="The turn id, chosen by the client, and a name within its tenant (another "
+        "tenant's ids are invisible and never conflict): a retry with the same id (and the same "
+        "Idempotency-Key, if any) answers the existing turn; the id in another conversation of "
+        "the tenant is a 409",
+    )
+
     def input_json(self) -> Any:
         """The input as the body carried it, for the idempotency fingerprint
         (`think.server.turn_fingerprint`, the one `ThinkService` uses too)."""
         return self.model_dump(mode="json", include={"input"})["input"]
+
+
+class SteerTurnBody(_InputBody):
+    """Words for a running turn: each message joins its answer at the next step boundary."""
+
+    @field_validator("input")
+    @classmethod
+    def _users_only(cls, value: Any) -> Any:
+        messages = value if isinstance(value, list) else [value]
+        for message in messages:
+            if isinstance(message, UIMessage) and message.role != "user":
+                raise ValueError(f"a steering message is the user's, not the {message.role}'s")
+        return value
 
 
 class CancelTurnBody(_Body):

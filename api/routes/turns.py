@@ -29,6 +29,7 @@ from api.schemas import (
     CancelTurnBody,
     DeletedTurnsOut,
     IsoDateTime,
+    SteerTurnBody,
     SubmitTurnBody,
     ToolResultBody,
     TurnOut,
@@ -41,6 +42,7 @@ from think.server import (
     ToolResultSubmission,
     TurnRecord,
     TurnStatus,
+    steer_turn,
 )
 from think.server import delete_turn as delete_turn_of
 from think.server import delete_turns as delete_turns_of
@@ -239,6 +241,24 @@ async def cancel_turn(
     changed = await _turns.cancel(res, turn, (body or CancelTurnBody()).reason)
     current = await _turn(res, conv, turn_id)
     return _answer(res, current, status_code=202 if changed else 200)
+
+
+@router.post(
+    f"{TURN}/steer",
+    response_model=TurnOut,
+    status_code=202,
+    responses={
+        404: {"description": "No such turn in the conversation"},
+        409: {"description": "The turn has ended: submit the words as a new turn"},
+    },
+)
+async def steer(res: Res, conv: ExistingConversation, turn_id: TurnId, body: SteerTurnBody) -> Any:
+    """Send a user's words to a running turn (the AI SDK's steering): each message joins the
+    answer at the turn's next step boundary, where the model reads it, and the stream shows it
+    as a `steering-message` chunk. A turn whose model has answered takes one more step for it;
+    a turn that has ended answers 409 with its status."""
+    await steer_turn(res.store, conv, turn_id, body.messages())
+    return _answer(res, await _turn(res, conv, turn_id), status_code=202)
 
 
 ToolCallId = Annotated[str, Path(min_length=1, max_length=200, description="The tool call id")]

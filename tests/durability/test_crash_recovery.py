@@ -79,6 +79,42 @@ async def test_sigkill_mid_stream_resumes_on_another_worker(
             assert rebuilt["message"] == answer
 
 
+async def test_a_step_that_delivered_a_steer_killed_mid_stream_delivers_it_once(
+    crash_stack: Stack, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """A steering message joins step 2; the worker dies while step 2 streams. The attempt that
+    replaces it delivers the message again in the step the client drops and rebuilds
+    (`reset-step`): the stored answer and the AI SDK's client each hold it once, and the
+    retried request still carries it."""
+    slow = reply(text(*WORDS), delay=0.05)
+    first = reply(text(*WORDS[:10]) + tool_call("add", {"a": 1, "b": 1}, id="c1"), delay=0.05)
+    fake_model.script(cid, first, slow, slow)
+    async with httpx.AsyncClient(base_url=crash_stack.api_url, timeout=60) as api:
+        base = f"/v1/agents/helper/conversations/{cid}"
+        turn = (await api.post(f"{base}/turns", json={"input": "go"})).json()
+        await read_until(api, turn["stream_url"], deltas(2))
+        steered = await api.post(f"{turn['status_url']}/steer", json={"input": "be brief"})
+        assert steered.status_code == 202, steered.text
+        await read_until(api, turn["stream_url"], deltas(10 + 5))  # step 2 is streaming
+        crash_stack.replace_worker()
+
+        final = await until_terminal(api, turn["status_url"])
+        assert final["status"] == "completed", final
+        steers = [p for p in final["message"]["parts"] if p["type"] == "steering-message"]
+        assert [s["parts"] for s in steers] == [[{"type": "text", "text": "be brief"}]]
+        assert final["message"]["parts"][-1]["text"] == "".join(WORDS)
+        assert fake_model.calls(cid) == 3  # step 1, the killed step 2, its retry
+        for call in (1, 2):
+            last = fake_model.requests(cid)[call]["body"]["messages"][-1]
+            assert last == {"role": "user", "content": "be brief"}
+        body, events = await read_stream(api, turn["stream_url"])
+        kinds = [c["type"] for c in chunks(events)]
+        assert kinds.count("reset-step") == 1 and kinds.count("steering-message") == 2
+        assert kinds.index("steering-message") < kinds.index("reset-step")
+        if (NODE_DIR / "node_modules" / "ai").exists():
+            assert (await reconstruct(body))["message"] == final["message"]
+
+
 async def test_sigkill_mid_stream_on_anthropic_asks_again_on_another_worker(
     crash_stack: Stack, fake_anthropic: FakeAnthropicServer, cid: str
 ) -> None:

@@ -102,9 +102,12 @@ class Think(ConversationMethods):
     """What a submission does to the turns it overlaps: "queue" (all run, in order),
     "latest" (queued ones are skipped), "drop" (refused while a turn runs or waits), "merge"
     (queued ones are answered by one turn), "debounce" (as merge, after `debounce_seconds`
-    with no new submission), "interrupt" (the running turn is cancelled, its partial kept)
-    or "rollback" (as interrupt, and the new turn branches from where that one started). A
-    submission may override it (`concurrency`); regenerates are never subject to it."""
+    with no new submission), "interrupt" (the running turn is cancelled, its partial kept),
+    "rollback" (as interrupt, and the new turn branches from where that one started) or
+    "steer" (the user's messages join the running turn at its next step boundary, as
+    `steer_turn` sends them; the submission ends `skipped`, answered by that turn; in an idle
+    conversation it runs as a turn of its own). A submission may override it
+    (`concurrency`); regenerates are never subject to it."""
     debounce_seconds: ClassVar[float] = 0.75
     """The quiet period of "debounce"."""
     truncation_step: ClassVar[int | float | None] = 8

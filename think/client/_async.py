@@ -237,6 +237,12 @@ class AsyncThinkClient(_Client, _AsyncClosing):
         and keeps its partial answer; an ended one is left as it is. Answers the turn."""
         return await self._send(r.cancel(agent, cid, turn_id, reason))
 
+    async def steer_turn(self, agent: str, cid: str, turn_id: str, input: r.TurnInput) -> Turn:
+        """Send the user's words to a running turn: each message joins its answer at the next
+        step boundary (a `steering-message` in its stream). `ThinkAPIError` 409 when the turn
+        has ended: submit the words as a new turn then. Answers the turn."""
+        return await self._send(r.steer(agent, cid, turn_id, input))
+
     async def approve(
         self,
         agent: str,

@@ -376,6 +376,12 @@ def cancel(agent: str, cid: str, turn_id: str, reason: str | None) -> Request[Tu
     return Request("POST", f"{turn_path(agent, cid, turn_id)}/cancel", _turn, json=body, retry=True)
 
 
+def steer(agent: str, cid: str, turn_id: str, input: TurnInput) -> Request[Turn]:
+    # Not retried: a repeat would deliver the words twice.
+    body = {"input": encode_input(input)}
+    return Request("POST", f"{turn_path(agent, cid, turn_id)}/steer", _turn, json=body)
+
+
 def approve(
     agent: str, cid: str, turn_id: str, approval_id: str, approved: bool, reason: str | None
 ) -> Request[Turn]:

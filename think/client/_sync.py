@@ -245,6 +245,7 @@ class ThinkClient(_Client, _Closing):
     get_turn = _blocking(AsyncThinkClient.get_turn)
     list_turns = _blocking(AsyncThinkClient.list_turns)
     cancel = _blocking(AsyncThinkClient.cancel)
+    steer_turn = _blocking(AsyncThinkClient.steer_turn)
     approve = _blocking(AsyncThinkClient.approve)
     submit_tool_result = _blocking(AsyncThinkClient.submit_tool_result)
     regenerate = _blocking(AsyncThinkClient.regenerate)

@@ -125,42 +125,63 @@ def _user_content(parts: Sequence[PartLike]) -> str | list[dict[str, Any]]:
 
 
 def _assistant(parts: Sequence[PartLike], repair: Repair) -> list[dict[str, Any]]:
+    """Each step as an assistant message and its calls' results; a user's steering message
+    (a `steering-message` part: words sent to the running turn) as a user message where it
+    joined the answer, as the AI SDK's `convertToModelMessages` reads it."""
     out: list[dict[str, Any]] = []
     for step in split_steps(parts):
-        step = _repaired(step, repair)
-        text = joined_text(step)
-        calls = [p for p in step if is_tool_part(p)]
-        if not text and not calls:
-            continue
-        message: dict[str, Any] = {"role": "assistant", "content": text or None}
-        thinking = thinking_blocks(step)
-        if thinking:
-            message["thinking_blocks"] = thinking
-        items = reasoning_items(step)
-        if items:
-            message["reasoning_items"] = items
-        if calls:
-            message["tool_calls"] = [
-                {
-                    "id": p["toolCallId"],
-                    "type": "function",
-                    "function": {
-                        "name": tool_name(p),
-                        "arguments": json.dumps(p.get("input") or {}),
-                    },
-                }
-                for p in calls
-            ]
-        out.append(message)
-        media: list[dict[str, Any]] = []
-        for p in calls:
-            out.append({"role": "tool", "tool_call_id": p["toolCallId"], "content": _result(p)})
-            if p.get("state") == "output-available" and is_media(p.get("output")):
-                media.append(p["output"])
-        if media:
-            # A tool message carries text only: the files a tool read (the workspace's `read`)
-            # follow as a user message, which multimodal models accept.
-            out.append({"role": "user", "content": [_media_part(m) for m in media]})
+        said: list[PartLike] = []
+        for part in step:
+            if part.get("type") != "steering-message":
+                said.append(part)
+                continue
+            out += _assistant_step(said, repair)
+            said = []
+            content = _user_content(part.get("parts") or [])
+            if content:
+                out.append({"role": "user", "content": content})
+        out += _assistant_step(said, repair)
+    return out
+
+
+def _assistant_step(parts: Sequence[PartLike], repair: Repair) -> list[dict[str, Any]]:
+    if not parts:
+        return []
+    out: list[dict[str, Any]] = []
+    step = _repaired(parts, repair)
+    text = joined_text(step)
+    calls = [p for p in step if is_tool_part(p)]
+    if not text and not calls:
+        return []
+    message: dict[str, Any] = {"role": "assistant", "content": text or None}
+    thinking = thinking_blocks(step)
+    if thinking:
+        message["thinking_blocks"] = thinking
+    items = reasoning_items(step)
+    if items:
+        message["reasoning_items"] = items
+    if calls:
+        message["tool_calls"] = [
+            {
+                "id": p["toolCallId"],
+                "type": "function",
+                "function": {
+                    "name": tool_name(p),
+                    "arguments": json.dumps(p.get("input") or {}),
+                },
+            }
+            for p in calls
+        ]
+    out.append(message)
+    media: list[dict[str, Any]] = []
+    for p in calls:
+        out.append({"role": "tool", "tool_call_id": p["toolCallId"], "content": _result(p)})
+        if p.get("state") == "output-available" and is_media(p.get("output")):
+            media.append(p["output"])
+    if media:
+        # A tool message carries text only: the files a tool read (the workspace's `read`)
+        # follow as a user message, which multimodal models accept.
+        out.append({"role": "user", "content": [_media_part(m) for m in media]})
     return out
 
 

@@ -73,6 +73,7 @@ from think.storage._records import (
     Delegation,
     MessageConcurrency,
     QueueLock,
+    SteeringMessage,
     StoredMessage,
     TurnRecord,
     TurnRequest,
@@ -80,6 +81,13 @@ from think.storage._records import (
     chain_leaf,
 )
 from think.storage._search import MAX_SEARCH_LIMIT, SearchHit, search_messages
+from think.storage._steering import (
+    TurnNotSteerable,
+    delivered_ids,
+    pending_steering,
+    steer_turn,
+    steering_chunk,
+)
 from think.storage._store import Store
 from think.storage._tree import Appended, Siblings, TreeNode
 from think.storage._turn_columns import NOW
@@ -149,6 +157,7 @@ __all__ = [
     "QueueLock",
     "SearchHit",
     "Siblings",
+    "SteeringMessage",
     "StepUsage",
     "Store",
     "StoredMessage",
@@ -157,6 +166,7 @@ __all__ = [
     "TreeNode",
     "TurnNotFound",
     "TurnNotRecorded",
+    "TurnNotSteerable",
     "TurnRecord",
     "TurnRequest",
     "TurnStatus",
@@ -185,6 +195,7 @@ __all__ = [
     "delete_files",
     "delete_turn",
     "delete_turns",
+    "delivered_ids",
     "fetch_one",
     "first_answer",
     "fork_conversation",
@@ -198,6 +209,7 @@ __all__ = [
     "migrate_now",
     "non_transient_failure",
     "open_database",
+    "pending_steering",
     "prepare_start",
     "prompt_state",
     "public_turn_id",
@@ -212,6 +224,8 @@ __all__ = [
     "search_messages",
     "set_conversation_config",
     "skipped_chunks",
+    "steer_turn",
+    "steering_chunk",
     "summaries_on_path",
     "tenant_spend",
     "tenant_usage",

@@ -23,6 +23,7 @@ from think.storage._queue import (
     SUPERSEDING,
     begin_turn,
     starts_at_admission,
+    steer_head,
     supersede,
 )
 from think.storage._records import (
@@ -39,6 +40,7 @@ from think.storage._turn_ids import (
 from think.storage._turn_queries import (
     CONVERSATION_COLUMNS,
     TURN_SELECT,
+    turn_by_id,
     turn_record,
 )
 
@@ -212,7 +214,9 @@ async def admit_turn(
             return known
         # Only "drop" and the superseding modes act on the queue before the insert; the rest
         # need only know whether the conversation is idle, which the insert answers.
-        acts_on_queue = request.concurrency == "drop" or request.concurrency in SUPERSEDING
+        acts_on_queue = (
+            request.concurrency in ("drop", "steer") or request.concurrency in SUPERSEDING
+        )
         queue = await fetch_all(conn, ACTIVE_TURNS, {"c": uid}) if acts_on_queue else []
         if request.concurrency == "drop" and queue:
             raise ConversationBusy(conversation_id, queue[0]["id"])
@@ -239,6 +243,13 @@ async def admit_turn(
         if inserted is not None:
             idle = inserted.pop("idle")
             turn = turn_record(inserted)
+            if request.concurrency == "steer" and await steer_head(
+                conn, uid, queue, request, turn_id=turn_id
+            ):
+                # Its messages joined the running turn; it ends `skipped`, answered by it.
+                ended = await turn_by_id(conn, turn_id)
+                assert ended is not None  # inserted in this transaction
+                return Admission(turn=ended, accepted=True)
             runs_now = not queue if acts_on_queue else idle
             starts = runs_now and starts_at_admission(request)
             admission = Admission(

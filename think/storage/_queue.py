@@ -22,6 +22,7 @@ from think.storage._records import (
     TurnRequest,
     chain_leaf,
 )
+from think.storage._steering import add_steering, steering_of
 from think.storage._turn_columns import NOW
 from think.storage._turn_ids import public_turn_id, public_turn_id_or_none
 from think.storage._turn_queries import TURN_SELECT, turn_by_id, turn_record
@@ -86,6 +87,25 @@ async def supersede(
     if mode == "rollback":
         request = request.model_copy(update={"rollback_of": interrupt or inherited})
     return request, interrupt
+
+
+async def steer_head(
+    conn: Conn, conversation_uid: str, queue: list[Any], request: TurnRequest, *, turn_id: str
+) -> bool:
+    """What a "steer" submission does to a busy conversation: its messages join the running
+    turn (the queue's head) as steering messages, delivered at its next step boundary, and the
+    submission itself ends `skipped`, answered by that turn. Under the conversation's lock,
+    which the transaction that ends the head takes too, so the head has not ended. False (the
+    submission queues as usual) when there is nothing to steer: an idle conversation, or
+    messages that are not all the user's."""
+    messages = request.messages
+    if not queue or not messages or any(m.role != "user" for m in messages):
+        return False
+    head = str(queue[0]["id"])
+    if not await add_steering(conn, conversation_uid, [head], steering_of(messages)):
+        return False
+    reason = f"steered into turn {public_turn_id(head)} (message_concurrency 'steer')"
+    return await _skip(conn, turn_id, reason, answered_by=head)
 
 
 async def queue_head(conn: Conn, turn_id: str) -> TurnRecord | None:

@@ -23,7 +23,7 @@ TurnStatus = Literal[
     "interrupted",
 ]
 MessageConcurrency = Literal[
-    "queue", "latest", "drop", "merge", "debounce", "interrupt", "rollback"
+    "queue", "latest", "drop", "merge", "debounce", "interrupt", "rollback", "steer"
 ]
 """How a submission treats overlapping ones: see `Think.message_concurrency`."""
 ACTIVE_STATUSES: frozenset[str] = frozenset(
@@ -110,6 +110,14 @@ class TurnRequest(BaseModel):
         return storable(value)
 
 
+class SteeringMessage(BaseModel):
+    """A user's message sent to a running turn: it joins the answer at the turn's next step
+    boundary as a `steering-message` part (the AI SDK's), with these parts (text and files)."""
+
+    id: str
+    parts: list[dict[str, Any]]
+
+
 class TurnRecord(BaseModel):
     id: str
     conversation_uid: str
@@ -152,6 +160,9 @@ class TurnRecord(BaseModel):
     """Attempts claimed per fence (`step-0`, `step-1`, ...): how many times each step began."""
     checkpoints: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """Per fence, where its model's answer can be picked up again (`set_checkpoint`)."""
+    steering: list[SteeringMessage] = Field(default_factory=list)
+    """The messages sent to the turn while it ran (`steer_turn`), in the order they came;
+    one is delivered once the answer holds its `steering-message` part (`pending_steering`)."""
     version: str = ""
     """The row's version as read (Postgres's `xmin`): a write made with it
     (`append(..., version=)`) is refused with `TurnChanged` if anyone changed the row since,

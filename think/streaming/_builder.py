@@ -157,9 +157,14 @@ class MessageBuilder:
                 | "source-document"
                 | "file"
                 | "reasoning-file"
-                | "steering-message"
             ):
                 pass  # as before: the stream carries them, the stored message does not
+            case "steering-message":
+                # As the AI SDK's client folds it: the user's words in the answer, where they
+                # joined it (the transcript gives them to the model as a user message there).
+                self.parts.append(
+                    {"type": "steering-message", "id": chunk["id"], "parts": chunk["parts"]}
+                )
             case _:
                 _unknown(chunk)
 

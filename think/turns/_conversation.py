@@ -39,6 +39,7 @@ from think.storage import (
     TurnNotFound,
     TurnRecord,
     public_turn_id,
+    steer_turn,
 )
 from think.tools import maybe_await
 from think.turns._admission import admit_submission
@@ -184,6 +185,21 @@ class ConversationHandle(ConversationState, TurnAPI):
         return await cancel_turn(
             service.store, service.temporal, service.settings.task_queue, turn, reason
         )
+
+    async def steer_turn(self, turn_id: str, input: TurnInput) -> list[str]:
+        """Send the user's words (`input`: a string, a message or a list of them) to a running
+        turn: each message joins its answer at the next step boundary, where the model reads
+        it (the AI SDK's steering); a turn whose model has answered takes one more step for
+        it. Returns the steering messages' ids. Raises `TurnNotFound`, or `TurnNotSteerable`
+        when the turn has ended (submit the words as a new turn then)."""
+        messages = messages_of(input)
+        if any(m.role != "user" for m in messages):
+            raise UserError("a steering message is the user's: every message's role is 'user'")
+        conv = await self._conversation()
+        if conv is None:
+            raise TurnNotFound(turn_id)
+        sent = await steer_turn(self.service.store, conv, turn_id, messages)
+        return [s.id for s in sent]
 
     async def abort_request(self, request_id: str, reason: str = "cancelled") -> bool:
         """`cancel_chat` by the spec's other name (Think's `abortRequest`)."""

@@ -268,6 +268,8 @@ def client_specs(turn: TurnRecord, taken: dict[str, Tool]) -> list[ToolSpec]:
 def previous_steps(message: Mapping[str, Any] | None, usage: dict[str, Any]) -> list[StepResult]:
     """The finished steps of the turn's draft message, with the usage recorded for each."""
     steps = split_steps(parts_of(message))[1:]  # what comes before the first: nothing
+    if steps and all(p.get("type") == "steering-message" for p in steps[-1]):
+        steps.pop()  # the step being assembled, begun with the steering it delivers
     recorded: list[dict[str, Any]] = usage.get("steps", [])
     results = []
     for i, parts in enumerate(steps):

@@ -18,7 +18,8 @@ from think import metrics
 from think._current import bound_turn
 from think.engine.activities._assembly import HookFailed
 from think.engine.activities._compaction import Compactions
-from think.engine.activities._model_step import EarlyStep, StepAttempt
+from think.engine.activities._model_step import StepAttempt
+from think.engine.activities._model_stream import EarlyStep
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._step_outcomes import StepOutcomes
 from think.streaming import FirstClaim

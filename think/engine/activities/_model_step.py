@@ -20,8 +20,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic_core import to_jsonable_python
@@ -30,8 +28,7 @@ from temporalio.exceptions import ApplicationError
 
 from think import metrics
 from think._messages import UIMessage
-from think._protocol import is_static_tool_part, parts_of, split_steps
-from think.agent import StoredTurnConfig, Think, step_usage, stored_or
+from think.agent import StoredTurnConfig, Think, step_usage
 from think.engine.activities import _observe as observe
 from think.engine.activities._agent_tool import ParentProgress
 from think.engine.activities._assembly import (
@@ -46,11 +43,11 @@ from think.engine.activities._compaction import Compactions
 from think.engine.activities._mcp import declared_servers, discover
 from think.engine.activities._model_stream import (
     CancelSubscription,
+    EarlyStep,
     LoadedStep,
     PreparedStep,
     SentRequest,
     Streamed,
-    close_events,
     stream_answer,
 )
 from think.engine.activities._resources import ActivityResources
@@ -66,7 +63,7 @@ from think.engine.activities._system_prompt import step_prompt
 from think.engine.activities._tool_plan import (
     client_tool_names,
     paused_status,
-    recorded_calls,
+    recorded_step,
 )
 from think.engine.activities._turn_state import end_turn, start_turn
 from think.exceptions import STALE_ATTEMPT, OutputValidationError
@@ -79,11 +76,18 @@ from think.models import (
     supports_native_output,
     validate_output,
 )
-from think.storage import Conn, TurnNotRecorded, TurnRecord, TurnUsage, gives_up
+from think.storage import (
+    Conn,
+    TurnNotRecorded,
+    TurnRecord,
+    TurnUsage,
+    gives_up,
+    pending_steering,
+    steering_chunk,
+)
 from think.streaming import (
     ChunkWriter,
     Fence,
-    FirstClaim,
     MessageBuilder,
     StaleAttempt,
     TurnEnded,
@@ -102,30 +106,6 @@ cannot find its turn ends the workflow: its admission's commit failed."""
 
 ANSWER_TOOL = "final_answer"
 """Structured output without a native mode: the tool whose call is the answer."""
-
-
-@dataclass
-class EarlyStep:
-    """A turn's first step as far as it goes before the turn's workflow runs: made by the
-    worker that starts the workflow, beside the start (`EarlySteps`), and taken on by the
-    step's first attempt. What the turn's start stored, its transcript, and the request, sent.
-    Nothing is written: the step's fence is claimed by the attempt that takes it."""
-
-    turn: TurnRecord
-    agent: Think
-    transcript: list[UIMessage]
-    prepared: PreparedStep
-    cancels: CancelSubscription
-    """The turn's subscription to cancels, opened before its read: one announced since is
-    seen by the step's stream."""
-    claim: Awaitable[FirstClaim] | None = None
-    """The step's claim of its fence, sent as the eager start returned (`EarlySteps.started`):
-    the attempt that takes this on is attempt 1, the one that workflow task runs."""
-
-    async def close(self) -> None:
-        """Give it up: the model's answer on its way is cut off."""
-        self.cancels.close()
-        await close_events(self.prepared.events)
 
 
 class StepAttempt:
@@ -291,7 +271,7 @@ class StepAttempt:
         if turn.terminal:
             return ModelStepResult(ended=True, status=turn.status)
         if turn.steps_done > self.inp.step:
-            return _recorded_step(turn, self.inp.step, agent)
+            return recorded_step(turn, self.inp.step, turn_tools(agent, turn), agent.max_steps)
         return None
 
     async def _loaded(self, conn: Conn, turn: TurnRecord, agent: Think, fence: Fence) -> LoadedStep:
@@ -423,13 +403,20 @@ class StepAttempt:
         """Assemble the step's request (`resume`: an abandoned attempt's checkpoint); `send`
         it now, else at the stream's first `anext`. Raises `HookFailed`."""
         builder = MessageBuilder(turn.message)
+        steering = [steering_chunk(s) for s in pending_steering(turn, turn.message)]
+        if steering:
+            # Delivered in this step: after its start, before the model is asked.
+            builder.apply({"type": "start-step"})
+            for chunk in steering:
+                builder.apply(chunk)
         setup, request, answer_tool = await self.assemble(turn, agent, transcript, builder)
         request.resume = resume
         refusal = unpriced_budget(setup.cost_budget, setup.model)
         events = setup.model.stream(request) if refusal is None else refused_stream(refusal)
         if send:
             events = SentRequest(events)
-        return PreparedStep(builder, setup, request, answer_tool, events, time.monotonic())
+        sent = time.monotonic()
+        return PreparedStep(builder, setup, request, answer_tool, events, sent, steering)
 
     async def _call_model(
         self, loaded: LoadedStep, prepared: PreparedStep | None = None
@@ -516,23 +503,42 @@ class StepAttempt:
                 if current.terminal:
                     # Cancelled while we were streaming: that outcome stands.
                     return ModelStepResult(ended=True, status=current.status)
-                answer = await end_turn(
-                    store,
-                    conn,
-                    turn,
-                    queue,
-                    status="completed",
-                    message=builder.message,
-                    chunks=streamed.rest,
-                    fence=fence,
-                    finish_reason=finish.finish_reason,
-                    steps_done=index + 1,
-                    usage=usage,
-                    **config,
+                # A user steered the turn while this step spoke: it takes another step for
+                # them rather than end (under the turn's lock, which a steer takes too: one
+                # that comes after this finds the turn ended).
+                ended = index + 1 >= setup.max_steps or not pending_steering(
+                    current, builder.message
                 )
-            # Only once committed: a retry after a failed commit may store other words under
-            # the same message id. The next turn's first step then finds its path here.
-            self.res.paths.extend(turn.conversation_uid, current.messages_revision, answer)
+                if not ended:
+                    await append(
+                        conn,
+                        turn.id,
+                        streamed.rest,
+                        fence,
+                        message=builder.message,
+                        steps_done=index + 1,
+                        usage=usage,
+                        **config,
+                    )
+                else:
+                    answer = await end_turn(
+                        store,
+                        conn,
+                        turn,
+                        queue,
+                        status="completed",
+                        message=builder.message,
+                        chunks=streamed.rest,
+                        fence=fence,
+                        finish_reason=finish.finish_reason,
+                        steps_done=index + 1,
+                        usage=usage,
+                        **config,
+                    )
+            if ended:
+                # Only once committed: a retry after a failed commit may store other words
+                # under the same message id. The next turn's first step finds its path here.
+                self.res.paths.extend(turn.conversation_uid, current.messages_revision, answer)
         else:
             clients = client_tool_names(turn)
             status = paused_status(builder.message, clients, setup.tools)
@@ -579,15 +585,3 @@ class StepAttempt:
             respond=ended and overrides(agent, "on_chat_response"),
             compact=ended and self.compactions.compacts_after_turns(agent),
         )
-
-
-def _recorded_step(turn: TurnRecord, step: int, agent: Think) -> ModelStepResult:
-    steps = split_steps(parts_of(turn.message))[1:]  # what comes before the first: nothing
-    parts = steps[step] if step < len(steps) else []
-    called = any(is_static_tool_part(p) for p in parts)
-    return ModelStepResult(
-        max_steps=stored_or(StoredTurnConfig.read(turn.config).max_steps, agent.max_steps),
-        tool_calls=recorded_calls(turn, parts, turn_tools(agent, turn)),
-        called_tools=called,
-        finish_reason="tool-calls" if called else "stop",
-    )

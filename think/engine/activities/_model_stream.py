@@ -12,15 +12,15 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable
+from dataclasses import dataclass, field
 from typing import Any
 
 from temporalio import activity
 
 from think import metrics
 from think._messages import UIMessage
-from think._protocol import ToolApprovalRequestChunk, UIMessageChunk
+from think._protocol import SteeringMessageChunk, ToolApprovalRequestChunk, UIMessageChunk
 from think.agent import Think
 from think.engine.activities import _observe as observe
 from think.engine.activities._assembly import StepSetup
@@ -45,7 +45,7 @@ from think.models import (
     answering,
 )
 from think.storage import TurnRecord, gives_up
-from think.streaming import Fence, MessageBuilder, StaleAttempt, set_checkpoint
+from think.streaming import Fence, FirstClaim, MessageBuilder, StaleAttempt, set_checkpoint
 from think.workflows.inputs import ModelStepResult
 
 log = logging.getLogger("think.engine.activities")
@@ -77,6 +77,11 @@ class PreparedStep:
     events: AsyncIterator[ModelEvent]
     sent: float
     """When the request went out (`time.monotonic`), for the time to its first token."""
+    steering: list[SteeringMessageChunk] = field(default_factory=list)
+    """The users' steering messages this step delivers (`pending_steering`): in the builder
+    already, after the step's `step-start`, so the request holds them; the stream gets them
+    right after the step's `start-step` (or `reset-step`: a retry delivers them again, in the
+    step the client drops and rebuilds, so never twice)."""
 
 
 class CancelSubscription:
@@ -165,7 +170,15 @@ async def stream_answer(
     checkpoint = loaded.resume
     """The answer's checkpoint, recorded: what a cancel stops at the provider."""
     try:
-        if loaded.interrupted:
+        if prepared.steering:
+            # The builder holds the step's start and its steering messages already.
+            if loaded.interrupted:
+                step.announce({"type": "reset-step"})
+            else:
+                step.announce({"type": "start-step"})
+            for steering in prepared.steering:
+                step.announce(steering)
+        elif loaded.interrupted:
             # Clients keep the step's `step-start` and drop what followed it; the draft
             # never held the abandoned attempt's parts, so it just starts the step.
             step.writer.emit({"type": "reset-step"})
@@ -294,3 +307,27 @@ async def stop_answer(setup: StepSetup, checkpoint: dict[str, Any] | None) -> No
             await cancel(checkpoint)
     except Exception:
         log.warning("could not stop the model's answer %s", checkpoint, exc_info=True)
+
+
+@dataclass
+class EarlyStep:
+    """A turn's first step as far as it goes before the turn's workflow runs: made by the
+    worker that starts the workflow, beside the start (`EarlySteps`), and taken on by the
+    step's first attempt. What the turn's start stored, its transcript, and the request, sent.
+    Nothing is written: the step's fence is claimed by the attempt that takes it."""
+
+    turn: TurnRecord
+    agent: Think
+    transcript: list[UIMessage]
+    prepared: PreparedStep
+    cancels: CancelSubscription
+    """The turn's subscription to cancels, opened before its read: one announced since is
+    seen by the step's stream."""
+    claim: Awaitable[FirstClaim] | None = None
+    """The step's claim of its fence, sent as the eager start returned (`EarlySteps.started`):
+    the attempt that takes this on is attempt 1, the one that workflow task runs."""
+
+    async def close(self) -> None:
+        """Give it up: the model's answer on its way is cut off."""
+        self.cancels.close()
+        await close_events(self.prepared.events)

@@ -70,6 +70,15 @@ class StepStream:
         if self.send_reasoning or not is_reasoning_chunk(chunk):
             # Reasoning kept from clients is still stored: the builder saw it.
             self.writer.emit(chunk)
+        self._tell(chunk)
+
+    def announce(self, chunk: UIMessageChunk) -> None:
+        """`emit` for a chunk the builder has applied already (the step's start and the
+        steering messages it delivers, which its request was built with)."""
+        self.writer.emit(chunk)
+        self._tell(chunk)
+
+    def _tell(self, chunk: UIMessageChunk) -> None:
         if self.on_chunk is not None:
             try:
                 self.on_chunk(chunk)

@@ -20,14 +20,16 @@ from think._protocol import (
     UIMessageJSON,
     is_settled,
     is_static_tool_part,
+    parts_of,
+    split_steps,
     tool_name,
 )
-from think.agent import AgentTool, Think
+from think.agent import AgentTool, StoredTurnConfig, Think, stored_or
 from think.engine.activities._ids import tool_call_ids
 from think.storage import TurnRecord
 from think.streaming import MessageBuilder
 from think.tools import Tool, ToolContext, ToolPolicy
-from think.workflows.inputs import ToolCallRef, ToolRun
+from think.workflows.inputs import ModelStepResult, ToolCallRef, ToolRun
 
 log = logging.getLogger("think.engine.activities")
 
@@ -175,3 +177,20 @@ def paused_status(message: UIMessageJSON, clients: set[str], tools: dict[str, To
         ):
             waiting_client = True
     return "awaiting_client_tool" if waiting_client else "running"
+
+
+def recorded_step(
+    turn: TurnRecord, step: int, tools: dict[str, Tool], max_steps: int
+) -> ModelStepResult:
+    """What step `step` answered, from the turn's record (a previous attempt finished it but
+    its completion never reached Temporal): its calls' plan again, or no calls (the step
+    that answered, or one a steering message followed)."""
+    steps = split_steps(parts_of(turn.message))[1:]  # what comes before the first: nothing
+    parts = steps[step] if step < len(steps) else []
+    called = any(is_static_tool_part(p) for p in parts)
+    return ModelStepResult(
+        max_steps=stored_or(StoredTurnConfig.read(turn.config).max_steps, max_steps),
+        tool_calls=recorded_calls(turn, parts, tools),
+        called_tools=called,
+        finish_reason="tool-calls" if called else "stop",
+    )
