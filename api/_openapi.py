@@ -71,8 +71,9 @@ def complete(schema: dict[str, Any]) -> dict[str, Any]:
     for nested, definition in components["Problem"].pop("$defs", {}).items():
         components.setdefault(nested, definition)
     components["StorableJson"] = STORABLE_JSON
-    if "UIMessage" in components:
-        _describe_message(components["UIMessage"])
+    for message in ("UIMessage", "UserUIMessage"):
+        if message in components:
+            _describe_message(components[message])
     for path, operations in schema.get("paths", {}).items():
         for method, operation in operations.items():
             responses = operation.setdefault("responses", {})

@@ -287,15 +287,32 @@ def _input_kind(value: Any) -> str | None:
 
 # Tagged by the JSON type, so a bad message is reported once, where it is wrong
 # (`input.message.role`), not as a failure of each of the three forms in turn.
+_INPUT_FORM = Discriminator(
+    _input_kind,
+    custom_error_type="input_type",
+    custom_error_message="input must be a string, a UIMessage or a list of UIMessages",
+)
+_INPUT_TEXT = Annotated[str, Field(min_length=1, pattern=NOT_BLANK), Tag("text")]
+
+
+class UserUIMessage(UIMessage):
+    """A UIMessage whose role is the user's: what a steer carries, said in the schema so a
+    client (and the fuzzer) knows before sending it."""
+
+    role: Literal["user"]
+
+
 TurnInput = Annotated[
-    Annotated[str, Field(min_length=1, pattern=NOT_BLANK), Tag("text")]
+    _INPUT_TEXT
     | Annotated[UIMessage, Tag("message")]
     | Annotated[list[UIMessage], Field(min_length=1), Tag("messages")],
-    Discriminator(
-        _input_kind,
-        custom_error_type="input_type",
-        custom_error_message="input must be a string, a UIMessage or a list of UIMessages",
-    ),
+    _INPUT_FORM,
+]
+SteeringInput = Annotated[
+    _INPUT_TEXT
+    | Annotated[UserUIMessage, Tag("message")]
+    | Annotated[list[UserUIMessage], Field(min_length=1), Tag("messages")],
+    _INPUT_FORM,
 ]
 
 
@@ -351,14 +368,7 @@ class SubmitTurnBody(_InputBody):
 class SteerTurnBody(_InputBody):
     """Words for a running turn: each message joins its answer at the next step boundary."""
 
-    @field_validator("input")
-    @classmethod
-    def _users_only(cls, value: Any) -> Any:
-        messages = value if isinstance(value, list) else [value]
-        for message in messages:
-            if isinstance(message, UIMessage) and message.role != "user":
-                raise ValueError(f"a steering message is the user's, not the {message.role}'s")
-        return value
+    input: SteeringInput  # type: ignore[assignment]
 
 
 class CancelTurnBody(_Body):

@@ -8,6 +8,7 @@ import os
 import sys
 import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,6 +33,7 @@ from think import (
     MediaEviction,
     ModelSettings,
     Proactive,
+    ScheduledTask,
     Session,
     StepConfig,
     StepContext,
@@ -52,6 +54,8 @@ from think import (
     skills,
     tool,
 )
+from think.schedules import ScheduledTasksScope
+from think.schedules._dsl import DAYS
 from think.streaming import UIMessageChunk
 from think.tools import search_history
 from think.workflows.names import CHAT_RESPONSE_ACTIVITY, COMPACT_ACTIVITY
@@ -1036,3 +1040,42 @@ class Hostile(Helper):
 
     def get_tools(self) -> list[Tool]:
         return [*super().get_tools(), characters, characters_object]
+
+
+_FAR_AHEAD = f"every week on {DAYS[(datetime.now(UTC).weekday() + 1 + 3) % 7]} at 12:00 in UTC"
+"""Three days ahead of today (Temporal numbers days from Sunday, Python from Monday): an
+occurrence that never comes while the tests run."""
+
+
+@tool
+async def wipe(ctx: ToolContext) -> str:
+    """Try to clear this conversation from inside one of its turns."""
+    conversation = await ctx.conversation()
+    try:
+        await conversation.clear()
+    except UserError as exc:
+        return f"refused: {exc}"
+    return "cleared"
+
+
+class Eraser(Helper):
+    """Clearing forgets (`clear_history = "delete"`); a conversation configured with a
+    `reminder` gets a schedule of its own (conversation scope, `_FAR_AHEAD`), and it has a
+    workspace: what deleting a conversation must take with it; `wipe` tries a clear from
+    inside a turn (tests/turns/test_clear_and_delete.py)."""
+
+    name = "eraser"
+    clear_history = "delete"
+    workspace_tools = True
+
+    def get_tools(self) -> list[Tool]:
+        return [*super().get_tools(), wipe]
+
+    def get_scheduled_tasks_scope(self) -> ScheduledTasksScope:
+        return "conversation"
+
+    def get_scheduled_tasks(self) -> dict[str, ScheduledTask]:
+        reminder = self.get_config().get("reminder")
+        if reminder is None:
+            return {}
+        return {"reminder": ScheduledTask(schedule=_FAR_AHEAD, prompt=str(reminder))}

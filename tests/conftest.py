@@ -17,7 +17,7 @@ import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from tests._stack import Stack, free_port, stack_env
+from tests._stack import Stack, extra_gateway, free_port, stack_env
 from think._settings import Settings
 from think.dev import Services, start_services
 from think.storage import migrate
@@ -89,7 +89,7 @@ def stack(
             "tests.agents:McpUser,tests.agents:McpImpatient,tests.agents:McpHidden,"
             "tests.agents:Workspaced,tests.agents:Skilled,tests.agents:Fetcher,"
             "tests.agents:Hostile,tests.agents:Tuned,tests.agents:Routed,tests.agents:Switchable,"
-            "tests.agents:Streamer,"
+            "tests.agents:Streamer,tests.agents:Eraser,"
             "examples.assistant:Assistant"
         ),
         model_url=fake_model.base_url,
@@ -142,6 +142,15 @@ def stack(
         yield running
     finally:
         running.stop()
+
+
+@pytest.fixture(scope="session")
+def tenants(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A gateway with two tenants' keys (`alice-key`: alice, `bob-key`: bob), on the suite's
+    services and workers: its URL."""
+    env = {**stack.env, "THINK_API_KEYS": "alice-key:alice,bob-key:bob"}
+    with extra_gateway(env, tmp_path_factory.mktemp("tenants")) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,16 @@ from api.schemas import (
     ForkConversation,
     MessagesOut,
 )
-from think.server import ForkPointNotFound, ForkTargetExists, fork_conversation, new_id
+from think.server import (
+    ConversationNotFound,
+    ConversationStillActive,
+    ForkPointNotFound,
+    ForkTargetExists,
+    clear_conversation,
+    delete_conversation,
+    fork_conversation,
+    new_id,
+)
 
 router = APIRouter(tags=["conversations"])
 
@@ -61,6 +70,45 @@ async def list_conversations(
 @router.get(f"{CONVERSATIONS}/{{cid}}", response_model=ConversationOut)
 async def get_conversation(conv: ExistingConversation) -> ConversationOut:
     return ConversationOut.model_validate(conv)
+
+
+@router.delete(
+    f"{CONVERSATIONS}/{{cid}}",
+    status_code=204,
+    responses={409: {"description": "New submissions kept arriving while its turns were ended"}},
+)
+async def delete(res: Res, agent: AgentClass, conv: ExistingConversation) -> Response:
+    """Delete the conversation and everything of it: its schedules, its turns (a running or
+    paused one cancelled first, its workflow left to close), its messages, configuration,
+    memory blocks, MCP servers and workspace. A later submission to the same id starts a new,
+    empty conversation."""
+    try:
+        await delete_conversation(res.store, res.temporal, res.settings.task_queue, agent, conv)
+    except ConversationStillActive as exc:
+        raise Problem(409, str(exc)) from None
+    return Response(status_code=204)
+
+
+@router.post(
+    f"{CONVERSATIONS}/{{cid}}/clear",
+    response_model=ConversationOut,
+    responses={409: {"description": "New submissions kept arriving while its turns were ended"}},
+)
+async def clear(res: Res, agent: AgentClass, conv: ExistingConversation) -> ConversationOut:
+    """Clear the conversation (Think's `chat-clear`): its queued submissions end `skipped` and
+    a running or paused turn is cancelled (those records stay, saying so), the records of its
+    other ended turns go, and its next turn starts with none of its messages, which stay in
+    the tree off the active path or are deleted (the agent's `clear_history`). Its
+    configuration, workspace, memory blocks, MCP servers and schedules stay."""
+    try:
+        cleared = await clear_conversation(
+            res.store, res.temporal, res.settings.task_queue, agent, conv
+        )
+    except ConversationStillActive as exc:
+        raise Problem(409, str(exc)) from None
+    except ConversationNotFound as exc:
+        raise Problem(404, str(exc)) from None
+    return ConversationOut.model_validate(cleared)
 
 
 @router.post(

@@ -813,7 +813,7 @@ async def test_the_same_key_in_different_objects_is_no_duplicate(
     [
         ("POST", "/v1/agents", "GET, HEAD"),
         ("DELETE", "/v1/agents/helper/conversations", "GET, HEAD, POST"),
-        ("DELETE", "/v1/agents/helper/conversations/CID", "GET, HEAD"),
+        ("PUT", "/v1/agents/helper/conversations/CID", "DELETE, GET, HEAD"),
         ("PUT", "/v1/agents/helper/conversations/CID/messages", "GET, HEAD, POST"),
         ("PUT", "/v1/agents/helper/conversations/CID/turns", "DELETE, GET, HEAD, POST"),
         ("PATCH", "/v1/agents/helper/conversations/CID/turns/turn_x", "DELETE, GET, HEAD"),

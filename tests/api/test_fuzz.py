@@ -59,6 +59,16 @@ def answer_id(stack: Stack) -> str:
     return str(turn["message_id"])
 
 
+ENDS_A_CONVERSATION = {
+    ("DELETE", "/v1/agents/{agent}/conversations/{cid}"),
+    ("POST", "/v1/agents/{agent}/conversations/{cid}/clear"),
+}
+"""Operations that delete or clear the conversation they name: run on `REAL`'s, they would
+leave the cases after them no turn or message to get past the 404s with. Their cases name a
+conversation of their own instead, made again before each."""
+OWN_CID = "fuzz-ended"
+
+
 # The document the gateway serves at /openapi.json is built by this same code (checked
 # below), and parametrizing needs it at collection time, before the stack is up.
 DOCUMENT = create_app(Settings()).openapi()
@@ -95,6 +105,14 @@ def test_no_undocumented_answer(case: Any, answer_id: str, stack: Stack) -> None
             case.body["message_id"] = answer_id
         if case.body.get("mode") == "wait":
             case.body["wait_timeout"] = min(case.body.get("wait_timeout") or 5, 5)
+    if (case.operation.method.upper(), case.operation.path) in ENDS_A_CONVERSATION:
+        case.path_parameters["cid"] = OWN_CID
+        made = httpx.post(
+            f"{stack.api_url}/v1/agents/{REAL['agent']}/conversations",
+            json={"id": OWN_CID},
+            timeout=30,
+        )
+        assert made.status_code in (200, 201), made.text
     case.call_and_validate(base_url=stack.api_url, checks=CHECKS, timeout=60)
 
 

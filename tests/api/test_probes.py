@@ -10,14 +10,13 @@ as before once every probe has run.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
 from api.app import create_app
-from tests._stack import Stack, bearer_client, extra_gateway
+from tests._stack import bearer_client
 from think.server import Settings
 from think.testing import FakeOpenAIServer, text, tool_call
 
@@ -110,13 +109,6 @@ def request_for(
     return {"method": method.upper(), "url": url, "params": query, "json": body}
 
 
-@pytest.fixture(scope="module")
-def probed(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    env = {**stack.env, "THINK_API_KEYS": "alice-key:alice,bob-key:bob"}
-    with extra_gateway(env, tmp_path_factory.mktemp("probes")) as url:
-        yield url
-
-
 async def _alices_conversation(api: httpx.AsyncClient, cid: str) -> dict[str, str]:
     base = f"/v1/agents/gatekeeper/conversations/{cid}"
     done = (await api.post(f"{base}/turns", json={"input": SECRET, "mode": "wait"})).json()
@@ -143,10 +135,13 @@ async def _snapshot(api: httpx.AsyncClient, cid: str) -> list[Any]:
 
 
 async def test_another_tenants_ids_are_not_found(
-    probed: str, fake_model: FakeOpenAIServer, cid: str
+    tenants: str, fake_model: FakeOpenAIServer, cid: str
 ) -> None:
     fake_model.script(cid, text(f"echo {SECRET}"), tool_call("delete_file", {"path": "x"}))
-    async with bearer_client(probed, "alice-key") as alice, bearer_client(probed, "bob-key") as bob:
+    async with (
+        bearer_client(tenants, "alice-key") as alice,
+        bearer_client(tenants, "bob-key") as bob,
+    ):
         ids = await _alices_conversation(alice, cid)
         before = await _snapshot(alice, cid)
         answered = []
@@ -173,11 +168,11 @@ async def test_another_tenants_ids_are_not_found(
 
 @pytest.mark.parametrize("key", MALFORMED_KEYS, ids=lambda k: repr(k)[:24])
 async def test_malformed_keys_are_refused_everywhere(
-    probed: str, key: bytes | None, cid: str
+    tenants: str, key: bytes | None, cid: str
 ) -> None:
     headers = {"Authorization": key} if key is not None else {}
     ids = {"agent": "gatekeeper", "cid": cid, "turn_id": "turn_x", "conversation_id": cid}
-    async with httpx.AsyncClient(base_url=probed, headers=headers, timeout=30) as api:
+    async with httpx.AsyncClient(base_url=tenants, headers=headers, timeout=30) as api:
         for method, path, operation in operations():
             response = await api.request(**request_for(method, path, operation, ids))
             assert response.status_code == 401, (method, path, response.text)

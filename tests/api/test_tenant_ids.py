@@ -9,7 +9,6 @@ was given) stay reachable under that id, and still hold it within their tenant.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -18,17 +17,9 @@ from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests._sse import Event, chunks, parse, read_stream, until_terminal
-from tests._stack import Stack, bearer_client, extra_gateway
+from tests._stack import bearer_client
 from think import SubmissionConflict, ThinkService
 from think.testing import FakeOpenAIServer, text
-
-
-@pytest.fixture(scope="module")
-def tenants(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A gateway with two tenants' keys, on the suite's services and workers."""
-    env = {**stack.env, "THINK_API_KEYS": "alice-key:alice,bob-key:bob"}
-    with extra_gateway(env, tmp_path_factory.mktemp("tenant-ids")) as url:
-        yield url
 
 
 def _turns(cid: str) -> str:

@@ -455,9 +455,11 @@ def offline_gateway(services: Services, tmp_path_factory: pytest.TempPathFactory
 
 
 async def test_with_no_model_configured_the_offline_model_answers_in_the_page(
-    page: Page, offline_gateway: str
+    page: Page, offline_gateway: str, cid: str
 ) -> None:
-    await page.goto(f"{offline_gateway}/ui")
+    # A conversation of its own: the page opens the agent's newest one, and this gateway
+    # shares its database with the other tests' stack, which talk to `assistant` too.
+    await page.goto(f"{offline_gateway}/ui/assistant/{cid}")
     await expect(page.get_by_label("Agent", exact=True)).to_have_value("assistant")
     await expect(page.locator("#agent-about")).to_contain_text("answered by offline")
     await send(page, "Hello!")

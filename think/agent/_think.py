@@ -44,7 +44,7 @@ from think.sessions import (
     eviction_settings,
     set_context_tool,
 )
-from think.storage import MessageConcurrency
+from think.storage import CLEAR_HISTORY, ClearHistory, MessageConcurrency
 from think.tools import WORKSPACE_TOOLS, FetchTools, McpServer, McpTool, Tool, mcp_tools_of
 from think.tools.skills import SkillSource, load_catalog, render_catalog, skill_tools
 
@@ -110,6 +110,13 @@ class Think(ConversationMethods):
     (`concurrency`); regenerates are never subject to it."""
     debounce_seconds: ClassVar[float] = 0.75
     """The quiet period of "debounce"."""
+    clear_history: ClassVar[ClearHistory] = "keep"
+    """What clearing a conversation (`POST …/clear`, `clear()`) does to its messages: "keep"
+    (the default) leaves them in the tree off the active path, so the next turn starts a new
+    root and the model reads none of them, while search and the tree routes still find them
+    and nothing said is lost to a mistaken click; "delete" removes them and their summaries,
+    for an agent whose users expect a cleared conversation to be forgotten. Either way its
+    configuration, workspace, memory blocks, MCP servers and schedules stay."""
     truncation_step: ClassVar[int | float | None] = 8
     """Read-time truncation: older tool outputs over 500 characters and texts over 10,000 are
     cut for the model (never in storage), the 4 newest messages always whole, the cut-off
@@ -183,6 +190,11 @@ class Think(ConversationMethods):
             raise UserError(
                 f"{cls.__name__}.turn_budget_cost={cost!r} must be a positive amount of US "
                 "dollars, or None"
+            )
+        if cls.clear_history not in CLEAR_HISTORY:
+            raise UserError(
+                f"{cls.__name__}.clear_history={cls.clear_history!r} must be 'keep' (the "
+                "history stays, off the active path) or 'delete'"
             )
         budget = cls.hydration_byte_budget
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:

@@ -125,6 +125,36 @@ async def reconcile_conversation(
     return len(armed)
 
 
+async def delete_conversation_schedules(
+    client: Client, task_queue: str, agent: Think, tenant: str, conversation_id: str
+) -> None:
+    """Delete this conversation's schedules (conversation scope), as deleting the conversation
+    does: the ones Temporal lists, and, for an agent of conversation scope, the ones it
+    declares for the conversation (`agent` bound to the conversation's configuration), since
+    visibility may not list one created a moment ago. Agent-scope schedules are the agent's,
+    even one whose prompt lands in this conversation: they stay."""
+    ids = set(await our_schedule_ids(client, task_queue, agent.name))
+    try:
+        if agent.get_scheduled_tasks_scope() == "conversation":
+            armed = arm(agent, task_queue, tenant=tenant, conversation_id=conversation_id)
+            ids.update(task.ref.schedule_id for task in armed)
+    except Exception:
+        # The agent's own code failed (or declares what it can no longer arm): the listed
+        # schedules are deleted all the same, and the conversation must not stay for its sake.
+        log.warning(
+            "agent %s: the scheduled tasks of conversation %s could not be evaluated; "
+            "deleting the listed ones",
+            agent.name,
+            conversation_id,
+            exc_info=True,
+        )
+
+    def owns(ref: ScheduleRef) -> bool:
+        return ref.conversation_id == conversation_id and ref.tenant == tenant
+
+    await reconcile(client, [], sorted(ids), owns)
+
+
 async def list_schedules(
     client: Client, task_queue: str, cls: type[Think], tenant: str
 ) -> list[ScheduleSummary]:

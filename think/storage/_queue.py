@@ -149,6 +149,20 @@ async def _skip(conn: Conn, turn_id: str, reason: str, answered_by: str | None =
     return True
 
 
+async def skip_waiting(conn: Conn, conversation_uid: str, reason: str) -> list[str]:
+    """Skip the conversation's submissions still waiting in its queue (`pending`), each with
+    `reason` and its stream ended as a skipped submission's is (`skipped_chunks`): what
+    clearing or deleting the conversation does to its queue, so that none of them starts
+    afterwards. The caller holds the conversation's row lock (`lock_queue`). Returns the ids
+    it skipped, oldest first."""
+    rows = await fetch_all(
+        conn,
+        "SELECT id FROM turns WHERE conversation_uid = %(c)s AND status = 'pending' ORDER BY seq",
+        {"c": conversation_uid},
+    )
+    return [str(row["id"]) for row in rows if await _skip(conn, row["id"], reason)]
+
+
 async def prepare_start(conn: Conn, head: TurnRecord) -> tuple[bool, TurnRecord]:
     """What the running turn's mode does as it starts, in the transaction that starts it (the
     caller holds its row lock and the conversation's): whether it runs, and its record as it

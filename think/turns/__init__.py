@@ -18,6 +18,7 @@ from think.turns._admission import (
     resolve_concurrency,
 )
 from think.turns._cancelling import cancel_turn
+from think.turns._conversation_lifecycle import clear_conversation, delete_conversation
 from think.turns._dispatch import DispatchFailed, hand_off, host_queue, start_turn_workflow
 from think.turns._fingerprint import request_hash, turn_fingerprint
 from think.turns._follow import follow
@@ -65,9 +66,11 @@ __all__ = [
     "approval_decided",
     "approval_request",
     "cancel_turn",
+    "clear_conversation",
     "client_tool_call",
     "client_tool_names",
     "current_conversation",
+    "delete_conversation",
     "dispatch",
     "follow",
     "hand_off",

@@ -320,30 +320,6 @@ class ConversationHandle(ConversationState, TurnAPI):
 
     # -- internals -------------------------------------------------------------------------
 
-    async def _inside_own_turn(self) -> TurnRecord | None:
-        """The active turn of this conversation that the calling code runs in, if any."""
-        binding = BOUND.get()
-        if binding is None:
-            return None
-        turn = await binding.turn(fresh=True)
-        mine = (turn.tenant, turn.agent, turn.conversation_id) == (
-            self.tenant,
-            self.agent.name,
-            self.conversation_id,
-        )
-        return turn if mine and not turn.terminal else None
-
-    async def _refuse_nested(self, what: str) -> None:
-        turn = await self._inside_own_turn()
-        if turn is not None:
-            raise UserError(
-                f"{what} inside turn {public_turn_id(turn.id)!r} of conversation "
-                f"{self.conversation_id!r} "
-                "would wait for a turn that can only start after this one ends (a deadlock); "
-                'use run_turn(..., mode="submit") or submit_messages() to run it after this '
-                "turn, or add_messages() to add to the transcript without a turn"
-            )
-
     async def _input_messages(
         self, input: TurnInput | MessagesFunction | None
     ) -> tuple[list[UIMessage], Any]:

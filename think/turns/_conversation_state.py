@@ -1,7 +1,8 @@
 """What a conversation holds besides its turns, as Python code reaches it: its transcript
 (messages written without a turn, search), its configuration, context blocks, MCP servers and
-workspace, compaction, and the records of its submissions. `ConversationHandle`
-(`think.turns._conversation`) adds running its turns.
+workspace, compaction, the records of its submissions, and forking, clearing and deleting it
+(`think.turns._conversation_lifecycle`). `ConversationHandle` (`think.turns._conversation`)
+adds running its turns.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
+from think._current import BOUND
 from think._messages import UIMessage, new_id
 from think.agent import (
     GatewayContext,
@@ -52,12 +54,22 @@ from think.storage import (
     write_memory,
 )
 from think.tools import McpServer
+from think.turns._conversation_lifecycle import clear_conversation, delete_conversation
 from think.turns._views import turn_view
 
 if TYPE_CHECKING:
     from think.turns._service import ThinkService
 
 ReadT = TypeVar("ReadT")
+
+_RUN_AFTER = (
+    'use run_turn(..., mode="submit") or submit_messages() to run it after this turn, or '
+    "add_messages() to add to the transcript without a turn"
+)
+_OUTSIDE = (
+    "do it from outside the conversation's turns: application code, a scheduled handler, or "
+    "on_chat_response, which runs once the turn is over"
+)
 
 
 class ConversationState:
@@ -241,6 +253,42 @@ class ConversationState:
         )
         return type(self)(self.service, self.agent, forked.id, self.tenant)
 
+    # -- clearing and deleting --------------------------------------------------------------
+
+    async def clear(self) -> None:
+        """Clear the conversation, as `POST …/clear` does (Think's `chat-clear`): its waiting
+        submissions end `skipped` and its running or paused turn is cancelled (those records
+        stay, saying so), the records of the turns that had ended go, the next turn starts
+        afresh (the history kept off the active path, or deleted: the agent's
+        `clear_history`) and the system prompt is built again. Its configuration, workspace,
+        memory blocks, MCP servers and schedules stay. Nothing to do for a conversation that
+        does not exist. Not from inside one of its own turns (it would wait for that turn to
+        end): `UserError`."""
+        await self._refuse_nested("clearing the conversation", _OUTSIDE)
+        conv = await self._conversation()
+        if conv is None:
+            return
+        service = self.service
+        await clear_conversation(
+            service.store, service.temporal, service.settings.task_queue, self.agent, conv
+        )
+
+    async def delete(self) -> bool:
+        """Delete the conversation and everything of it, as `DELETE …/conversations/{cid}`
+        does: its schedules, its turns (the running one cancelled first), messages,
+        configuration, memory blocks, MCP servers and workspace. False when it did not exist.
+        A later turn or message starts a new, empty conversation of the same id. Not from
+        inside one of its own turns: `UserError`."""
+        await self._refuse_nested("deleting the conversation", _OUTSIDE)
+        conv = await self._conversation()
+        if conv is None:
+            return False
+        service = self.service
+        await delete_conversation(
+            service.store, service.temporal, service.settings.task_queue, self.agent, conv
+        )
+        return True
+
     # -- compaction ------------------------------------------------------------------------
 
     async def compact(self) -> Compaction | None:
@@ -336,6 +384,30 @@ class ConversationState:
             return default
         async with self.service.store.db.connection() as conn:
             return await read(conn, conv.uid)
+
+    async def _inside_own_turn(self) -> TurnRecord | None:
+        """The active turn of this conversation that the calling code runs in, if any."""
+        binding = BOUND.get()
+        if binding is None:
+            return None
+        turn = await binding.turn(fresh=True)
+        mine = (turn.tenant, turn.agent, turn.conversation_id) == (
+            self.tenant,
+            self.agent.name,
+            self.conversation_id,
+        )
+        return turn if mine and not turn.terminal else None
+
+    async def _refuse_nested(self, what: str, instead: str = _RUN_AFTER) -> None:
+        """Refuse, naming `what` and what to do `instead`, a call that would wait for the
+        turn of this conversation that the calling code runs in (a deadlock)."""
+        turn = await self._inside_own_turn()
+        if turn is not None:
+            raise UserError(
+                f"{what} inside turn {public_turn_id(turn.id)!r} of conversation "
+                f"{self.conversation_id!r} would wait for that turn to end, which it cannot "
+                f"while this waits (a deadlock); {instead}"
+            )
 
     async def _turn(self, turn_id: str) -> TurnRecord | None:
         """The conversation's turn named `turn_id` as a door showed it (or as it is stored)."""

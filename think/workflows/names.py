@@ -82,6 +82,12 @@ def turn_workflow_id(
     return ":".join([TURN_ID_PREFIX, *map(_encode, parts)])
 
 
+def after_turn_workflow_id(turn_workflow: str) -> str:
+    """The id of the `think.AfterTurn` workflow a turn's workflow (`turn_workflow`, its id)
+    starts once it has ended: `after-<turn workflow id>`."""
+    return f"after-{turn_workflow}"
+
+
 def parse_turn_workflow_id(workflow_id: str) -> TurnWorkflowRef | None:
     """The names a turn's workflow id was made of; None for an id that is not a turn's."""
     parts = workflow_id.split(":")

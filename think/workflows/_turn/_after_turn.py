@@ -16,6 +16,7 @@ with workflow.unsafe.imports_passed_through():
         AFTER_TURN_WORKFLOW,
         CHAT_RESPONSE_ACTIVITY,
         COMPACT_ACTIVITY,
+        after_turn_workflow_id,
     )
 
 from think.workflows._turn._activities import COMPACT_RETRY, DB_RETRY
@@ -48,7 +49,7 @@ async def start_after_turn(inp: TurnInput, *, respond: bool, compact: bool) -> N
         after,
         # The turn's own id (`turn:...`): the same value the child had when ids were
         # `turn-<agent>-<conversation>-<turn>`, so histories of either kind replay.
-        id=f"after-{workflow.info().workflow_id}",
+        id=after_turn_workflow_id(workflow.info().workflow_id),
         parent_close_policy=ParentClosePolicy.ABANDON,
         static_summary=f"{summary} of turn {inp.turn_id}",
     )
