@@ -91,6 +91,16 @@ async def until_terminal(api: httpx.AsyncClient, url: str, seconds: float = 60) 
         await asyncio.sleep(0.05)
 
 
+def started(chunk: dict[str, Any]) -> dict[str, Any]:
+    """A `start` chunk without which turn wrote it (`messageMetadata`: `turnId`, `agent`,
+    `createdAt`, which it always carries: tests/turns/test_turn_e2e.py checks them), for a test
+    of the rest."""
+    assert chunk["type"] == "start" and {"turnId", "agent", "createdAt"} <= set(
+        chunk["messageMetadata"]
+    ), chunk
+    return {k: v for k, v in chunk.items() if k != "messageMetadata"}
+
+
 def finished(chunk: dict[str, Any]) -> dict[str, Any]:
     """A `finish` chunk without what the turn spent (`messageMetadata.usage`, which it always
     carries: tests/models/test_usage.py checks its figures), for a test of the rest."""

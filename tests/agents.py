@@ -538,6 +538,19 @@ async def wait_inside(question: str, ctx: ToolContext) -> str:
 
 
 @tool
+async def wait_idle_inside(ctx: ToolContext) -> str:
+    """Wait, from inside this turn, for its conversation to be idle."""
+    from think import UserError
+
+    conversation = await ctx.conversation()
+    try:
+        await conversation.wait_until_idle(wait_timeout=5)
+    except UserError as exc:
+        return f"refused: {exc}"
+    return "idle"
+
+
+@tool
 async def remember(note: str) -> str:
     """Add a note to the conversation without a turn."""
     from think import UIMessage, current_conversation
@@ -556,7 +569,7 @@ class Delegator(Helper):
     name = "delegator"
 
     def get_tools(self) -> list[Tool]:
-        return [follow_up, wait_inside, remember, slow]
+        return [follow_up, wait_inside, wait_idle_inside, remember, slow]
 
     async def on_chat_response(self, result: ChatResponseResult) -> None:
         parts = (result.message or {}).get("parts", [])

@@ -169,6 +169,7 @@ async def service(stack: Stack, settings: Settings) -> AsyncIterator[ThinkServic
         "tests.agents:Delegator",
         "tests.agents:Hooks",
         "tests.agents:Lead",
+        "tests.agents:Gatekeeper",
     ]
     async with await ThinkService.connect(settings.model_copy(update={"agents": agents})) as svc:
         yield svc

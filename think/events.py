@@ -114,6 +114,16 @@ class ChatBudgetExhausted(EventBase):
     limit: float
 
 
+class ChatTurnStarted(EventBase):
+    """A turn began to run on a worker: its first step is about to ask `model` (once a turn; a
+    first step asked again after its worker died does not start it again)."""
+
+    type: Literal["chat.turn.started"] = "chat.turn.started"
+    model: str
+    queued_ms: int = 0
+    """How long the turn waited between its admission and this start."""
+
+
 class ChatTurnCancelled(EventBase):
     type: Literal["chat.turn.cancelled"] = "chat.turn.cancelled"
     reason: str | None = None
@@ -202,6 +212,7 @@ ThinkEvent = Annotated[
     | ChatRecoveryExhausted
     | ChatStreamStalled
     | ChatBudgetExhausted
+    | ChatTurnStarted
     | ChatTurnCancelled
     | ChatTurnFinished
     | ChatContextCompacted

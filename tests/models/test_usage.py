@@ -184,11 +184,16 @@ async def test_a_turn_shows_what_it_spent_in_its_view_and_finish_chunk(
     finish = chunks(events)[-1]
     assert finish["type"] == "finish"
     totals = {k: v for k, v in usage.items() if k != "steps"}
-    assert finish["messageMetadata"] == {"usage": totals}
+    ended = finish["messageMetadata"]
+    assert ended == {
+        "usage": totals,
+        "model": usage["steps"][-1]["model"],
+        "finishedAt": ended["finishedAt"],
+    }
     # As the AI SDK merges it into the message it builds, so is it on the message stored.
     stored = (await api.get(f"/v1/agents/tuned/conversations/{cid}/messages")).json()
     answer = next(m for m in stored["messages"] if m["id"] == done["message_id"])
-    assert answer["metadata"] == {"usage": totals}
+    assert answer["metadata"] == {**chunks(events)[0]["messageMetadata"], **ended}
 
 
 async def test_an_unpriced_model_costs_unknown_not_zero(

@@ -20,6 +20,7 @@ from think.events import (
     ChatStreamStalled,
     ChatTurnCancelled,
     ChatTurnFinished,
+    ChatTurnStarted,
     EventBus,
     ThinkEvent,
     ThinkEventTypeAdapter,
@@ -70,6 +71,7 @@ def samples() -> list[ThinkEvent]:
             code="disallowed_url",
         ),
         ToolApprovalRequested(**IDS, approval_id="appr_1", tool_name="delete_repo"),
+        ChatTurnStarted(**IDS, model="openai:gpt-5", queued_ms=12),
         ToolApprovalDecided(
             **IDS, approval_id="appr_1", tool_name="delete_repo", approved=False, by="http"
         ),
@@ -84,7 +86,7 @@ def tool_event(outcome: str = "success") -> ToolCalled:
 
 def test_every_event_type_has_a_sample() -> None:
     assert {e.type for e in samples()} == EVENT_TYPES
-    assert len(EVENT_TYPES) == 12
+    assert len(EVENT_TYPES) == 13
 
 
 @pytest.mark.parametrize("event", samples(), ids=lambda e: e.type)

@@ -23,6 +23,7 @@ async def test_a_stalling_model_emits_stall_recovery_and_exhaustion(
     got = await emitted(stack, cid, "chat.turn.finished")
     kinds = [e.type for e in got]
     assert kinds == [
+        "chat.turn.started",
         "chat.request.failed",
         "chat.stream.stalled",
         "chat.recovery.attempt",
@@ -49,7 +50,12 @@ async def test_a_spent_budget_is_an_event(
     got = await emitted(stack, cid, "chat.turn.finished")
     budget = next(e for e in got if e.type == "chat.budget.exhausted")
     assert budget.which == "tokens" and budget.limit == 1 and budget.used > 1
-    assert [e.type for e in got] == ["tool.call", "chat.budget.exhausted", "chat.turn.finished"]
+    assert [e.type for e in got] == [
+        "chat.turn.started",
+        "tool.call",
+        "chat.budget.exhausted",
+        "chat.turn.finished",
+    ]
 
 
 async def test_approvals_and_tool_calls_are_events(
@@ -74,3 +80,8 @@ async def test_approvals_and_tool_calls_are_events(
     finished = got[-1]
     assert finished.type == "chat.turn.finished" and finished.status == "completed"
     assert finished.usage.input_tokens > 0
+    # Started once, before anything else, though the turn took two steps.
+    started = [e for e in got if e.type == "chat.turn.started"]
+    assert [e.type for e in got].index("chat.turn.started") == 0 and len(started) == 1
+    assert started[0].turn_id == turn["turn_id"] and started[0].model == "openai:scripted-model"
+    assert started[0].queued_ms >= 0

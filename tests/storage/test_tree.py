@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import text as sql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests._sse import chunks, deltas, finished, read_stream, read_until, until_terminal
+from tests._sse import chunks, deltas, finished, read_stream, read_until, started, until_terminal
 from tests._turn_helpers import helper_path, sent, stored_rows
 from think._messages import UIMessage
 from think._settings import Settings
@@ -146,7 +146,7 @@ async def test_regenerate_twice_keeps_every_answer(
     assert third["accepted"] is True and third["status"] in ("pending", "running", "completed")
     _, events = await read_stream(api, third["stream_url"])
     got = chunks(events)
-    assert got[0] == {"type": "start", "messageId": third["message_id"]}
+    assert started(got[0]) == {"type": "start", "messageId": third["message_id"]}
     assert finished(got[-1]) == {"type": "finish", "finishReason": "stop"}
     a3 = third["message_id"]
 

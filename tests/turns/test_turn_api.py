@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests._sse import started
 from tests._stack import Stack
 from tests._turn_helpers import CallbackRecorder, slow, transcript
 from tests._waits import eventually
@@ -43,7 +44,7 @@ async def test_the_three_modes(
 
     stream = await conv.run_turn("three", mode="stream")
     got = [chunk async for chunk in stream]
-    assert got[0] == {"type": "start", "messageId": got[0]["messageId"]}
+    assert started(got[0]) == {"type": "start", "messageId": got[0]["messageId"]}
     assert "".join(c["delta"] for c in got if c["type"] == "text-delta") == "third answer"
     assert got[-1]["type"] == "finish"
     assert (await stream.result()).status == "completed"
@@ -305,3 +306,49 @@ async def test_the_readme_examples_run(
         "skipped",
         "aborted",
     }
+
+
+async def test_wait_until_idle_waits_for_every_queued_and_running_turn(
+    service: ThinkService, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """Think's `waitUntilStable`: True once the conversation has no active turn, False when
+    the wait ends first, at once when nothing runs."""
+    fake_model.script(cid, slow(), text("second answer"))
+    conv = service.conversation("helper", cid)
+    assert await conv.wait_until_idle(wait_timeout=0) is True  # no conversation yet: idle
+    first = await conv.run_turn("one", mode="submit")
+    second = await conv.run_turn("two", mode="submit")
+    assert await conv.wait_until_idle(wait_timeout=0.05) is False
+    assert await conv.wait_until_idle(wait_timeout=60) is True
+    assert (await conv.result(first.turn_id, wait_timeout=0)).status == "completed"
+    assert (await conv.result(second.turn_id, wait_timeout=0)).status == "completed"
+    assert [t for _, t in transcript(await conv.messages())][-1] == "second answer"
+
+
+async def test_a_turn_paused_for_approval_keeps_the_conversation_busy(
+    service: ThinkService, api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, tool_call("delete_file", {"path": "x"}), text("deleted"))
+    conv = service.conversation("gatekeeper", cid)
+    paused = await conv.run_turn("rm x")
+    assert paused.status == "awaiting_approval"
+    assert await conv.wait_until_idle(wait_timeout=0.5) is False
+    status = await api.get(f"/v1/agents/gatekeeper/conversations/{cid}/turns/{paused.turn_id}")
+    approval_id = status.json()["pending_approvals"][0]["approval_id"]
+    decided = await api.post(
+        f"/v1/agents/gatekeeper/conversations/{cid}/turns/{paused.turn_id}/approvals/{approval_id}",
+        json={"approved": True},
+    )
+    assert decided.status_code in (200, 202), decided.text
+    assert await conv.wait_until_idle(wait_timeout=60) is True
+    assert (await conv.result(paused.turn_id, wait_timeout=0)).status == "completed"
+
+
+async def test_wait_until_idle_inside_its_own_turn_is_refused(
+    service: ThinkService, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, tool_call("wait_idle_inside", {}), text("fine"))
+    result = await service.conversation("delegator", cid).run_turn("go")
+    assert result.status == "completed" and result.message is not None
+    output = next(p for p in result.message.parts if p["type"] == "tool-wait_idle_inside")
+    assert "deadlock" in output["output"] and "waiting for the conversation" in output["output"]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
+from datetime import datetime
 from typing import Any
 
 import httpx
 
-from tests._sse import chunks, finished, read_stream
+from tests._sse import chunks, finished, read_stream, started
 from tests._turn_helpers import helper_path
 from think.testing import FakeOpenAIServer, reasoning, text, tool_call
 
@@ -34,8 +36,19 @@ async def test_submit_stream_and_store(
     ids = [e.id for e in events if e.id is not None]
     assert ids == sorted(ids) and len(set(ids)) == len(ids)
     got = chunks(events)
-    assert got[0] == {"type": "start", "messageId": turn["message_id"]}
+    assert started(got[0]) == {"type": "start", "messageId": turn["message_id"]}
     assert finished(got[-1]) == {"type": "finish", "finishReason": "stop"}
+    # Which turn wrote the answer, and when it was accepted, before its first word; which
+    # model gave it, and when it ended, on its `finish` (the AI SDK's messageMetadata).
+    begun, ended = got[0]["messageMetadata"], got[-1]["messageMetadata"]
+    accepted = datetime.fromisoformat(turn["created_at"])
+    assert begun == {
+        "turnId": turn["turn_id"],
+        "agent": "helper",
+        "createdAt": int(accepted.timestamp() * 1000),
+    }
+    assert ended["model"] == "openai:scripted-model"
+    assert begun["createdAt"] <= ended["finishedAt"] <= time.time() * 1000
     streamed = "".join(c["delta"] for c in got if c["type"] == "text-delta")
     assert streamed == "Hello from the model"
 
@@ -43,6 +56,9 @@ async def test_submit_stream_and_store(
     assert [m["role"] for m in messages] == ["user", "assistant"]
     assert messages[0]["parts"] == [{"type": "text", "text": "hi"}]
     assert messages[1]["id"] == turn["message_id"]
+    # The message a client builds from the stream (start's and finish's metadata merged) is
+    # the one stored.
+    assert messages[1]["metadata"] == {**begun, **ended}
     assert messages[1]["parts"] == [
         {"type": "step-start"},
         {"type": "text", "text": "Hello from the model", "state": "done"},

@@ -31,7 +31,7 @@ from think.storage.stream_log import append
 if TYPE_CHECKING:
     # UIMessageChunk is named in annotations only: storage keeps chunks as opaque JSONB, and
     # streaming, which types them, is the layer above.
-    from think._protocol import UIMessageChunk
+    from think._protocol import JSONValue, UIMessageChunk
     from think.storage._store import Store
 
 ACTIVE_TURNS = """
@@ -266,11 +266,23 @@ async def begin_turn(
         activate=True,
     )
     leaf = chain_leaf(stored, parent)
-    message = {"id": turn.message_id, "role": "assistant", "parts": []}
+    # Which turn wrote the answer, and when it was accepted: on the `start` chunk, so a client
+    # has them before the first word, and (as the AI SDK merges it there) on the message.
+    metadata: dict[str, JSONValue] = {
+        "turnId": public_turn_id(turn.id),
+        "agent": turn.agent,
+        "createdAt": int(turn.created_at.timestamp() * 1000),
+    }
+    message = {"id": turn.message_id, "role": "assistant", "parts": [], "metadata": metadata}
+    start: UIMessageChunk = {
+        "type": "start",
+        "messageId": turn.message_id,
+        "messageMetadata": metadata,
+    }
     await append(
         conn,
         turn.id,
-        [{"type": "start", "messageId": turn.message_id}],
+        [start],
         status="running",
         started_at=NOW,
         parent_id=leaf,

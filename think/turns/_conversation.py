@@ -44,10 +44,10 @@ from think.storage import (
 from think.tools import maybe_await
 from think.turns._admission import admit_submission
 from think.turns._cancelling import cancel_turn
-from think.turns._conversation_state import ConversationState
+from think.turns._conversation_state import _OUTSIDE, ConversationState
 from think.turns._stream import TurnStream, call_back
 from think.turns._views import turn_view
-from think.turns._waiting import wait_for_answer
+from think.turns._waiting import wait_for_answer, wait_until_idle
 
 log = logging.getLogger("think.turns")
 
@@ -200,6 +200,19 @@ class ConversationHandle(ConversationState, TurnAPI):
             raise TurnNotFound(turn_id)
         sent = await steer_turn(self.service.store, conv, turn_id, messages)
         return [s.id for s in sent]
+
+    async def wait_until_idle(self, wait_timeout: float | None = None) -> bool:
+        """Wait until the conversation has no queued, running or paused turn (the AI SDK chat
+        agent's `waitUntilStable`): for code that wants it quiet before it reads the history,
+        adds messages or clears it. True once idle; False when `wait_timeout` seconds passed first
+        (None: no limit). A turn paused for an approval or a client's tool keeps it busy until
+        that is answered; a turn submitted while this waits is waited for too."""
+        await self._refuse_nested("waiting for the conversation to be idle", _OUTSIDE)
+        conv = await self._conversation()
+        if conv is None:
+            return True
+        listener = await self.service.listener()
+        return await wait_until_idle(self.service.store, listener, conv.uid, wait_timeout)
 
     async def abort_request(self, request_id: str, reason: str = "cancelled") -> bool:
         """`cancel_chat` by the spec's other name (Think's `abortRequest`)."""

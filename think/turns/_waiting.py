@@ -10,7 +10,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from think.exceptions import UserError
-from think.storage import PAUSED_STATUSES, TERMINAL_STATUSES, Store, TurnRecord, queue_head
+from think.storage import (
+    ACTIVE_STATUSES,
+    PAUSED_STATUSES,
+    TERMINAL_STATUSES,
+    Store,
+    TurnRecord,
+    queue_head,
+)
 from think.streaming import ChunkListener
 
 # How often a wait (and the replay loop, `think.turns._follow`) looks again without a NOTIFY:
@@ -98,3 +105,25 @@ async def wait_for_answer(
             if head is not None and head.id != turn_id and head.status in PAUSED_STATUSES:
                 return Waited(current, queued_behind=head)
         step = HEAD_CHECK_EVERY
+
+
+def ended(turn: TurnRecord) -> bool:
+    return turn.status in TERMINAL_STATUSES
+
+
+async def wait_until_idle(
+    store: Store, listener: ChunkListener, conversation_uid: str, wait_timeout: float | None
+) -> bool:
+    """Whether the conversation came to have no queued, running or paused turn within
+    `wait_timeout` seconds (None: no limit). Waits on its oldest active turn, the one the others
+    queue behind, and looks again when it ends: a turn submitted meanwhile is waited for too."""
+    loop = asyncio.get_running_loop()
+    deadline = None if wait_timeout is None else loop.time() + wait_timeout
+    while True:
+        active = await store.list_turns(conversation_uid, status=sorted(ACTIVE_STATUSES))
+        if not active:
+            return True
+        left = None if deadline is None else deadline - loop.time()
+        if left is not None and left <= 0:
+            return False
+        await wait_for_turn(store, listener, active[-1].id, left, until=ended)

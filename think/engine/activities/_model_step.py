@@ -428,6 +428,8 @@ class StepAttempt:
             except HookFailed as exc:
                 return await self.outcomes.fail(agent, turn, exc.stage, exc.cause, fence)
         builder, setup, answer_tool = prepared.builder, prepared.setup, prepared.answer_tool
+        if self.inp.step == 0 and fence.attempt == 1:
+            await observe.started(turn, setup.model.name)
         # A sub-agent's turn shows its progress in the parent's stream as it goes.
         progress = ParentProgress(turn, builder) if turn.request.delegated_by else None
         writer = ChunkWriter(

@@ -81,6 +81,13 @@ async def budget_exhausted(turn: TurnRecord, which: Which, used: float, limit: f
 
 
 @_safe
+async def started(turn: TurnRecord, model: str) -> None:
+    waited = datetime.now(UTC) - turn.created_at
+    queued_ms = max(0, int(waited.total_seconds() * 1000))
+    await events.emit(events.ChatTurnStarted(**turn_ids(turn), model=model, queued_ms=queued_ms))
+
+
+@_safe
 async def finished(
     turn: TurnRecord, status: str, *, finish_reason: str | None = None, reason: str | None = None
 ) -> None:

@@ -9,6 +9,7 @@ work is already done, which is what makes a retried activity harmless.
 
 from __future__ import annotations
 
+import time
 from contextvars import ContextVar
 from typing import Any, cast
 
@@ -84,7 +85,11 @@ async def end_turn(
         # the message a client builds from the stream is the one stored.
         spent = TurnUsage.from_record(columns.get("usage", turn.usage))
         usage = cast(JSONValue, spent.model_dump(mode="json", exclude={"steps"}))
-        metadata = {**(message.get("metadata") or {}), "usage": usage}
+        # And which model gave the answer (a fallback chain's, or the last step's), and when.
+        ended: dict[str, JSONValue] = {"usage": usage, "finishedAt": int(time.time() * 1000)}
+        if spent.steps:
+            ended["model"] = spent.steps[-1].model
+        metadata = {**(message.get("metadata") or {}), **ended}
         message = cast(UIMessageJSON, {**message, "metadata": metadata})
     if finishes or message["parts"]:
         stored = await _store_answer(store, conn, turn, queue, message)
@@ -96,7 +101,7 @@ async def end_turn(
         finish: UIMessageChunk = {
             "type": "finish",
             "finishReason": cast(FinishReason, finish_reason),
-            "messageMetadata": {"usage": usage},
+            "messageMetadata": ended,
         }
         chunks = [*chunks, finish]
     await append(
