@@ -90,6 +90,7 @@ def stack(
             "tests.agents:Workspaced,tests.agents:Skilled,tests.agents:Fetcher,"
             "tests.agents:Hostile,tests.agents:Tuned,tests.agents:Routed,tests.agents:Switchable,"
             "tests.agents:Streamer,tests.agents:Eraser,"
+            "tests.sub_agent_agents:Dispatcher,"
             "examples.assistant:Assistant"
         ),
         model_url=fake_model.base_url,
@@ -170,6 +171,7 @@ async def service(stack: Stack, settings: Settings) -> AsyncIterator[ThinkServic
         "tests.agents:Hooks",
         "tests.agents:Lead",
         "tests.agents:Gatekeeper",
+        "tests.sub_agent_agents:Dispatcher",
     ]
     async with await ThinkService.connect(settings.model_copy(update={"agents": agents})) as svc:
         yield svc

@@ -81,9 +81,11 @@ async def test_health_and_agents(api: httpx.AsyncClient, stack: Stack) -> None:
     assert ready["checks"] == {"postgres": "ok", "temporal": "ok", "listener": "ok"}
     agents = {a["name"]: a for a in (await api.get("/v1/agents")).json()["agents"]}
     # One entry per hosted class, by the names their URLs use: those listed, and the
-    # sub-agent hosted with its parent (`lead` delegates to `researcher`).
-    assert len(agents) == len(stack.env["THINK_AGENTS"].split(",")) + 1
-    assert "researcher" in agents and "researcher" not in stack.env["THINK_AGENTS"]
+    # sub-agents hosted with their parents (`lead` delegates to `researcher`, `dispatcher` to
+    # `analyst` too).
+    assert len(agents) == len(stack.env["THINK_AGENTS"].split(",")) + 2
+    for hosted in ("researcher", "analyst"):
+        assert hosted in agents and hosted not in stack.env["THINK_AGENTS"]
     assert {"helper", "staller", "give_up", "gatekeeper", "hooks", "assistant"} <= set(agents)
     assistant = agents["assistant"]
     assert assistant["model"] == "gpt-4o-mini"

@@ -13,6 +13,8 @@ from think.agent._agent_tool import (
     agent_tool,
     answer_text,
     child_conversation_id,
+    delegation_failure,
+    typed_output,
 )
 from think.agent._compactor import compact, model_view
 from think.agent._conversation_methods import bind_config
@@ -92,10 +94,12 @@ __all__ = [
     "child_conversation_id",
     "client_tool_spec",
     "compact",
+    "delegation_failure",
     "gateway_of",
     "input_json",
     "messages_of",
     "model_view",
     "step_usage",
     "stored_or",
+    "typed_output",
 ]

@@ -16,15 +16,16 @@ import hashlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from think._messages import ID
 from think._protocol import joined_text, last_step_text, parts_of
 from think.agent._turn_api import AddOptions, ChatOptions, TurnAPI, TurnConversation
+from think.agent._turn_hooks import StoredTurnConfig
 from think.agent._turn_input import MessagesFunction, TurnInput
 from think.agent._turn_results import Submission, TurnResult
 from think.exceptions import ToolError, UserError
-from think.tools import Tool
+from think.tools import ApprovalPolicy, Tool
 
 if TYPE_CHECKING:
     from think.agent._think import Think
@@ -53,7 +54,7 @@ class AgentToolResult(BaseModel):
     """A delegation's outcome: what an agent tool's call records as its result (and the
     parent's model reads), and what `run_agent_tool` answers."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     agent: str
     conversation_id: str
@@ -61,13 +62,57 @@ class AgentToolResult(BaseModel):
     status: str
     text: str
     """The child's final answer: the text of its turn's last step."""
+    structured: Any = None
+    """The child's validated structured output, when its turn had an output type
+    (`TurnConfig.output`, from the child's `before_turn`): in the tool's result, its JSON;
+    from `run_agent_tool`, an instance of the child's pydantic class (the JSON for a JSON
+    Schema). None, and absent from the result, otherwise."""
     error: str | None = None
     """Why the child's turn did not complete (not part of the tool's result: a failed
     delegation is a tool error there)."""
 
     def output(self) -> dict[str, Any]:
-        """The tool result's JSON: `agent`, `conversation_id`, `turn_id`, `status`, `text`."""
-        return self.model_dump(exclude={"error"})
+        """The tool result's JSON: `agent`, `conversation_id`, `turn_id`, `status`, `text`,
+        and `structured` when the child gave a structured output."""
+        unset = {"structured"} if self.structured is None else set()
+        return self.model_dump(mode="json", exclude={"error", *unset})
+
+
+def delegation_failure(
+    agent: str, status: str, error: str | None, turn_id: str, conversation_id: str
+) -> str | None:
+    """The tool error a child turn that ended `status` makes of its delegation, or None for
+    one that answered: a child that failed, was cancelled, ran out of recovery, or was skipped
+    before it ran (its conversation cleared, say) has no answer, and the parent's model must
+    not read an empty success as one. A skip merged into a later turn (`answered_by`) is
+    answered by that turn and is not passed here."""
+    what = {
+        "error": "failed",
+        "aborted": "was cancelled",
+        "interrupted": "was interrupted",
+        "skipped": "was skipped before it could answer",
+    }.get(status)
+    if what is None:
+        return None
+    why = error or ("its turn never ran" if status == "skipped" else status)
+    return f"agent {agent!r} {what}: {why} (turn {turn_id} in conversation {conversation_id})"
+
+
+def typed_output(config: dict[str, Any] | None, output: Any) -> Any:
+    """A child turn's stored structured output as Python wants it: an instance of the
+    pydantic class its turn named (`TurnConfig.output`, kept by import path), else the JSON
+    as stored (a JSON Schema's output, or a class this process cannot import, or that has
+    changed since and no longer accepts it: the answer is still worth having)."""
+    if output is None:
+        return None
+    stored = StoredTurnConfig.read(config).output
+    if stored is None or stored.class_path is None:
+        return output
+    try:
+        target = stored.resolve()
+        return target.model_validate(output) if isinstance(target, type) else output
+    except (UserError, ImportError, ValidationError):
+        return output
 
 
 def answer_text(message: Mapping[str, Any] | None) -> str:
@@ -80,7 +125,9 @@ def answer_text(message: Mapping[str, Any] | None) -> str:
 class AgentTool(Tool):
     """A tool whose call is a turn of another agent (`agent_tool`). The parent's model calls it
     with `{"input": "..."}`; its result is the child turn as an object: `agent`,
-    `conversation_id`, `turn_id`, `status` and `text` (the child's final answer)."""
+    `conversation_id`, `turn_id`, `status`, `text` (the child's final answer) and, when the
+    child's turn had an output type, `structured`. `needs_approval` (True, or a policy as for
+    any tool) pauses the parent's turn for a person before the child is started."""
 
     def __init__(
         self,
@@ -90,6 +137,8 @@ class AgentTool(Tool):
         description: str | None = None,
         fresh: bool = False,
         timeout: float = 3600.0,
+        needs_approval: bool | ApprovalPolicy = False,
+        approval_timeout: float | None = None,
     ) -> None:
         tool_name = name or agent.name
 
@@ -112,6 +161,8 @@ class AgentTool(Tool):
             or agent.description
             or f"Delegate a task to the {agent.name} agent; it answers with its findings.",
             timeout=timeout,
+            needs_approval=needs_approval,
+            approval_timeout=approval_timeout,
         )
         self.agent = agent
         self.fresh = fresh
@@ -132,6 +183,8 @@ class AgentToolOptions(TypedDict, total=False):
     description: str | None
     fresh: bool
     timeout: float
+    needs_approval: bool | ApprovalPolicy
+    approval_timeout: float | None
 
 
 def agent_tool(agent: type[Think], **options: Unpack[AgentToolOptions]) -> AgentTool:
@@ -139,7 +192,9 @@ def agent_tool(agent: type[Think], **options: Unpack[AgentToolOptions]) -> Agent
     conversation of the calling one (by default one per parent conversation and tool, which
     remembers earlier delegations; `fresh=True` gives each call a child of its own). `timeout`
     bounds how long the parent waits for the child's turn (seconds), after which the child is
-    cancelled and the parent's model gets a tool error."""
+    cancelled and the parent's model gets a tool error. `needs_approval` asks a person before
+    each call starts a child (`approval_timeout`: denied when nobody decides in time), as for
+    any tool."""
     return AgentTool(agent, **options)
 
 

@@ -76,6 +76,11 @@ class Think(ConversationMethods):
     """How deep a chain of agent-tool delegations may go below a top-level turn: a turn of
     this agent that is itself this deep gets a tool error instead of another child (an agent
     that can delegate to itself stops here)."""
+    max_concurrent_agent_tools: ClassVar[int | None] = None
+    """How many agent-tool calls of one model step (the calls that run at once in a turn)
+    may start a child: the first this many, in the order the model made them; each call past
+    them is a tool error naming this cap, and no child runs for it (Think's
+    `maxConcurrentAgentTools`, which fails fast rather than queue). None: no cap."""
     max_steps: ClassVar[int] = 10
     model_settings: ClassVar[ModelSettings] = ModelSettings()
     """How the model is called by default (`temperature`, `max_output_tokens`,
@@ -174,6 +179,12 @@ class Think(ConversationMethods):
             raise UserError(
                 f"{cls.__name__}.max_delegation_depth={depth!r} must be a whole number of "
                 "levels, 0 or more (0: its agent tools are refused)"
+            )
+        cap = cls.max_concurrent_agent_tools
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+            raise UserError(
+                f"{cls.__name__}.max_concurrent_agent_tools={cap!r} must be a whole number of "
+                "calls, 1 or more, or None for no cap"
             )
         if cls.fetch_tools is not None and not isinstance(cls.fetch_tools, FetchTools):
             raise UserError(

@@ -32,6 +32,7 @@ from think.tools._mcp import (
 from think.tools._mcp_pool import pool
 from think.tools._search_history import search_history
 from think.tools._tool import (
+    ApprovalPolicy,
     Tool,
     ToolCallIdentity,
     ToolContext,
@@ -47,6 +48,7 @@ __all__ = [
     "MODEL_HEADERS",
     "WORKSPACE_TOOLS",
     "AddressRefused",
+    "ApprovalPolicy",
     "Connector",
     "DisallowedURL",
     "FetchTarget",

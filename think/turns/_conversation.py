@@ -29,8 +29,10 @@ from think.agent import (
     answer_text,
     child_conversation_id,
     client_tool_spec,
+    delegation_failure,
     input_json,
     messages_of,
+    typed_output,
 )
 from think.exceptions import UserError
 from think.storage import (
@@ -260,7 +262,9 @@ class ConversationHandle(ConversationState, TurnAPI):
         """Delegate `input` to `agent` from code, as the parent's agent tool `name` (default:
         the agent's name) would from the model: a turn of the same retained child
         conversation, waited for (Think's `runAgentTool`). Returns what the tool would have
-        recorded, with `error` set when the child's turn failed or was cancelled. Pass an
+        recorded, with `error` set when the child's turn has no answer (it failed, was
+        cancelled or interrupted, or was skipped), and `structured` the child's typed output
+        (an instance of its output class) when its turn had an output type. Pass an
         `idempotency_key` (from a tool, its `ctx.idempotency_key`) so that a retried caller
         re-attaches to the child's turn instead of starting another."""
         child = self.sub_agent(agent, name or agent.name)
@@ -268,13 +272,24 @@ class ConversationHandle(ConversationState, TurnAPI):
             input, idempotency_key=idempotency_key, wait_timeout=wait_timeout
         )
         message = result.message.model_dump(mode="json") if result.message else None
+        structured: Any = None
+        if result.output is not None:
+            # The class the child's turn named, by the import path kept with the turn.
+            record = await child._turn(result.turn_id)
+            structured = typed_output(record.config if record else None, result.output)
+        failure = None
+        if result.status != "completed" and not result.answered_by:
+            failure = delegation_failure(
+                agent.name, result.status, result.error, result.turn_id, child.conversation_id
+            )
         return AgentToolResult(
             agent=agent.name,
             conversation_id=child.conversation_id,
             turn_id=result.turn_id,
             status=result.status,
             text=answer_text(message),
-            error=result.error if result.status != "completed" else None,
+            structured=structured,
+            error=failure or (result.error if result.status != "completed" else None),
         )
 
     async def _caller_cancelled(self, turn_id: str) -> None:

@@ -187,6 +187,9 @@ class AgentToolInput(StepToolCall):
 
     child_turn_id: str | None = None
     """For `agent_tool_finish`: the child turn `agent_tool_start` answered."""
+    decision: ToolDecision | None = None
+    """For `agent_tool_start` of a call that asked for approval: the person's decision (a
+    denial settles the call, and no child is started)."""
 
 
 class AgentToolStarted(BaseModel):

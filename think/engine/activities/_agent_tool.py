@@ -5,8 +5,11 @@ worker slot: `agent_tool_start` admits the child's turn (idempotency key: the pa
 tool call, so a parent retried after a crash re-attaches to the same child turn), the parent's
 workflow then waits for the child's `child_turn_ended` Signal (checking Postgres now and then
 in case none comes, say the child was cancelled before it ever started), and
-`agent_tool_finish` records the child's answer as the call's result. `cancel_child_turns`
-bridges a parent's cancel (or failure) to its children.
+`agent_tool_finish` records the child's answer as the call's result (its typed output as
+`structured`; a child with no answer, skipped included, as a tool error). `cancel_child_turns`
+bridges a parent's cancel (or failure) to its children. Before it admits anything,
+`agent_tool_start` records a person's decision on a call that asked for one (a denial starts
+nothing) and refuses a call past the agent's `max_concurrent_agent_tools` (`over_cap`).
 
 While the child runs, its model steps show their progress in the parent's stream: the AI
 SDK's preliminary tool output (`tool-output-available` with `preliminary: true`), the child's
@@ -26,7 +29,15 @@ from typing import Any, Literal
 from temporalio import activity
 
 from think._messages import UIMessage
-from think._protocol import ToolCallPart, UIMessageChunk, is_settled
+from think._protocol import (
+    ToolCallPart,
+    UIMessageChunk,
+    is_settled,
+    is_static_tool_part,
+    parts_of,
+    split_steps,
+    tool_name,
+)
 from think.agent import (
     AgentTool,
     AgentToolResult,
@@ -36,6 +47,7 @@ from think.agent import (
     ToolCallResultContext,
     answer_text,
     child_conversation_id,
+    delegation_failure,
 )
 from think.engine.activities import _observe as observe
 from think.engine.activities._assembly import turn_tools
@@ -52,7 +64,7 @@ from think.storage import (
     gives_up,
 )
 from think.streaming import MessageBuilder, StaleAttempt, TurnEnded, append
-from think.tools import maybe_await, tool_output_json
+from think.tools import Tool, maybe_await, tool_output_json
 from think.turns import admit_submission, cancel_turn
 from think.workflows.inputs import (
     AgentToolFinished,
@@ -74,14 +86,18 @@ carries the child's whole answer so far (the AI SDK replaces a preliminary outpu
 next), so a long answer is not re-sent with every token."""
 
 
-def child_result(child: TurnRecord, text: str | None = None) -> dict[str, Any]:
-    """What the parent's tool part holds and its model reads: the child turn as an object."""
+def child_result(
+    child: TurnRecord, text: str | None = None, structured: Any = None
+) -> dict[str, Any]:
+    """What the parent's tool part holds and its model reads: the child turn as an object,
+    with its validated structured output (JSON) when it had an output type."""
     return AgentToolResult(
         agent=child.agent,
         conversation_id=child.conversation_id,
         turn_id=child.id,
         status=child.status,
         text=answer_text(child.message) if text is None else text,
+        structured=structured,
     ).output()
 
 
@@ -160,9 +176,18 @@ class AgentToolCalls:
         if is_settled(part) or turn.terminal:
             return AgentToolStarted()
         agent = self.res.bound_agent(turn)
-        tool = turn_tools(agent, turn).get(inp.tool_name)
+        tools = turn_tools(agent, turn)
+        tool = tools.get(inp.tool_name)
         if not isinstance(tool, AgentTool):
             return await self._settle(agent, turn, inp, error=f"no agent tool {inp.tool_name!r}")
+        approved = await self.tool_calls.approved(
+            agent, turn, part, inp.tool_name, inp.tool_call_id, inp.decision
+        )
+        if not approved:
+            return AgentToolStarted()  # denied: the model reads the denial
+        over = over_cap(agent, turn, tools, inp.tool_call_id)
+        if over is not None:
+            return await self._settle(agent, turn, inp, error=over)
         call = _call_context(turn, inp, part)
         try:
             arguments = tool.validate(call.input)
@@ -266,19 +291,22 @@ class AgentToolCalls:
                 await self._cancel(child, reason)
             return AgentToolFinished(settled=False)
         text: str | None = None
+        answering = child
         if child.status == "skipped" and child.answered_by:
             # Merged into a later turn of the child: that one's answer is this call's too.
-            answering = await self.res.store.get_turn(child.answered_by)
-            text = answer_text(answering.message) if answering is not None else ""
-        if child.status in ("error", "aborted"):
-            what = "failed" if child.status == "error" else "was cancelled"
-            error = (
-                f"agent {child.agent!r} {what}: {child.error or child.status} (turn {child.id} "
-                f"in conversation {child.conversation_id})"
+            found = await self.res.store.get_turn(child.answered_by)
+            text = answer_text(found.message) if found is not None else ""
+            answering = found or child
+        failure = None
+        if answering is child:
+            failure = delegation_failure(
+                child.agent, child.status, child.error, child.id, child.conversation_id
             )
-            await self._settle(agent, turn, inp, error=error)
+        if failure is not None:
+            await self._settle(agent, turn, inp, error=failure)
         else:
-            await self._settle(agent, turn, inp, output=child_result(child, text))
+            output = child_result(child, text, answering.output)
+            await self._settle(agent, turn, inp, output=output)
         return AgentToolFinished(settled=True)
 
     @activity.defn(name=CANCEL_CHILDREN_ACTIVITY)
@@ -364,6 +392,37 @@ class AgentToolCalls:
         }
         await observe.tool_called(turn, inp.tool_name, inp.tool_call_id, outcomes[how], 0.0, error)
         return AgentToolStarted()
+
+
+def over_cap(
+    agent: Think, turn: TurnRecord, tools: dict[str, Tool], tool_call_id: str
+) -> str | None:
+    """The tool error of an agent-tool call past `max_concurrent_agent_tools`, or None.
+
+    The calls that run at once in a turn are one model step's (the next step waits for them
+    all), so the cap counts the step's agent-tool calls in the order the model made them, as
+    the stored message has them: a retried start decides the same way, and no count is kept
+    anywhere that a crash could lose."""
+    cap = agent.max_concurrent_agent_tools
+    if cap is None:
+        return None
+    for step in split_steps(parts_of(turn.message)):
+        calls = [
+            str(p.get("toolCallId"))
+            for p in step
+            if is_static_tool_part(p) and isinstance(tools.get(tool_name(p)), AgentTool)
+        ]
+        if tool_call_id in calls:
+            position = calls.index(tool_call_id) + 1
+            if position <= cap:
+                return None
+            return (
+                f"max_concurrent_agent_tools ({cap}) exceeded: this is agent-tool call "
+                f"{position} of {len(calls)} made at once, and {type(agent).__name__} runs at "
+                f"most {cap} at a time; no agent was started for it. Call it again once the "
+                "others have answered"
+            )
+    return None
 
 
 def _call_context(

@@ -87,26 +87,9 @@ class ToolCalls:
                 }
             )
             return await self.record(agent, turn.id, inp.tool_call_id, [chunk])
-        if inp.decision is not None:
-            decision = await self._standing_decision(turn.id, inp.decision)
-            await self._decide(agent, turn.id, inp.tool_call_id, decision)
-            await observe.approval_decided(
-                turn,
-                decision.approval_id,
-                inp.tool_name,
-                decision.approved,
-                decision.reason,
-                decision.by,
-                decision.principal,
-            )
-            if not decision.approved:
-                await observe.tool_called(turn, inp.tool_name, inp.tool_call_id, "denied")
-                return ToolCallResult(ok=False)
-        elif part.get("approval"):
-            # Never run an approval-gated call without a decision.
-            raise ApplicationError(
-                f"tool call {inp.tool_call_id!r} waits for approval", non_retryable=True
-            )
+        name, call_id = inp.tool_name, inp.tool_call_id
+        if not await self.approved(agent, turn, part, name, call_id, inp.decision):
+            return ToolCallResult(ok=False)
         context = ToolContext(
             **tool_call_ids(turn, inp.tool_call_id, inp.tool_name),
             attempt=activity.info().attempt,
@@ -120,6 +103,39 @@ class ToolCalls:
             turn, inp.tool_name, inp.tool_call_id, outcome, ran.duration_ms, ran.error
         )
         return recorded
+
+    async def approved(
+        self,
+        agent: Think,
+        turn: TurnRecord,
+        part: ToolCallPart,
+        tool_name: str,
+        tool_call_id: str,
+        decision: ToolDecision | None,
+    ) -> bool:
+        """Record the decision on an approval-gated call (a denial settles it, for the model
+        to read) and say whether the call may run. A call that asked for approval never runs
+        without one; a call that did not ask runs (`decision` is None)."""
+        if decision is None:
+            if part.get("approval"):
+                raise ApplicationError(
+                    f"tool call {tool_call_id!r} waits for approval", non_retryable=True
+                )
+            return True
+        decision = await self._standing_decision(turn.id, decision)
+        await self._decide(agent, turn.id, tool_call_id, decision)
+        await observe.approval_decided(
+            turn,
+            decision.approval_id,
+            tool_name,
+            decision.approved,
+            decision.reason,
+            decision.by,
+            decision.principal,
+        )
+        if not decision.approved:
+            await observe.tool_called(turn, tool_name, tool_call_id, "denied")
+        return decision.approved
 
     async def _standing_decision(self, turn_id: str, decision: ToolDecision) -> ToolDecision:
         """The decision recorded first for the request (`think.storage._answers`)."""

@@ -90,10 +90,9 @@ async def plan_calls(
             planned.append(call.model_copy(update={"kind": "client", "preview": shown}))
             continue
         run = tool_run(tool.policy if tool else None)
-        if isinstance(tool, AgentTool):
-            # A sub-agent's turn, which the workflow waits for without an activity.
-            planned.append(call.model_copy(update={"kind": "agent", "preview": shown, "run": run}))
-            continue
+        # An agent tool's call is a sub-agent's turn, which the workflow waits for without an
+        # activity; like any call, it may first wait for a person (the same approval id).
+        kind = "agent" if isinstance(tool, AgentTool) else "server"
         if tool is not None and await _needs_approval(agent, turn, tool, call, arguments):
             approval_id = new_id("approval")
             chunks.append(
@@ -103,10 +102,10 @@ async def plan_calls(
                     "toolCallId": call.tool_call_id,
                 }
             )
-            update = {"kind": "approval", "approval_id": approval_id}
+            update = {"kind": "approval" if kind == "server" else kind, "approval_id": approval_id}
             planned.append(call.model_copy(update={**update, "preview": shown, "run": run}))
             continue
-        planned.append(call.model_copy(update={"preview": shown, "run": run}))
+        planned.append(call.model_copy(update={"kind": kind, "preview": shown, "run": run}))
     return planned, chunks
 
 
@@ -153,7 +152,8 @@ def recorded_calls(
         )
         approval = part.get("approval") or {}
         if isinstance(tool, AgentTool):
-            call = call.model_copy(update={"kind": "agent"})
+            update = {"kind": "agent", "approval_id": approval.get("id") or None}
+            call = call.model_copy(update=update)
         elif approval.get("id"):
             call = call.model_copy(update={"kind": "approval", "approval_id": approval["id"]})
         elif name in clients and tool is None:

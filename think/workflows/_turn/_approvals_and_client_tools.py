@@ -124,7 +124,7 @@ class TurnAnswers(TurnProgress):
     def _expect(self, calls: Sequence[ToolCallRef]) -> None:
         """The calls a model step announced: those that wait for a decision are asked now."""
         for call in calls:
-            if call.kind == "approval" and call.approval_id:
+            if call.kind in ("approval", "agent") and call.approval_id:
                 self._approvals.calls[call.approval_id] = call
             elif call.kind == "client":
                 self._client_tools.calls[call.tool_call_id] = call

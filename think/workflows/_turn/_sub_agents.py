@@ -17,6 +17,7 @@ with workflow.unsafe.imports_passed_through():
         CancelChildrenInput,
         ChildTurnEnded,
         ToolCallRef,
+        ToolDecision,
         TurnInput,
     )
     from think.workflows.names import (
@@ -42,11 +43,18 @@ class SubAgentCalls:
         self._waiting: dict[str, str] = {}
         """What each of them waits for, for the Temporal UI's current details."""
 
-    async def _delegate(self, turn_id: str, step: int, call: ToolCallRef) -> None:
+    async def _delegate(
+        self, turn_id: str, step: int, call: ToolCallRef, decision: ToolDecision | None = None
+    ) -> None:
         """An agent tool's call: admit the sub-agent's turn, wait for it holding no activity
-        (its `child_turn_ended` Signal, or a look in Postgres now and then), record its answer."""
+        (its `child_turn_ended` Signal, or a look in Postgres now and then), record its answer.
+        `decision`: a person's, for a call that asked for approval (a denial starts nothing)."""
         inp = AgentToolInput(
-            turn_id=turn_id, step=step, tool_call_id=call.tool_call_id, tool_name=call.tool_name
+            turn_id=turn_id,
+            step=step,
+            tool_call_id=call.tool_call_id,
+            tool_name=call.tool_name,
+            decision=decision,
         )
         started = await database_step(
             AGENT_TOOL_START_ACTIVITY,
@@ -63,7 +71,7 @@ class SubAgentCalls:
             f"(conversation {started.child_conversation_id})"
         )
         workflow.set_current_details(f"step {step + 1}: " + "; ".join(self._waiting.values()))
-        finish = inp.model_copy(update={"child_turn_id": child})
+        finish = inp.model_copy(update={"child_turn_id": child, "decision": None})
         while True:
             with contextlib.suppress(TimeoutError):
                 await workflow.wait_condition(

@@ -124,7 +124,10 @@ class TurnWorkflow(TurnAnswers, SubAgentCalls):
     async def _settle(self, turn_id: str, step: int, call: ToolCallRef) -> None:
         """Run one call to its recorded outcome, pausing first for a person or the client."""
         if call.kind == "agent":
-            await self._delegate(turn_id, step, call)
+            # An agent tool that asked for approval waits for it like any tool, then starts
+            # its child (or records the denial) with the decision.
+            approval = await self._decision(call, call.approval_id) if call.approval_id else None
+            await self._delegate(turn_id, step, call, approval)
             self._show_progress(step, "")
             return
         decision: ToolDecision | None = None
