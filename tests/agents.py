@@ -203,6 +203,52 @@ class GiveUp(Staller):
         return ChatRecoveryOptions.model_validate({"continue": False})
 
 
+def _recovery_log(turn_id: str, hook: str, ctx: ChatRecoveryContext) -> None:
+    """One JSON line per recovery hook call, under THINK_HOME, per turn: what the recovery
+    tests read back (the hooks run in a worker process, the replacement one after a crash)."""
+    path = Path(os.environ["THINK_HOME"]) / f"recovery-{turn_id}.jsonl"
+    with path.open("a") as log:
+        log.write(json.dumps({"hook": hook, **ctx.model_dump(mode="json")}) + "\n")
+
+
+class Salvager(Helper):
+    """Recovery driven by the submission's `body`: `stash` is stashed as the turn begins, and
+    `on_chat_recovery` answers with what the stashed value's `answer` says (a dict such as
+    `{"persist": False}`, None for the defaults, "raise" to fail); `stall` sets the stall
+    watchdog for the turn. Both recovery hooks log what they were shown (`_recovery_log`). One
+    recovery in a row may find the turn no further on; model failures may be four a step."""
+
+    name = "salvager"
+    chat_recovery = ChatRecovery(
+        max_attempts=4, terminal_message="Interrupted, sorry.", max_no_progress=1
+    )
+
+    async def before_turn(self, ctx: TurnContext) -> TurnConfig | None:
+        if "stash" in ctx.body:
+            await self.stash(ctx.body["stash"])
+        if "stall" in ctx.body:
+            return TurnConfig(chat_stream_stall_timeout=ctx.body["stall"])
+        return None
+
+    async def on_chat_recovery(self, ctx: ChatRecoveryContext) -> dict[str, bool] | None:
+        _recovery_log(ctx.turn_id, "on_chat_recovery", ctx)
+        answer = ctx.data.get("answer") if isinstance(ctx.data, dict) else None
+        if answer == "raise":
+            raise RuntimeError("the recovery hook broke")
+        return answer if isinstance(answer, dict) else None
+
+    def on_exhausted(self, ctx: ChatRecoveryContext) -> None:
+        _recovery_log(ctx.turn_id, "on_exhausted", ctx)
+
+
+def recovery_calls(home: str, turn_id: str) -> list[dict[str, Any]]:
+    """What `Salvager`'s recovery hooks logged for the turn, in order."""
+    path = Path(home) / f"recovery-{turn_id}.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
 class Routed(Tuned):
     """Routes every model through `get_gateway` (async): to the `plain` endpoint, with a header
     naming the tenant, metadata saying the step and the trigger, and a timeout; a model id

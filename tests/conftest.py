@@ -89,7 +89,7 @@ def stack(
             "tests.agents:McpUser,tests.agents:McpImpatient,tests.agents:McpHidden,"
             "tests.agents:Workspaced,tests.agents:Skilled,tests.agents:Fetcher,"
             "tests.agents:Hostile,tests.agents:Tuned,tests.agents:Routed,tests.agents:Switchable,"
-            "tests.agents:Streamer,tests.agents:Eraser,"
+            "tests.agents:Streamer,tests.agents:Eraser,tests.agents:Salvager,"
             "tests.sub_agent_agents:Dispatcher,"
             "examples.assistant:Assistant"
         ),

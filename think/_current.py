@@ -16,10 +16,11 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pydantic_core import to_jsonable_python
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
 from think.exceptions import UserError
-from think.storage import TurnRecord
+from think.storage import TurnRecord, stash_recovery_data
 
 if TYPE_CHECKING:
     from think.turns import ConversationHandle, ThinkService
@@ -60,6 +61,20 @@ async def current_conversation() -> ConversationHandle:
         )
     turn = await binding.turn()
     return binding.service.conversation(turn.agent, turn.conversation_id, tenant=turn.tenant)
+
+
+async def stash_value(value: Any) -> None:
+    """`Think.stash`: keep `value` as the bound turn's recovery data (one `UPDATE` of its
+    row, nothing else), for `on_chat_recovery`'s `ctx.data`. A turn that has ended keeps
+    none: nothing will recover it."""
+    binding = BOUND.get()
+    if binding is None:
+        raise UserError(
+            "stash() works only inside a turn, in a hook or tool on a worker: it keeps a value "
+            "for that turn's on_chat_recovery"
+        )
+    async with binding.service.store.db.connection() as conn:
+        await stash_recovery_data(conn, binding.turn_id, to_jsonable_python(value))
 
 
 class BindTurns(Interceptor):

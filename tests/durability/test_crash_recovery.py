@@ -14,8 +14,10 @@ import httpx
 import pytest
 
 from tests._ai_sdk import NODE_DIR, reconstruct
-from tests._sse import chunks, deltas, parse, read_stream, read_until, until_terminal
+from tests._sse import chunks, deltas, finished, parse, read_stream, read_until, until_terminal
 from tests._stack import Stack, own_stack
+from tests._waits import eventually, now
+from tests.agents import recovery_calls
 from think._messages import UIMessage
 from think._settings import Settings
 from think.storage import Store, TurnRequest, open_database
@@ -46,11 +48,26 @@ def crash_stack(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Itera
         yield own
 
 
-async def test_sigkill_mid_stream_resumes_on_another_worker(
+def _kept_then_continued(answer: dict[str, Any], rest: str) -> str:
+    """The parts of an answer whose lost step was kept and continued in a new step: the
+    partial (a prefix of the lost step's words, closed) then `rest`; returns the partial."""
+    parts = answer["parts"]
+    assert [p["type"] for p in parts] == ["step-start", "text", "step-start", "text"], parts
+    partial = parts[1]["text"]
+    assert partial and "".join(WORDS).startswith(partial), partial
+    assert parts[1]["state"] == "done"
+    assert parts[3] == {"type": "text", "text": rest, "state": "done"}
+    return str(partial)
+
+
+async def test_sigkill_mid_stream_keeps_the_partial_and_continues_on_another_worker(
     crash_stack: Stack, fake_model: FakeOpenAIServer, cid: str
 ) -> None:
+    """Think's default after an eviction: the partial is persisted and the turn continues. The
+    words the dead worker streamed stay (once), a new step carries on from them, and a client
+    following the stream rebuilds the same message: nothing dropped, nothing twice."""
     slow = reply(text(*WORDS), delay=0.05)  # ~2 s of streaming
-    fake_model.script(cid, slow, slow)
+    fake_model.script(cid, slow, text("and the rest."))
     async with httpx.AsyncClient(base_url=crash_stack.api_url, timeout=60) as api:
         base = f"/v1/agents/helper/conversations/{cid}"
         turn = (await api.post(f"{base}/turns", json={"input": "tell me"})).json()
@@ -63,32 +80,173 @@ async def test_sigkill_mid_stream_resumes_on_another_worker(
         assert final["status"] == "completed", final
         stored = (await api.get(f"{base}/messages")).json()["messages"]
         answer = next(m for m in stored if m["id"] == turn["message_id"])
-        assert answer["parts"] == [
+        partial = _kept_then_continued(answer, "and the rest.")
+        # The continuation was asked with the kept words as the assistant's so far.
+        sent = fake_model.requests(cid)[-1]["body"]["messages"]
+        assert sent[-1] == {"role": "assistant", "content": partial}
+
+        body, events = await read_stream(api, turn["stream_url"])
+        got = chunks(events)
+        kinds = [c["type"] for c in got]
+        assert "reset-step" not in kinds and kinds[-1] == "finish"
+        streamed = "".join(c["delta"] for c in got if c["type"] == "text-delta")
+        assert streamed == partial + "and the rest."  # each word once
+        recovering = next(c for c in got if c["type"] == "data-recovering")
+        assert recovering["data"]["kind"] == "crash"
+        assert fake_model.calls(cid) == 2  # the killed attempt and the continuation
+        if (NODE_DIR / "node_modules" / "ai").exists():
+            rebuilt = await reconstruct(body)
+            assert rebuilt["message"] == answer
+
+
+async def test_sigkill_mid_stream_calls_on_chat_recovery_with_crash_the_stash_and_the_partial(
+    crash_stack: Stack, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """`on_chat_recovery` runs for a crash too, on the worker that takes over: `kind="crash"`,
+    the first attempt of its incident, the value `stash()` kept (in `before_turn`, on the dead
+    worker) and the partial the lost attempt streamed, which its default then keeps."""
+    fake_model.script(cid, reply(text(*WORDS), delay=0.05), text("the rest."))
+    async with httpx.AsyncClient(base_url=crash_stack.api_url, timeout=60) as api:
+        base = f"/v1/agents/salvager/conversations/{cid}"
+        stash = {"job": "essay", "page": 3}
+        submitted = {"input": "tell me", "body": {"stash": stash}}
+        turn = (await api.post(f"{base}/turns", json=submitted)).json()
+        await read_until(api, turn["stream_url"], deltas(5))
+        crash_stack.replace_worker()
+        final = await until_terminal(api, turn["status_url"])
+        assert final["status"] == "completed", final
+        partial = _kept_then_continued(final["message"], "the rest.")
+    [call] = recovery_calls(crash_stack.env["THINK_HOME"], final["turn_id"])
+    assert call["hook"] == "on_chat_recovery"
+    assert call["kind"] == "crash" and call["attempt"] == 1 and call["step"] == 0
+    assert call["incident_id"].startswith(final["turn_id"])
+    assert call["data"] == stash
+    assert call["created_at"] is not None and call["failures"] == 0
+    assert call["partial_text"] == partial
+    assert [(p["type"], p["text"]) for p in call["partial"]] == [("text", partial)]
+
+
+async def test_a_crash_recovery_that_does_not_persist_asks_again_from_scratch(
+    crash_stack: Stack, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """`{"persist": False}`: the partial is dropped (`reset-step`) and the step asked again, so
+    the answer holds the retried words once."""
+    slow = reply(text(*WORDS), delay=0.05)
+    fake_model.script(cid, slow, slow)
+    async with httpx.AsyncClient(base_url=crash_stack.api_url, timeout=60) as api:
+        base = f"/v1/agents/salvager/conversations/{cid}"
+        body = {"stash": {"answer": {"persist": False}}}
+        turn = (await api.post(f"{base}/turns", json={"input": "tell me", "body": body})).json()
+        await read_until(api, turn["stream_url"], deltas(5))
+        crash_stack.replace_worker()
+
+        final = await until_terminal(api, turn["status_url"])
+        assert final["status"] == "completed", final
+        assert final["message"]["parts"] == [
             {"type": "step-start"},
             {"type": "text", "text": "".join(WORDS), "state": "done"},
         ]
-
-        body, events = await read_stream(api, turn["stream_url"])
+        body_text, events = await read_stream(api, turn["stream_url"])
         kinds = [c["type"] for c in chunks(events)]
         assert kinds.count("reset-step") == 1
         assert kinds.index("reset-step") > kinds.index("text-delta")
         assert kinds[-1] == "finish"
         assert fake_model.calls(cid) == 2  # the killed attempt and its retry
         if (NODE_DIR / "node_modules" / "ai").exists():
-            rebuilt = await reconstruct(body)
-            assert rebuilt["message"] == answer
+            assert (await reconstruct(body_text))["message"] == final["message"]
+    [call] = recovery_calls(crash_stack.env["THINK_HOME"], final["turn_id"])
+    assert call["kind"] == "crash"
+
+
+async def test_a_crash_recovery_that_does_not_continue_ends_the_turn_with_the_partial(
+    crash_stack: Stack, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """`{"continue": False}`: the turn ends `interrupted` at once, keeping what was streamed;
+    the model is not asked again."""
+    fake_model.script(cid, reply(text(*WORDS), delay=0.05), text("never asked"))
+    async with httpx.AsyncClient(base_url=crash_stack.api_url, timeout=60) as api:
+        base = f"/v1/agents/salvager/conversations/{cid}"
+        body = {"stash": {"answer": {"continue": False}}}
+        turn = (await api.post(f"{base}/turns", json={"input": "tell me", "body": body})).json()
+        await read_until(api, turn["stream_url"], deltas(5))
+        crash_stack.replace_worker()
+        final = await until_terminal(api, turn["status_url"])
+        assert final["status"] == "interrupted", final
+        assert "on_chat_recovery ended the turn" in final["error"]
+        parts = final["message"]["parts"]
+        assert [p["type"] for p in parts] == ["step-start", "text"]
+        assert "".join(WORDS).startswith(parts[1]["text"]) and parts[1]["state"] == "done"
+        assert fake_model.calls(cid) == 1
+        body_text, events = await read_stream(api, turn["stream_url"])
+        assert finished(chunks(events)[-1]) == {"type": "finish", "finishReason": "interrupted"}
+        if (NODE_DIR / "node_modules" / "ai").exists():
+            assert (await reconstruct(body_text))["message"] == final["message"]
+
+
+async def test_a_recovery_hook_that_raises_after_a_crash_ends_the_turn_with_an_error(
+    crash_stack: Stack, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, reply(text(*WORDS), delay=0.05), text("never asked"))
+    async with httpx.AsyncClient(base_url=crash_stack.api_url, timeout=60) as api:
+        base = f"/v1/agents/salvager/conversations/{cid}"
+        body = {"stash": {"answer": "raise"}}
+        turn = (await api.post(f"{base}/turns", json={"input": "tell me", "body": body})).json()
+        await read_until(api, turn["stream_url"], deltas(5))
+        crash_stack.replace_worker()
+        final = await until_terminal(api, turn["status_url"])
+        assert final["status"] == "error", final
+        assert "failed in recovery because of an internal error" in final["error"]
+        assert "broke" not in final["error"]  # the hook's words stay in the worker's log
+        assert final["message"]["parts"][1]["type"] == "text"
+        assert fake_model.calls(cid) == 1
+        _, events = await read_stream(api, turn["stream_url"])
+        assert chunks(events)[-1]["type"] == "error"
+
+
+async def test_crash_recovery_that_makes_no_progress_is_exhausted(
+    crash_stack: Stack, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """A step whose worker dies before its first word, and again: the second recovery finds
+    the turn no further on than the first did (`max_no_progress=1`), so the turn ends
+    `interrupted` with the terminal message, after `on_exhausted`, instead of looping."""
+    fake_model.script(cid, stall(60), stall(60), text("never asked"))
+    async with httpx.AsyncClient(base_url=crash_stack.api_url, timeout=60) as api:
+        base = f"/v1/agents/salvager/conversations/{cid}"
+        turn = (await api.post(f"{base}/turns", json={"input": "tell me"})).json()
+
+        def started(got: list[dict[str, Any]]) -> bool:
+            return any(c["type"] == "start-step" for c in got)
+
+        def recovering(got: list[dict[str, Any]]) -> bool:
+            return any(c["type"] == "data-recovering" for c in got)
+
+        await read_until(api, turn["stream_url"], started)
+        crash_stack.replace_worker()
+        await read_until(api, turn["stream_url"], recovering)  # the second attempt runs
+        await eventually(lambda: now(fake_model.calls(cid) >= 2))  # and has asked the model
+        crash_stack.replace_worker()
+        final = await until_terminal(api, turn["status_url"])
+        assert final["status"] == "interrupted", final
+        assert "no progress in 2 recoveries in a row" in final["error"]
+        assert final["message"]["parts"][-1]["text"] == "Interrupted, sorry."
+        assert fake_model.calls(cid) == 2  # not asked a third time
+    calls = recovery_calls(crash_stack.env["THINK_HOME"], final["turn_id"])
+    assert [c["hook"] for c in calls] == ["on_chat_recovery", "on_exhausted"]
+    assert [c["kind"] for c in calls] == ["crash", "crash"]
+    assert [c["attempt"] for c in calls] == [1, 2]
+    assert calls[0]["incident_id"] == calls[1]["incident_id"]
+    assert calls[0]["partial"] == []
 
 
 async def test_a_step_that_delivered_a_steer_killed_mid_stream_delivers_it_once(
     crash_stack: Stack, fake_model: FakeOpenAIServer, cid: str
 ) -> None:
     """A steering message joins step 2; the worker dies while step 2 streams. The attempt that
-    replaces it delivers the message again in the step the client drops and rebuilds
-    (`reset-step`): the stored answer and the AI SDK's client each hold it once, and the
-    retried request still carries it."""
-    slow = reply(text(*WORDS), delay=0.05)
+    replaces it keeps what step 2 streamed, the steering message with it, and continues in a
+    step 3: the stored answer and the AI SDK's client each hold the message once, and it is
+    not delivered again."""
     first = reply(text(*WORDS[:10]) + tool_call("add", {"a": 1, "b": 1}, id="c1"), delay=0.05)
-    fake_model.script(cid, first, slow, slow)
+    fake_model.script(cid, first, reply(text(*WORDS), delay=0.05), text("done."))
     async with httpx.AsyncClient(base_url=crash_stack.api_url, timeout=60) as api:
         base = f"/v1/agents/helper/conversations/{cid}"
         turn = (await api.post(f"{base}/turns", json={"input": "go"})).json()
@@ -102,26 +260,23 @@ async def test_a_step_that_delivered_a_steer_killed_mid_stream_delivers_it_once(
         assert final["status"] == "completed", final
         steers = [p for p in final["message"]["parts"] if p["type"] == "steering-message"]
         assert [s["parts"] for s in steers] == [[{"type": "text", "text": "be brief"}]]
-        assert final["message"]["parts"][-1]["text"] == "".join(WORDS)
-        assert fake_model.calls(cid) == 3  # step 1, the killed step 2, its retry
-        for call in (1, 2):
-            last = fake_model.requests(cid)[call]["body"]["messages"][-1]
-            assert last == {"role": "user", "content": "be brief"}
+        assert final["message"]["parts"][-1]["text"] == "done."
+        assert fake_model.calls(cid) == 3  # step 1, the killed step 2, its continuation
+        last = fake_model.requests(cid)[1]["body"]["messages"][-1]
+        assert last == {"role": "user", "content": "be brief"}
         body, events = await read_stream(api, turn["stream_url"])
         kinds = [c["type"] for c in chunks(events)]
-        assert kinds.count("reset-step") == 1 and kinds.count("steering-message") == 2
-        assert kinds.index("steering-message") < kinds.index("reset-step")
+        assert "reset-step" not in kinds and kinds.count("steering-message") == 1
         if (NODE_DIR / "node_modules" / "ai").exists():
             assert (await reconstruct(body))["message"] == final["message"]
 
 
-async def test_sigkill_mid_stream_on_anthropic_asks_again_on_another_worker(
+async def test_sigkill_mid_stream_on_anthropic_keeps_the_partial_and_continues(
     crash_stack: Stack, fake_anthropic: FakeAnthropicServer, cid: str
 ) -> None:
     """The same crash on Anthropic's Messages API, which keeps nothing to pick up: the
-    replacing attempt asks again, and the client still ends with one copy of the answer."""
-    slow = reply(text(*WORDS), delay=0.05)
-    fake_anthropic.script(cid, slow, slow)
+    partial is kept and a new step continues from it; the client holds each word once."""
+    fake_anthropic.script(cid, reply(text(*WORDS), delay=0.05), text("and the rest."))
     async with httpx.AsyncClient(base_url=crash_stack.api_url, timeout=60) as api:
         base = f"/v1/agents/switchable/conversations/{cid}"
         body = {"settings": {"model": "claude/claude-sonnet-4-5"}}
@@ -130,11 +285,11 @@ async def test_sigkill_mid_stream_on_anthropic_asks_again_on_another_worker(
         crash_stack.replace_worker()
         final = await until_terminal(api, turn["status_url"])
         assert final["status"] == "completed", final
-        assert final["message"]["parts"][-1]["text"] == "".join(WORDS)
-        assert fake_anthropic.calls(cid) == 2  # the killed attempt and its retry
+        _kept_then_continued(final["message"], "and the rest.")
+        assert fake_anthropic.calls(cid) == 2  # the killed attempt and the continuation
         _, events = await read_stream(api, turn["stream_url"])
         kinds = [c["type"] for c in chunks(events)]
-        assert kinds.count("reset-step") == 1 and kinds[-1] == "finish"
+        assert "reset-step" not in kinds and kinds[-1] == "finish"
 
 
 async def test_sigkill_mid_stream_picks_the_background_response_up_without_asking_again(
@@ -183,14 +338,22 @@ async def test_a_crash_after_a_tool_never_runs_the_tool_again(
         final = await until_terminal(api, turn["status_url"])
         assert final["status"] == "completed", final
         parts = final["message"]["parts"]
-        assert [p["type"] for p in parts] == ["step-start", "tool-record", "step-start", "text"]
+        assert [p["type"] for p in parts] == [
+            "step-start",
+            "tool-record",
+            "step-start",
+            "text",  # what the killed step said, kept
+            "step-start",
+            "text",  # its continuation
+        ]
         assert parts[1]["output"] == f"recorded {cid}"
-        assert parts[3]["text"] == "".join(WORDS)
+        assert parts[3]["text"] and "".join(WORDS).startswith(parts[3]["text"])
+        assert parts[5]["text"] == "".join(WORDS)
     runs = (crash_stack.logs / "tool-runs.log").read_text().splitlines()
     mine = [line for line in runs if line.startswith(f"{cid} ")]
     # The side effect happened once, crash or not, and saw the call's stable key.
     assert mine == [f"{cid} {final['turn_id']}:call_record"]
-    assert fake_model.calls(cid) == 3  # step 1, step 2 killed, step 2 retried
+    assert fake_model.calls(cid) == 3  # step 1, step 2 killed, its continuation
 
 
 async def test_a_streaming_tool_killed_mid_stream_runs_again_and_its_result_is_kept_once(

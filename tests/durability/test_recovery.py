@@ -10,6 +10,8 @@ import pytest
 
 from tests._ai_sdk import NODE_DIR, reconstruct
 from tests._sse import chunks, finished, read_stream
+from tests._stack import Stack
+from tests.agents import recovery_calls
 from think import Think, TurnConfig, UserError
 from think.engine.activities._heartbeat import StreamStalled, within_stall_timeout
 from think.testing import FakeOpenAIServer, error, stall, text
@@ -198,3 +200,89 @@ def test_the_watchdog_is_off_by_default_and_checked() -> None:
 
         class Negative(Think):
             chat_stream_stall_timeout = -1
+
+
+# -- the recovery hooks' kinds, stash, on_exhausted and the no-progress budget ----------------
+
+SALVAGER = "/v1/agents/salvager/conversations"
+
+
+async def test_a_stall_calls_on_chat_recovery_with_the_kind_stall_and_the_stash(
+    api: httpx.AsyncClient, stack: Stack, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, text("half an ") + stall(5), text("whole answer"))
+    body = {"stall": 1, "stash": {"where": "chapter 2"}}
+    submitted = {"input": "q", "mode": "wait", "body": body}
+    turn = (await api.post(f"{SALVAGER}/{cid}/turns", json=submitted)).json()
+    assert turn["status"] == "completed", turn
+    # A stall's default is still to ask again from scratch.
+    assert turn["message"]["parts"][-1]["text"] == "whole answer"
+    [call] = recovery_calls(stack.env["THINK_HOME"], turn["turn_id"])
+    assert call["kind"] == "stall" and call["attempt"] == 1 and call["failures"] == 1
+    assert call["data"] == {"where": "chapter 2"}
+    assert call["partial_text"] == "half an "
+    assert call["incident_id"].startswith(turn["turn_id"])
+
+
+async def test_a_model_error_calls_on_chat_recovery_with_the_kind_model_error(
+    api: httpx.AsyncClient, stack: Stack, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, error(429, "slow down"), text("fine now"))
+    turn = (await api.post(f"{SALVAGER}/{cid}/turns", json={"input": "q", "mode": "wait"})).json()
+    assert turn["status"] == "completed", turn
+    [call] = recovery_calls(stack.env["THINK_HOME"], turn["turn_id"])
+    assert call["kind"] == "model_error" and call["data"] is None and call["partial"] == []
+    assert "slow down" in call["cause"]
+
+
+async def test_on_exhausted_runs_when_the_recovery_budget_is_spent(
+    api: httpx.AsyncClient, stack: Stack, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """Four failures of one step, each getting further than the last (so the no-progress
+    budget never stops it): the fourth spends `max_attempts`, `on_exhausted` runs, and the
+    turn ends `interrupted` with the terminal message."""
+    fake_model.script(
+        cid, *(text("x" * n) + error(500, "the server had an error") for n in range(1, 5))
+    )
+    turn = (await api.post(f"{SALVAGER}/{cid}/turns", json={"input": "q", "mode": "wait"})).json()
+    assert turn["status"] == "interrupted", turn
+    assert "interrupted after 4 attempts" in turn["error"]
+    assert turn["message"]["parts"][-1]["text"] == "Interrupted, sorry."
+    calls = recovery_calls(stack.env["THINK_HOME"], turn["turn_id"])
+    assert [c["hook"] for c in calls] == [*["on_chat_recovery"] * 3, "on_exhausted"]
+    assert calls[-1]["failures"] == 4 and calls[-1]["kind"] == "model_error"
+    assert fake_model.calls(cid) == 4
+
+
+async def test_recoveries_that_make_no_progress_end_the_turn(
+    api: httpx.AsyncClient, stack: Stack, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """The same failure before any word, twice: the second recovery finds the turn no further
+    on (`max_no_progress=1`), so the turn ends although `max_attempts` (4) would allow more."""
+    fake_model.script(cid, error(500, "down"), error(500, "down"), text("never asked"))
+    turn = (await api.post(f"{SALVAGER}/{cid}/turns", json={"input": "q", "mode": "wait"})).json()
+    assert turn["status"] == "interrupted", turn
+    assert "no progress in 2 recoveries in a row" in turn["error"]
+    calls = recovery_calls(stack.env["THINK_HOME"], turn["turn_id"])
+    assert [c["hook"] for c in calls] == ["on_chat_recovery", "on_exhausted"]
+    assert calls[0]["incident_id"] == calls[1]["incident_id"]
+    assert [c["attempt"] for c in calls] == [1, 2]
+    assert fake_model.calls(cid) == 2
+
+
+async def test_a_recovery_hook_that_raises_ends_the_turn_cleanly(
+    api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    fake_model.script(cid, text("half") + error(500, "oops"), text("never asked"))
+    body = {"stash": {"answer": "raise"}}
+    submitted = {"input": "q", "mode": "wait", "body": body}
+    turn = (await api.post(f"{SALVAGER}/{cid}/turns", json=submitted)).json()
+    assert turn["status"] == "error", turn
+    assert "failed in recovery because of an internal error" in turn["error"]
+    assert turn["message"]["parts"][-1]["text"] == "half"  # what was said is kept
+    assert fake_model.calls(cid) == 1
+
+
+async def test_stash_outside_a_turn_says_where_it_works() -> None:
+    with pytest.raises(UserError, match="only inside a turn"):
+        await Think().stash({"x": 1})

@@ -41,6 +41,7 @@ def test_think_exports() -> None:
         "ModelRequest",
         "ModelSettings",
         "Proactive",
+        "RecoveryKind",
         "ScheduledRun",
         "ScheduledTask",
         "Session",

@@ -19,7 +19,12 @@ from think.agent._agent_tool import (
 from think.agent._compactor import compact, model_view
 from think.agent._conversation_methods import bind_config
 from think.agent._gateway_context import GatewayContext, ModelPurpose, TurnTrigger, ask_gateway
-from think.agent._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptions
+from think.agent._recovery import (
+    ChatRecovery,
+    ChatRecoveryContext,
+    ChatRecoveryOptions,
+    RecoveryKind,
+)
 from think.agent._registry import AgentRegistry
 from think.agent._side_models import AskGateway, SideModel, gateway_of, step_usage
 from think.agent._think import Think
@@ -65,6 +70,7 @@ __all__ = [
     "MessagesFunction",
     "ModelPurpose",
     "QueuedBehind",
+    "RecoveryKind",
     "SideModel",
     "StepConfig",
     "StepContext",

@@ -12,6 +12,7 @@ import re
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from think._current import stash_value
 from think._protocol import UIMessageChunk
 from think.agent._conversation_methods import ConversationMethods
 from think.agent._gateway_context import GatewayContext
@@ -302,11 +303,35 @@ class Think(ConversationMethods):
 
     def on_chat_recovery(
         self, ctx: ChatRecoveryContext
-    ) -> ChatRecoveryOptions | Awaitable[ChatRecoveryOptions | None] | None:
-        """Decide how a failed model step recovers (sync or async). `None` means the defaults:
-        retry the step from scratch while `chat_recovery` allows. Runs in the model-step
-        activity, between the failure and the retry."""
+    ) -> (
+        ChatRecoveryOptions
+        | Mapping[str, bool]
+        | Awaitable[ChatRecoveryOptions | Mapping[str, bool] | None]
+        | None
+    ):
+        """Decide how a lost model step recovers (sync or async), for every `ctx.kind`: a
+        model failure, a stall, or a crash (the attempt running the step never finished: its
+        worker died, was evicted or redeployed). Return `ChatRecoveryOptions` or a dict such
+        as `{"continue": False}` or `{"persist": False}`; `None` means the defaults: after a
+        crash keep what the lost attempt streamed and continue from it in a new step, after a
+        model failure or stall ask again from scratch, while `chat_recovery` allows. Runs in
+        the model-step activity that replaces the lost one, before it asks the model. What it
+        raises ends the turn `error` (through `on_chat_error`)."""
         return None
+
+    def on_exhausted(self, ctx: ChatRecoveryContext) -> Awaitable[None] | None:
+        """The recovery budget is spent (`chat_recovery.max_attempts` model failures of a
+        step, or `max_no_progress` recoveries in a row that found the turn no further on):
+        runs once (sync or async), just before the turn ends `interrupted` with
+        `chat_recovery.terminal_message`. What it raises is logged, and the turn still ends."""
+        return None
+
+    async def stash(self, value: Any) -> None:
+        """Keep `value` (anything JSON) for this turn's recovery: `on_chat_recovery` sees the
+        latest value stashed as `ctx.data`, after a crash too (it is stored with the turn, in
+        Postgres). Call it from a hook or tool while the turn runs, say with where a long job
+        got to; each call replaces the last. Raises `UserError` outside a turn."""
+        await stash_value(value)
 
     # -- scheduled tasks (docs/scheduled-tasks.md) ------------------------------------------
 

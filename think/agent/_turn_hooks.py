@@ -244,7 +244,9 @@ class ChatResponseResult(BaseModel):
     usage: dict[str, Any] = Field(default_factory=dict)
 
 
-ChatErrorStage = Literal["before_turn", "before_step", "context", "model", "output", "turn"]
+ChatErrorStage = Literal[
+    "before_turn", "before_step", "context", "model", "output", "recovery", "turn"
+]
 
 
 class ChatErrorContext(BaseModel):

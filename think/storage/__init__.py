@@ -89,6 +89,13 @@ from think.storage._records import (
     TurnStatus,
     chain_leaf,
 )
+from think.storage._recovery_data import (
+    RecoveryNote,
+    note_recovery,
+    progress_of,
+    recovery_data,
+    stash_recovery_data,
+)
 from think.storage._search import MAX_SEARCH_LIMIT, SearchHit, search_messages
 from think.storage._steering import (
     TurnNotSteerable,
@@ -168,6 +175,7 @@ __all__ = [
     "PathCache",
     "PromptState",
     "QueueLock",
+    "RecoveryNote",
     "SearchHit",
     "Siblings",
     "SteeringMessage",
@@ -223,9 +231,11 @@ __all__ = [
     "migrate",
     "migrate_now",
     "non_transient_failure",
+    "note_recovery",
     "open_database",
     "pending_steering",
     "prepare_start",
+    "progress_of",
     "prompt_state",
     "public_turn_id",
     "public_turn_id_or_none",
@@ -236,10 +246,12 @@ __all__ = [
     "read_memory",
     "record_answer",
     "record_model_calls",
+    "recovery_data",
     "search_messages",
     "set_conversation_config",
     "skip_queue",
     "skipped_chunks",
+    "stash_recovery_data",
     "steer_turn",
     "steering_chunk",
     "summaries_on_path",

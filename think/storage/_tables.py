@@ -122,6 +122,8 @@ class TurnRow(Base):
     """Per step fence, where its model's answer can be picked up again (migration 0015)."""
     steering: Mapped[list[Any]] = mapped_column(JSONB, server_default="[]")
     """The messages sent to the turn while it runs, each delivered at a step boundary (0017)."""
+    recovery_data: Mapped[Any | None] = mapped_column(JSONB)
+    """The latest value the turn gave `Think.stash`, for `on_chat_recovery` (0018)."""
     next_seq: Mapped[int] = mapped_column(Integer, server_default="0")
     usage: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default="{}")
     config: Mapped[dict[str, Any] | None] = mapped_column(JSONB)

@@ -273,6 +273,43 @@ async def step_is_open(conn: Conn, turn_id: str) -> bool:
     return row is not None and row["type"] == "start-step"
 
 
+_ABANDONED = """
+    SELECT chunk FROM stream_chunks
+    WHERE turn_id = %(turn)s AND seq > (
+        SELECT COALESCE(max(seq), -1) FROM stream_chunks
+        WHERE turn_id = %(turn)s AND chunk ->> 'type' IN ('start-step', 'reset-step'))
+    ORDER BY seq
+"""
+
+
+async def abandoned_chunks(conn: Conn, turn_id: str) -> list[UIMessageChunk]:
+    """What clients hold of the open step beyond its start: the chunks after the stream's
+    last `start-step` or `reset-step` (an attempt that died mid-step streamed them; a client
+    drops what came before a `reset-step`). Read only when a step recovers from a crash."""
+    rows = await fetch_all(conn, _ABANDONED, {"turn": turn_id})
+    return [r["chunk"] for r in rows]
+
+
+_MARK_FAILED = """
+    UPDATE turns SET fences = jsonb_set(fences, ARRAY[%(mark)s], to_jsonb(%(attempt)s::int))
+    WHERE id = %(turn)s AND (fences ->> %(key)s)::int = %(attempt)s
+"""
+
+
+async def mark_attempt_failed(conn: Conn, turn_id: str, fence: Fence) -> None:
+    """Record that the fenced attempt ended in a failure it raised (`<key>:failed-at`), unless
+    a newer attempt holds the fence: its retry is then no crash's recovery."""
+    await conn.execute(
+        _MARK_FAILED,
+        {
+            "mark": f"{fence.key}:failed-at",
+            "turn": turn_id,
+            "key": fence.key,
+            "attempt": fence.attempt,
+        },
+    )
+
+
 async def count_failure(conn: Conn, turn_id: str, fence: Fence) -> int:
     """Record one more model failure of the fenced step; returns how many it has had."""
     row = await fetch_one(conn, _BUMP_FENCE, {"key": f"{fence.key}:failures", "turn": turn_id})

@@ -50,6 +50,14 @@ class MessageBuilder:
     def parts(self) -> list[UIMessagePart]:
         return self.message["parts"]
 
+    def open_text_ids(self) -> list[str]:
+        """The ids of text parts started and not ended (a stream cut off mid-part)."""
+        return list(self._text)
+
+    def open_reasoning_ids(self) -> list[str]:
+        """The ids of reasoning parts started and not ended."""
+        return list(self._reasoning)
+
     def tool_part(self, tool_call_id: str) -> ToolCallPart | None:
         return tool_part(self.parts, tool_call_id)
 

@@ -27,7 +27,7 @@ from think.engine.activities._step_stream import StepStream
 from think.exceptions import MODEL_RETRY, ModelError
 from think.sessions import session_for
 from think.storage import Compaction, TurnRecord, bounded_failures, is_transient, turn_compactions
-from think.streaming import Fence, append
+from think.streaming import Fence, append, mark_attempt_failed
 from think.tools import maybe_await
 from think.workflows.inputs import TurnInput
 from think.workflows.names import COMPACT_ACTIVITY
@@ -172,6 +172,8 @@ class Compactions:
         }
         async with self.res.store.db.transaction() as conn:
             await append(conn, turn.id, [*rest, compacted], fence)
+            # A failure, not a crash: the retry asks again rather than keep this partial.
+            await mark_attempt_failed(conn, turn.id, fence)
         log.warning("turn %s: context overflow; compacted, retrying step %d", turn.id, step.step)
         # The next attempt reads the compacted history; its `reset-step` drops this partial.
         raise ApplicationError(

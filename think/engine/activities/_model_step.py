@@ -29,6 +29,7 @@ from temporalio.exceptions import ApplicationError
 from think import metrics
 from think._messages import UIMessage
 from think.agent import StoredTurnConfig, Think, step_usage
+from think.engine.activities import _crash_recovery as crash
 from think.engine.activities import _observe as observe
 from think.engine.activities._agent_tool import ParentProgress
 from think.engine.activities._assembly import (
@@ -142,6 +143,9 @@ class StepAttempt:
             if isinstance(loaded, ModelStepResult):
                 return loaded
             return await self._call_model(loaded)
+        except asyncio.CancelledError as exc:
+            crash.mark_failed_here(self.inp.turn_id, self.fence, exc)
+            raise
         except StaleAttempt as exc:
             # A newer attempt took the step's fence (this one's worker was presumed dead):
             # stand down without retrying; the workflow drops this attempt's outcome.
@@ -155,6 +159,7 @@ class StepAttempt:
             # Not transient, and tried `NON_TRANSIENT_ATTEMPTS` times: what `stream` could not
             # settle with the partial answer kept (a failure before it, or in storing it).
             if not gives_up(exc):
+                await crash.mark_failed(self.res, self.inp.turn_id, self.fence, exc)
                 raise
             return await self.outcomes.give_up(self.inp.turn_id, self.inp.step, exc, self.fence)
         finally:
@@ -281,11 +286,12 @@ class StepAttempt:
         # A retry begins a fallback chain at the model after the one that failed last.
         self.chain_start = turn.fences.get(f"{fence.key}:failures", 0)
         interrupted = fence.attempt > 1 and await step_is_open(conn, turn.id)
+        crashed = interrupted and crash.lost_to_crash(turn, fence)  # not failed: cut off
         transcript = await self._transcript(conn, turn, agent)
         # An abandoned attempt's answer the provider kept running (background mode): this
         # attempt picks it up instead of asking again.
         resume = turn.checkpoints.get(fence.key) if interrupted else None
-        return LoadedStep(turn, agent, fence, interrupted, transcript, resume)
+        return LoadedStep(turn, agent, fence, interrupted, transcript, resume, crashed)
 
     async def _transcript(self, conn: Conn, turn: TurnRecord, agent: Think) -> list[UIMessage]:
         return await self.res.paths.path(
@@ -422,14 +428,19 @@ class StepAttempt:
         self, loaded: LoadedStep, prepared: PreparedStep | None = None
     ) -> ModelStepResult:
         agent, turn, fence = loaded.agent, loaded.turn, loaded.fence
+        if loaded.crashed:
+            recovered = await crash.recover_crash(
+                self.res, self.outcomes, loaded, self.inp.step, self.assemble
+            )
+            if recovered is not None:
+                return recovered
         if prepared is None:
             try:
                 prepared = await self._prepare(turn, agent, loaded.transcript, resume=loaded.resume)
             except HookFailed as exc:
                 return await self.outcomes.fail(agent, turn, exc.stage, exc.cause, fence)
         builder, setup, answer_tool = prepared.builder, prepared.setup, prepared.answer_tool
-        if self.inp.step == 0 and fence.attempt == 1:
-            await observe.started(turn, setup.model.name)
+        await observe.started(turn, setup.model.name, self.inp.step, fence.attempt)
         # A sub-agent's turn shows its progress in the parent's stream as it goes.
         progress = ParentProgress(turn, builder) if turn.request.delegated_by else None
         writer = ChunkWriter(

@@ -63,6 +63,9 @@ class LoadedStep:
     transcript: list[UIMessage]
     resume: dict[str, Any] | None = None
     """The checkpoint an abandoned attempt of this step recorded (`set_checkpoint`)."""
+    crashed: bool = False
+    """`interrupted`, by an attempt that never finished (not a model failure it recovered
+    from): `recover_crash` settles what it streamed before the model is asked again."""
 
 
 @dataclass
@@ -275,7 +278,7 @@ async def stream_answer(
             )
         if not exc.retryable:
             return await outcomes.fail(agent, turn, "model", exc, fence, step)
-        return await outcomes.recover(agent, turn, step, fence, exc)
+        return await outcomes.recover(agent, turn, step, fence, exc, setup)
     except Exception as exc:
         # Neither the model's failure nor a cancel: an adapter that cannot read what the
         # server streamed (a pydantic `ValidationError`), a write Postgres refuses. Retried

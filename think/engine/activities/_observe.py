@@ -81,7 +81,10 @@ async def budget_exhausted(turn: TurnRecord, which: Which, used: float, limit: f
 
 
 @_safe
-async def started(turn: TurnRecord, model: str) -> None:
+async def started(turn: TurnRecord, model: str, step: int, attempt: int) -> None:
+    """The turn began to run: said once, by the first attempt of its first step."""
+    if step != 0 or attempt != 1:
+        return
     waited = datetime.now(UTC) - turn.created_at
     queued_ms = max(0, int(waited.total_seconds() * 1000))
     await events.emit(events.ChatTurnStarted(**turn_ids(turn), model=model, queued_ms=queued_ms))

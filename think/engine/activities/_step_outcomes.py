@@ -17,22 +17,32 @@ from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 from think._protocol import DataChunk, UIMessageChunk, UIMessageJSON
 from think.agent import (
     ChatErrorStage,
-    ChatRecoveryContext,
     ChatRecoveryOptions,
+    RecoveryKind,
     StepFinishContext,
+    StoredTurnConfig,
     Think,
+    stored_or,
 )
 from think.engine.activities import _observe as observe
-from think.engine.activities._assembly import overrides, previous_steps
+from think.engine.activities._assembly import StepSetup, overrides, previous_steps
 from think.engine.activities._errors import chat_error_text
+from think.engine.activities._heartbeat import StreamStalled
 from think.engine.activities._ids import turn_ids
+from think.engine.activities._recovery import (
+    RecoveryHookFailed,
+    ask_recovery,
+    no_progress,
+    recovery_context,
+    tell_exhausted,
+)
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._step_budget import budget_message, elapsed
 from think.engine.activities._step_stream import StepStream
 from think.engine.activities._turn_state import end_turn, keep_partial
 from think.exceptions import MODEL_RETRY, ModelError
 from think.models import ChatErrorClass
-from think.storage import TurnRecord, non_transient_failure
+from think.storage import TurnRecord, non_transient_failure, note_recovery, progress_of
 from think.streaming import (
     ChunkWriter,
     Fence,
@@ -139,9 +149,9 @@ class StepOutcomes:
         text = await chat_error_text(
             agent, turn, stage, exc, partial, classification=classification
         )
-        return await self._end_error(agent, turn, message, chunks, text, fence)
+        return await self.end_error(agent, turn, message, chunks, text, fence)
 
-    async def _end_error(
+    async def end_error(
         self,
         agent: Think,
         turn: TurnRecord,
@@ -201,7 +211,7 @@ class StepOutcomes:
                 builder.apply({"type": "start-step"})  # clients keep the step's `step-start`
         message = builder.message
         text = await chat_error_text(agent, turn, "model", exc, bool(message["parts"]))
-        return await self._end_error(agent, turn, message, chunks, text, fence)
+        return await self.end_error(agent, turn, message, chunks, text, fence)
 
     async def recover(
         self,
@@ -210,26 +220,57 @@ class StepOutcomes:
         step: StepStream,
         fence: Fence,
         exc: ModelError,
+        setup: StepSetup | None = None,
     ) -> ModelStepResult:
         """A retryable failure (an error, a dropped or stalled stream): retry the step while the
-        agent's `chat_recovery` budget lasts and `on_chat_recovery` agrees, then end the turn
-        as `interrupted`."""
+        agent's `chat_recovery` budgets last and `on_chat_recovery` agrees, then end the turn
+        as `interrupted` (after `on_exhausted`)."""
         rest = await step.writer.drain()
         budget = agent.chat_recovery.max_attempts
         cause = str(exc)
+        kind: RecoveryKind = "stall" if isinstance(exc, StreamStalled) else "model_error"
         async with self.res.store.db.transaction() as conn:
             # The budget counts the model's failures, not Temporal's attempts: an attempt lost
-            # to a Postgres or Temporal outage says nothing about the model.
+            # to a Postgres or Temporal outage says nothing about the model. The mark tells
+            # the attempt that retries this one that it is no crash's recovery.
             failures = await count_failure(conn, turn.id, fence)
+            note = await note_recovery(
+                conn,
+                turn.id,
+                progress_of(step.builder.parts),
+                mark=f"{fence.key}:failed-at",
+                attempt=fence.attempt,
+            )
+        context = recovery_context(
+            agent,
+            turn,
+            step.step,
+            kind,
+            note,
+            cause=cause,
+            parts=step.builder.parts,
+            failures=failures,
+        )
+        exhausted = failures >= budget or no_progress(agent, note)
         options = ChatRecoveryOptions()
-        if failures < budget:
-            options = await recovery_options(agent, turn, step, failures, cause)
+        if not exhausted:
+            try:
+                options = await ask_recovery(agent, context)
+            except RecoveryHookFailed as failed:
+                return await self.fail(agent, turn, "recovery", failed, fence, step, rest)
         recovering: DataChunk = {
             "type": "data-recovering",
-            "data": {"attempt": failures + 1, "max_attempts": budget, "cause": cause},
+            "data": {
+                "attempt": failures + 1,
+                "max_attempts": budget,
+                "cause": cause,
+                "kind": kind,
+                "incident_id": context.incident_id,
+            },
             "transient": True,
         }
-        if failures < budget and options.continue_ and options.persist and step.has_output:
+        keep = options.keeps(kind) and step.has_output
+        if not exhausted and options.continue_ and keep:
             # Keep what the model said as a finished step; the next step continues from it.
             kept: list[UIMessageChunk] = [
                 *rest,
@@ -238,6 +279,11 @@ class StepOutcomes:
                 recovering,
             ]
             step.builder.apply({"type": "finish-step"})
+            # The step that made the turn's configuration (`before_turn`'s) stores it, as
+            # `record` would have: the next step does not make it again.
+            config: dict[str, Any] = {}
+            if setup is not None and setup.new_config:
+                config["config"] = None if setup.config is None else setup.config.as_json()
             async with self.res.store.db.transaction() as conn:
                 await append(
                     conn,
@@ -246,12 +292,11 @@ class StepOutcomes:
                     fence,
                     message=step.builder.message,
                     steps_done=step.step + 1,
+                    **config,
                 )
             await observe.recovery(turn, step.step, failures, budget, cause, exhausted=False)
-            return ModelStepResult(
-                max_steps=agent.max_steps, called_tools=True, finish_reason="other"
-            )
-        if failures < budget and options.continue_:
+            return continued(agent, turn)
+        if not exhausted and options.continue_:
             log.warning("turn %s: model failure %d of %d: %s", turn.id, failures, budget, cause)
             async with self.res.store.db.transaction() as conn:
                 await append(conn, turn.id, [*rest, recovering], fence)
@@ -261,11 +306,37 @@ class StepOutcomes:
             raise ApplicationError(
                 cause, type=MODEL_RETRY, category=ApplicationErrorCategory.BENIGN
             ) from exc
-        if not options.continue_:
+        if not exhausted:
             cause = f"on_chat_recovery ended the turn after: {cause}"
-            budget = failures
-        log.warning("turn %s interrupted after %d attempts: %s", turn.id, budget, cause)
-        # Drop the failed step's partial output and answer with the terminal message instead.
+            if keep:
+                ending: list[UIMessageChunk] = [*rest, *step.interrupt(), {"type": "finish-step"}]
+                step.builder.apply({"type": "finish-step"})
+                return await self.end_interrupted(
+                    agent, turn, fence, step.builder.message, ending, cause
+                )
+        elif failures < budget:
+            cause = f"no progress in {note.stuck + 1} recoveries in a row: {cause}"
+        log.warning("turn %s interrupted after %d attempts: %s", turn.id, failures, cause)
+        if exhausted:
+            await tell_exhausted(agent, context)
+        return await self.interrupt_with_notice(
+            agent, turn, fence, rest, step.step, failures, cause, exhausted=exhausted
+        )
+
+    async def interrupt_with_notice(
+        self,
+        agent: Think,
+        turn: TurnRecord,
+        fence: Fence,
+        rest: list[UIMessageChunk],
+        index: int,
+        attempts: int,
+        cause: str,
+        *,
+        exhausted: bool,
+    ) -> ModelStepResult:
+        """End the turn `interrupted`, dropping the lost step's partial output (`reset-step`)
+        and answering with the terminal message in its place."""
         builder = MessageBuilder(turn.message)
         builder.apply({"type": "start-step"})
         notice = agent.chat_recovery.terminal_message
@@ -284,12 +355,39 @@ class StepOutcomes:
             message=builder.message,
             chunks=[*rest, *closing],
             fence=fence,
-            error=f"interrupted after {budget} attempts: {cause}",
+            error=f"interrupted after {attempts} attempts: {cause}",
             finish_reason="interrupted",
         )
         if earlier is not None:
             return ModelStepResult(ended=True, status=earlier)
-        await observe.recovery(turn, step.step, failures, budget, cause, exhausted=True)
+        if exhausted:
+            await observe.recovery(turn, index, attempts, attempts, cause, exhausted=True)
+        await observe.finished(turn, "interrupted", finish_reason="interrupted")
+        respond = overrides(agent, "on_chat_response")
+        return ModelStepResult(ended=True, status="interrupted", respond=respond)
+
+    async def end_interrupted(
+        self,
+        agent: Think,
+        turn: TurnRecord,
+        fence: Fence,
+        message: UIMessageJSON,
+        chunks: list[UIMessageChunk],
+        cause: str,
+    ) -> ModelStepResult:
+        """End the turn `interrupted` keeping `message` (the partial output, as a finished
+        step): `on_chat_recovery` said not to continue, and to keep it."""
+        earlier = await self.end_once(
+            turn,
+            status="interrupted",
+            message=message,
+            chunks=chunks,
+            fence=fence,
+            error=cause,
+            finish_reason="interrupted",
+        )
+        if earlier is not None:
+            return ModelStepResult(ended=True, status=earlier)
         await observe.finished(turn, "interrupted", finish_reason="interrupted")
         respond = overrides(agent, "on_chat_response")
         return ModelStepResult(ended=True, status="interrupted", respond=respond)
@@ -322,18 +420,8 @@ class StepOutcomes:
         await observe.finished(turn, "aborted", reason=turn.error or "cancelled")
 
 
-async def recovery_options(
-    agent: Think, turn: TurnRecord, step: StepStream, failures: int, cause: str
-) -> ChatRecoveryOptions:
-    context = ChatRecoveryContext(
-        agent=agent.name,
-        conversation_id=turn.conversation_id,
-        turn_id=turn.id,
-        step=step.step,
-        failures=failures,
-        max_attempts=agent.chat_recovery.max_attempts,
-        cause=cause,
-        partial_text=step.partial_text,
-    )
-    answer = await maybe_await(agent.on_chat_recovery(context))
-    return answer if isinstance(answer, ChatRecoveryOptions) else ChatRecoveryOptions()
+def continued(agent: Think, turn: TurnRecord) -> ModelStepResult:
+    """A step whose partial output was kept as a finished step: the workflow goes on to the
+    next step, which continues from it (no calls to run)."""
+    max_steps = stored_or(StoredTurnConfig.read(turn.config).max_steps, agent.max_steps)
+    return ModelStepResult(max_steps=max_steps, called_tools=True, finish_reason="other")
