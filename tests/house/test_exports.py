@@ -89,3 +89,20 @@ def test_submodule_exports_resolve() -> None:
     for module in (think.models, think.testing, think.tools):
         for name in module.__all__:
             assert hasattr(module, name), f"{module.__name__}.{name}"
+
+
+def test_workflow_exports() -> None:
+    """`think.workflow`, what a user's own workflow code imports (in the sandbox): nothing
+    else, so that it stays free of I/O."""
+    import think.workflow
+
+    assert sorted(think.workflow.__all__) == ["TurnEnding", "TurnResult", "run_turn"]
+
+
+def test_a_run_turn_ending_is_a_terminal_status() -> None:
+    from typing import get_args
+
+    from think.storage import TERMINAL_STATUSES
+    from think.workflow import TurnEnding
+
+    assert set(get_args(TurnEnding)) == set(TERMINAL_STATUSES)

@@ -23,6 +23,8 @@ VARIABLES = variables()
 
 BAD_TEXT = {
     "THINK_AGENTS": "examples.assistant",
+    "THINK_WORKFLOWS": "examples.webhook_reply",
+    "THINK_ACTIVITIES": "examples.webhook_reply",
     "THINK_DATABASE_URL": "mysql://db/think",
     "TEMPORAL_ADDRESS": "http://temporal:7233",
     "TEMPORAL_NAMESPACE": "my namespace",

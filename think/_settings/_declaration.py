@@ -97,6 +97,21 @@ class Settings(BaseSettings):
         "replaces the bundled assistant, so list both to keep it",
         examples=["my_agents:Forecaster,examples.assistant:Assistant"],
     )
+    workflows: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        validation_alias="THINK_WORKFLOWS",
+        description="your own Temporal workflows for the workers to host beside the turns "
+        "(`@workflow.defn` classes that call `think.workflow.run_turn`): `module:Class` "
+        "import paths, comma-separated",
+        examples=["examples.webhook_reply:WebhookReply"],
+    )
+    activities: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        validation_alias="THINK_ACTIVITIES",
+        description="your own Temporal activities for the workers to host (`@activity.defn` "
+        "functions those workflows call): `module:function` import paths, comma-separated",
+        examples=["examples.webhook_reply:post_reply"],
+    )
     database_url: str | None = Field(
         default=None,
         validation_alias="THINK_DATABASE_URL",
@@ -416,7 +431,7 @@ class Settings(BaseSettings):
         keys, names = _parse_api_keys(raw)
         return {**data, "THINK_API_KEYS": keys, "api_key_names": names}
 
-    @field_validator("agents", mode="before")
+    @field_validator("agents", "workflows", "activities", mode="before")
     @classmethod
     def _import_paths(cls, value: Any) -> Any:
         if not isinstance(value, str):

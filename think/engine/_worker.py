@@ -18,6 +18,7 @@ from think._current import BindTurns
 from think._settings import Settings
 from think.agent import AgentRegistry
 from think.engine._eager_start import AnnouncedTurns
+from think.engine._hosted import hosted_activities, hosted_workflows
 from think.engine.activities import (
     ActivityResources,
     DebounceActivities,
@@ -103,11 +104,12 @@ def build_worker(
     return Worker(
         client,
         task_queue=settings.task_queue,
-        workflows=[*WORKFLOWS, ScheduledOccurrence],
+        workflows=[*WORKFLOWS, ScheduledOccurrence, *hosted_workflows(settings)],
         activities=[
             *activities.activities(),
             *DebounceActivities(activities.res.store).activities(),
             *ScheduleActivities(service).activities(),
+            *hosted_activities(settings),
         ],
         # Every activity of a turn runs with the turn bound: the turn API for hooks and tools,
         # and its guard against a blocking call that would wait for this very turn.

@@ -101,6 +101,13 @@ class TurnRequest(BaseModel):
     written whole with its end, one write fewer (`ChunkWriter`'s `first_content_at_once`).
     Anyone following the stream still gets every chunk. Not part of the idempotency
     fingerprint: a retry may stream where the first call waited."""
+    output: dict[str, Any] | None = None
+    """A JSON Schema the answer must match (structured output), given by the submission:
+    `think.workflow.run_turn(output_type=...)`. The agent's `before_turn` may name another
+    (`TurnConfig.output`), which wins."""
+    notify_workflow: str | None = None
+    """The workflow to signal (`turn_ended`) when this turn ends: the `think.RunTurn` workflow
+    that admitted it for a user's own workflow code. Not part of the idempotency fingerprint."""
 
     @field_validator("body", "client_tools")
     @classmethod

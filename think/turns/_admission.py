@@ -63,6 +63,8 @@ async def admit_submission(
     idempotency_key: str | None = None,
     delegated_by: Delegation | None = None,
     awaited: bool = False,
+    output: dict[str, Any] | None = None,
+    notify_workflow: str | None = None,
 ) -> Admission:
     """Admit a submission as any door received it: its mode, its request and its
     fingerprint, then `admit`.
@@ -73,7 +75,9 @@ async def admit_submission(
     part of it (the Python API queues a submission made from inside the conversation's own
     turn, which "latest" or "interrupt" would otherwise cancel). `delegated_by` names the
     parent turn and tool call of a sub-agent's turn (an agent tool's). `awaited`: the caller
-    waits for the whole answer (`TurnRequest.awaited`).
+    waits for the whole answer (`TurnRequest.awaited`). `output` is a JSON Schema the answer
+    must match, and `notify_workflow` a workflow told when the turn ends (both set by
+    `think.workflow.run_turn`'s admission: `TurnRequest`).
     """
     mode, debounce = resolve_concurrency(agent, concurrency or default_concurrency)
     request = TurnRequest(
@@ -86,6 +90,8 @@ async def admit_submission(
         continuation=continuation,
         delegated_by=delegated_by,
         awaited=awaited or None,
+        output=output,
+        notify_workflow=notify_workflow,
     )
     fingerprint = turn_fingerprint(
         request, input=input, concurrency=concurrency, submission_id=submission_id

@@ -91,6 +91,7 @@ def turn_input(turn: TurnRecord) -> TurnInput:
         )
         if parent is not None
         else None,
+        notify_workflow=request.notify_workflow,
     )
 
 

@@ -41,6 +41,8 @@ def turn_fingerprint(
         found["input"] = input
     if concurrency is not None:
         found["concurrency"] = concurrency
+    if request.output is not None:
+        found["output"] = request.output
     if submission_id is not None:
         found["submission_id"] = submission_id
     return found

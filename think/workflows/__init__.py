@@ -1,13 +1,14 @@
 """Temporal workflows: deterministic, no I/O, no user code."""
 
 from think.workflows._connect import connect, register_search_attributes
-from think.workflows._turn import AfterTurnWorkflow, TurnWorkflow
+from think.workflows._turn import AfterTurnWorkflow, RunTurnWorkflow, TurnWorkflow
 
-WORKFLOWS = [TurnWorkflow, AfterTurnWorkflow]
+WORKFLOWS = [TurnWorkflow, AfterTurnWorkflow, RunTurnWorkflow]
 
 __all__ = [
     "WORKFLOWS",
     "AfterTurnWorkflow",
+    "RunTurnWorkflow",
     "TurnWorkflow",
     "connect",
     "register_search_attributes",

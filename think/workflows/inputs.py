@@ -48,6 +48,9 @@ class TurnInput(BaseModel):
     parent: ParentLink | None = None
     """A sub-agent's turn, started by an agent tool: the parent turn's workflow to signal
     (`child_turn_ended`) once this turn has ended."""
+    notify_workflow: str | None = None
+    """A turn admitted by `think.workflow.run_turn`: the `think.RunTurn` workflow to signal
+    (`turn_ended`) once this turn has ended."""
 
 
 class AfterTurnInput(TurnInput):
@@ -216,3 +219,62 @@ class CancelChildrenInput(BaseModel):
     turn_id: str
     child_turn_ids: list[str]
     reason: str
+
+
+class RunTurnInput(BaseModel):
+    """`think.RunTurn`: a turn of `agent`'s conversation, for a user's own workflow
+    (`think.workflow.run_turn`, which documents each field)."""
+
+    agent: str
+    conversation_id: str
+    tenant: str = "default"
+    input: Any
+    """A string, a UIMessage's JSON or a list of them, as HTTP's body carries it."""
+    idempotency_key: str
+    """Given by the caller, or derived from the calling workflow's run and the call's number."""
+    body: dict[str, Any] | None = None
+    concurrency: str | None = None
+    output_schema: dict[str, Any] | None = None
+    """The JSON Schema of `output_type`: the answer is asked for, and checked, in it."""
+    caller: str = ""
+    """The calling workflow's id, for logs and the Temporal UI."""
+
+
+class RunTurnAdmitted(BaseModel):
+    turn_id: str
+    """The stored id (what the other activities take)."""
+    accepted: bool = True
+    """False: the key named a turn admitted before (a retried or replayed call)."""
+
+
+class RunTurnRef(BaseModel):
+    """One turn `think.RunTurn` admitted: read how it stands, or cancel it. Not `turn_id`: these
+    activities do not act for the turn (`think._current.BindTurns` binds those that do)."""
+
+    stored_turn_id: str
+    reason: str = ""
+
+
+class RunTurnOutcome(BaseModel):
+    """A turn as `think.RunTurn` answers it: `done` once it has ended."""
+
+    turn_id: str
+    """As clients name it (a submission id as it was given)."""
+    stored_id: str
+    """As stored: what `RunTurnRef` takes."""
+    status: str
+    done: bool = False
+    message: dict[str, Any] | None = None
+    text: str = ""
+    output: Any = None
+    error: str | None = None
+    answered_by: str | None = None
+    usage: dict[str, Any] = Field(default_factory=dict)
+    accepted: bool = True
+
+
+class TurnEnded(BaseModel):
+    """The `turn_ended` Signal a turn sends the `think.RunTurn` workflow that admitted it."""
+
+    turn_id: str = Field(min_length=1)
+    status: str = ""

@@ -396,7 +396,8 @@ async def assemble(
     )
     tools = {n: t for n, t in agent_tools.items() if active is None or n in active}
     clients = [s for s in client_specs(turn, agent_tools) if active is None or s.name in active]
-    output = config.output.resolve() if config.output is not None else None
+    # `before_turn`'s output wins over the one the submission asked for (`run_turn`'s).
+    output = config.output.resolve() if config.output is not None else turn.request.output
     return StepSetup(
         system=system,
         messages=([{"role": "system", "content": system}] if system else []) + messages,

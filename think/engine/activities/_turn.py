@@ -28,6 +28,7 @@ from think.engine.activities._heartbeat import heartbeating
 from think.engine.activities._ids import turn_ids
 from think.engine.activities._model_step import StepAttempt
 from think.engine.activities._resources import ActivityResources
+from think.engine.activities._run_turn import RunTurnActivities
 from think.engine.activities._step_outcomes import StepOutcomes
 from think.engine.activities._tool_call import ToolCalls
 from think.engine.activities._turn_state import end_turn, end_with_error, keep_partial
@@ -65,6 +66,7 @@ class TurnActivities:
             self.chat_response,
             self.compactions.compact_context,
             *self.agent_tools.activities(),
+            *RunTurnActivities(self.res).activities(),
         ]
 
     @activity.defn(name=MODEL_STEP_ACTIVITY)

@@ -1,5 +1,6 @@
 """The turn's workflows: `TurnWorkflow` (one turn: model steps and tool calls until the model
-answers without tools) and `AfterTurnWorkflow` (what runs once a turn is over).
+answers without tools), `AfterTurnWorkflow` (what runs once a turn is over) and
+`RunTurnWorkflow` (a turn run for a user's own workflow).
 
 Workflow code only sequences activities; all I/O and all user code (model, tools, hooks) run
 inside activities. Results passed between them are ids and small values: the transcript and
@@ -29,6 +30,8 @@ Where each part is:
 - `_sub_agents`: an agent tool's call, waiting for the sub-agent's turn, and a sub-agent's
   turn telling its parent it has ended;
 - `_after_turn`: `AfterTurnWorkflow` (`on_chat_response` and compaction, off the turn's path);
+- `_run_turn`: `RunTurnWorkflow` (`think.RunTurn`: a turn for a user's own workflow code, as
+  its child; `think.workflow.run_turn` starts it);
 - `_activities`: the activities' timeouts and retry policies, and the short database step;
 - `_signals`: reading a Signal's payload, and dropping one the turn cannot use.
 
@@ -37,6 +40,7 @@ This package is the workflow code the sandbox reloads for every run (`SANDBOXED`
 """
 
 from think.workflows._turn._after_turn import AfterTurnWorkflow
+from think.workflows._turn._run_turn import RunTurnWorkflow
 from think.workflows._turn._workflow import TurnWorkflow
 
-__all__ = ["AfterTurnWorkflow", "TurnWorkflow"]
+__all__ = ["AfterTurnWorkflow", "RunTurnWorkflow", "TurnWorkflow"]

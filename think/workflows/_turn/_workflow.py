@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
         ToolCallResult,
         ToolDecision,
         ToolResultSubmission,
+        TurnEnded,
         TurnInput,
     )
     from think.workflows.names import (
@@ -33,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
         MODEL_STEP_ACTIVITY,
         QUIET_ACTIVITY,
         TOOL_CALL_ACTIVITY,
+        TURN_ENDED,
         TURN_WORKFLOW,
     )
 
@@ -175,8 +177,21 @@ class TurnWorkflow(TurnAnswers, SubAgentCalls):
         workflow.set_current_details(status)
         if inp.parent is not None:
             await self._tell_parent(inp, status)
+        if inp.notify_workflow is not None:
+            await _tell_run_turn(inp.notify_workflow, inp.turn_id, status)
         await start_after_turn(inp, respond=respond, compact=compact)
         return CommitResult(status=status)
+
+
+async def _tell_run_turn(workflow_id: str, turn_id: str, status: str) -> None:
+    """The turn has ended: the `think.RunTurn` workflow that admitted it for a user's workflow
+    answers now (it also looks now and then, so a lost Signal only delays it)."""
+    caller = workflow.get_external_workflow_handle(workflow_id)
+    try:
+        await caller.signal(TURN_ENDED, TurnEnded(turn_id=turn_id, status=status))
+    except Exception as exc:
+        # It has ended meanwhile (its caller cancelled it, say): nobody waits for this.
+        workflow.logger.info("run_turn %s of turn %s: %s", workflow_id, turn_id, exc)
 
 
 class Superseded(RuntimeError):
