@@ -99,6 +99,18 @@ async def test_sigkill_mid_stream_keeps_the_partial_and_continues_on_another_wor
             assert rebuilt["message"] == answer
 
 
+async def salvaged(
+    api: httpx.AsyncClient, stack: Stack, cid: str, body: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A `salvager` turn (its hooks read `body`) whose worker is SIGKILLed five words into the
+    answer: the turn as submitted, and as it ended on the worker that took over."""
+    base = f"/v1/agents/salvager/conversations/{cid}"
+    turn = (await api.post(f"{base}/turns", json={"input": "tell me", "body": body})).json()
+    await read_until(api, turn["stream_url"], deltas(5))
+    stack.replace_worker()
+    return turn, await until_terminal(api, turn["status_url"])
+
+
 async def test_sigkill_mid_stream_calls_on_chat_recovery_with_crash_the_stash_and_the_partial(
     crash_stack: Stack, fake_model: FakeOpenAIServer, cid: str
 ) -> None:
@@ -107,13 +119,8 @@ async def test_sigkill_mid_stream_calls_on_chat_recovery_with_crash_the_stash_an
     worker) and the partial the lost attempt streamed, which its default then keeps."""
     fake_model.script(cid, reply(text(*WORDS), delay=0.05), text("the rest."))
     async with httpx.AsyncClient(base_url=crash_stack.api_url, timeout=60) as api:
-        base = f"/v1/agents/salvager/conversations/{cid}"
         stash = {"job": "essay", "page": 3}
-        submitted = {"input": "tell me", "body": {"stash": stash}}
-        turn = (await api.post(f"{base}/turns", json=submitted)).json()
-        await read_until(api, turn["stream_url"], deltas(5))
-        crash_stack.replace_worker()
-        final = await until_terminal(api, turn["status_url"])
+        _, final = await salvaged(api, crash_stack, cid, {"stash": stash})
         assert final["status"] == "completed", final
         partial = _kept_then_continued(final["message"], "the rest.")
     [call] = recovery_calls(crash_stack.env["THINK_HOME"], final["turn_id"])
@@ -134,13 +141,9 @@ async def test_a_crash_recovery_that_does_not_persist_asks_again_from_scratch(
     slow = reply(text(*WORDS), delay=0.05)
     fake_model.script(cid, slow, slow)
     async with httpx.AsyncClient(base_url=crash_stack.api_url, timeout=60) as api:
-        base = f"/v1/agents/salvager/conversations/{cid}"
-        body = {"stash": {"answer": {"persist": False}}}
-        turn = (await api.post(f"{base}/turns", json={"input": "tell me", "body": body})).json()
-        await read_until(api, turn["stream_url"], deltas(5))
-        crash_stack.replace_worker()
-
-        final = await until_terminal(api, turn["status_url"])
+        turn, final = await salvaged(
+            api, crash_stack, cid, {"stash": {"answer": {"persist": False}}}
+        )
         assert final["status"] == "completed", final
         assert final["message"]["parts"] == [
             {"type": "step-start"},
@@ -165,12 +168,9 @@ async def test_a_crash_recovery_that_does_not_continue_ends_the_turn_with_the_pa
     the model is not asked again."""
     fake_model.script(cid, reply(text(*WORDS), delay=0.05), text("never asked"))
     async with httpx.AsyncClient(base_url=crash_stack.api_url, timeout=60) as api:
-        base = f"/v1/agents/salvager/conversations/{cid}"
-        body = {"stash": {"answer": {"continue": False}}}
-        turn = (await api.post(f"{base}/turns", json={"input": "tell me", "body": body})).json()
-        await read_until(api, turn["stream_url"], deltas(5))
-        crash_stack.replace_worker()
-        final = await until_terminal(api, turn["status_url"])
+        turn, final = await salvaged(
+            api, crash_stack, cid, {"stash": {"answer": {"continue": False}}}
+        )
         assert final["status"] == "interrupted", final
         assert "on_chat_recovery ended the turn" in final["error"]
         parts = final["message"]["parts"]
@@ -188,12 +188,7 @@ async def test_a_recovery_hook_that_raises_after_a_crash_ends_the_turn_with_an_e
 ) -> None:
     fake_model.script(cid, reply(text(*WORDS), delay=0.05), text("never asked"))
     async with httpx.AsyncClient(base_url=crash_stack.api_url, timeout=60) as api:
-        base = f"/v1/agents/salvager/conversations/{cid}"
-        body = {"stash": {"answer": "raise"}}
-        turn = (await api.post(f"{base}/turns", json={"input": "tell me", "body": body})).json()
-        await read_until(api, turn["stream_url"], deltas(5))
-        crash_stack.replace_worker()
-        final = await until_terminal(api, turn["status_url"])
+        turn, final = await salvaged(api, crash_stack, cid, {"stash": {"answer": "raise"}})
         assert final["status"] == "error", final
         assert "failed in recovery because of an internal error" in final["error"]
         assert "broke" not in final["error"]  # the hook's words stay in the worker's log
