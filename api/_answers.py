@@ -24,6 +24,7 @@ from think.server import (
     APPROVE,
     SUBMIT_TOOL_RESULT,
     TERMINAL_STATUSES,
+    ActionRow,
     AnswerKind,
     ToolDecision,
     ToolResultSubmission,
@@ -31,6 +32,8 @@ from think.server import (
     approval_decided,
     approval_request,
     client_tool_call,
+    decide_parked_action,
+    parked_settled,
     public_turn_id,
     record_answer,
     tool_call_answered,
@@ -65,6 +68,17 @@ async def answer_approval(
     already = Problem(409, f"approval {decision.approval_id!r} is already decided")
     shown = _decided(decision.approval_id)
     return await _answer(res, turn, "approval", decision.approval_id, decision, shown, already)
+
+
+async def answer_parked_action(res: Resources, row: ActionRow, decision: ToolDecision) -> bool:
+    """Decide a parked action (the turn that asked for it has ended); whether it has run (or
+    been refused) by the time this answers. A second decision is told 409: the first stands."""
+    already = Problem(409, f"approval {decision.approval_id!r} is already decided")
+    if row.status != "parked" or row.decision is not None:
+        raise already
+    if await decide_parked_action(res.store, res.temporal, row, decision) is None:
+        raise already
+    return await parked_settled(res.store, row.id, APPLY_WAIT) is not None
 
 
 async def answer_client_tool(

@@ -80,8 +80,10 @@ async def submit(
     tenant: str,
     conversation_id: str,
     idempotency_key: str | None,
+    submitted_by: str | None = None,
 ) -> Response:
-    """Admit a submission (creating the conversation if needed) and answer for it."""
+    """Admit a submission (creating the conversation if needed) and answer for it;
+    `submitted_by` names the API key that sent it (`TurnRequest.submitted_by`)."""
     await check_budgets(res.budgets, res.store, tenant)
     with _limited(res, tenant, body.mode) as release:
         try:
@@ -101,6 +103,7 @@ async def submit(
                 submission_id=body.submission_id,
                 idempotency_key=idempotency_key,
                 awaited=body.mode == "wait",
+                submitted_by=submitted_by,
             )
         except DispatchFailed as exc:
             raise _unavailable(exc) from exc

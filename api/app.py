@@ -20,6 +20,7 @@ from api._limits import TenantLimits
 from api._unique_keys import UniqueKeys
 from api.deps import Resources, require_tenant
 from api.routes import (
+    actions,
     agents,
     conversations,
     health,
@@ -196,7 +197,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _ui.install(app, settings)
     # Every /v1 route needs the caller's tenant, which answers 401 first when keys are
     # configured; the operations routes stay open for load balancers and probes.
-    for module in (agents, conversations, schedules, search, tree, turns, usage, workspace):
+    for module in (
+        actions,
+        agents,
+        conversations,
+        schedules,
+        search,
+        tree,
+        turns,
+        usage,
+        workspace,
+    ):
         app.include_router(module.router, dependencies=[Depends(require_tenant)])
     app.include_router(health.router)
     app.include_router(problems.router)

@@ -91,6 +91,8 @@ def stack(
             "tests.agents:Hostile,tests.agents:Tuned,tests.agents:Routed,tests.agents:Switchable,"
             "tests.agents:Streamer,tests.agents:Eraser,tests.agents:Salvager,"
             "tests.sub_agent_agents:Dispatcher,"
+            "tests.action_agents:Refunder,tests.action_agents:FollowingUp,"
+            "tests.action_agents:GuardedRefunder,"
             "examples.assistant:Assistant"
         ),
         model_url=fake_model.base_url,

@@ -71,12 +71,16 @@ if TYPE_CHECKING:
     )
     from think.storage import Compaction, ConversationBusy, MessageConcurrency, SubmissionConflict
     from think.tools import (
+        Action,
+        ActionContext,
         FetchTarget,
         FetchTools,
         McpServer,
         Tool,
         ToolContext,
         ToolPolicy,
+        action,
+        attach_reply,
         skills,
         tool,
     )
@@ -91,6 +95,10 @@ if TYPE_CHECKING:
     )
 
 _LAZY: dict[str, tuple[str, str]] = {
+    "Action": ("think.tools._action", "Action"),
+    "ActionContext": ("think.tools._action", "ActionContext"),
+    "action": ("think.tools._action", "action"),
+    "attach_reply": ("think.tools._action", "attach_reply"),
     "AgentNotFoundError": ("think.exceptions", "AgentNotFoundError"),
     "AgentTool": ("think.agent._agent_tool", "AgentTool"),
     "AgentToolResult": ("think.agent._agent_tool", "AgentToolResult"),
@@ -168,6 +176,8 @@ _LAZY: dict[str, tuple[str, str]] = {
 """Public name -> (module, attribute)."""
 
 __all__ = [
+    "Action",
+    "ActionContext",
     "AgentNotFoundError",
     "AgentTool",
     "AgentToolResult",
@@ -231,7 +241,9 @@ __all__ = [
     "TurnStream",
     "UIMessage",
     "UserError",
+    "action",
     "agent_tool",
+    "attach_reply",
     "create_compact_function",
     "current_conversation",
     "default_context_overflow_classifier",

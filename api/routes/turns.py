@@ -42,6 +42,8 @@ from think.server import (
     ToolResultSubmission,
     TurnRecord,
     TurnStatus,
+    action_ledger,
+    approval_request,
     steer_turn,
 )
 from think.server import delete_turn as delete_turn_of
@@ -78,7 +80,7 @@ TURN = "/v1/agents/{agent}/conversations/{cid}/turns/{turn_id}"
 )
 async def submit_turn(
     res: Res,
-    tenant: Tenant,
+    caller: Caller,
     agent: AgentClass,
     cid: ConversationId,
     body: SubmitTurnBody,
@@ -93,7 +95,13 @@ async def submit_turn(
                 errors=[{"field": f"client_tools.{i}.name", "message": "name already taken"}],
             )
     return await _turns.submit(
-        res, agent, body, tenant=tenant, conversation_id=cid, idempotency_key=idempotency_key
+        res,
+        agent,
+        body,
+        tenant=caller.tenant,
+        conversation_id=cid,
+        idempotency_key=idempotency_key,
+        submitted_by=caller.key_name,
     )
 
 
@@ -298,8 +306,10 @@ async def decide_approval(
     approval_id: ApprovalId,
     body: ApprovalBody,
 ) -> Any:
-    """Approve or deny a tool call the turn paused for. The decision is recorded at once,
-    worker or not; 200 when the turn already shows it, 202 when it will once a worker runs."""
+    """Approve or deny a tool call the turn paused for, or an action it parked
+    (`approval="durable_pause"`: the turn has ended, and the action runs once decided). The
+    decision is recorded at once, worker or not; 200 when the turn already shows it (for a
+    parked action: when it has run, or been refused), 202 when it will once a worker runs."""
     turn = await _turn(res, conv, turn_id)
     if agent.approvers is not None and caller.key_name not in agent.approvers:
         raise Problem(
@@ -314,6 +324,11 @@ async def decide_approval(
         by="http",
         principal=caller.label,
     )
+    if approval_request(turn, approval_id) is None:
+        parked = await action_ledger.parked_action(res.store.db, turn.tenant, approval_id)
+        if parked is not None and parked.turn_id == turn.id:
+            applied = await _answers.answer_parked_action(res, parked, decision)
+            return _answer(res, turn, status_code=200 if applied else 202)
     current, applied = await _answers.answer_approval(res, turn, decision)
     return _answer(res, current, status_code=200 if applied else 202)
 

@@ -10,6 +10,8 @@ import think.tools
 
 def test_think_exports() -> None:
     assert sorted(think.__all__) == [
+        "Action",
+        "ActionContext",
         "AgentNotFoundError",
         "AgentTool",
         "AgentToolResult",
@@ -73,7 +75,9 @@ def test_think_exports() -> None:
         "TurnStream",
         "UIMessage",
         "UserError",
+        "action",
         "agent_tool",
+        "attach_reply",
         "create_compact_function",
         "current_conversation",
         "default_context_overflow_classifier",

@@ -413,7 +413,9 @@ async def test_a_paused_turn_survives_its_worker(
     restart_stack: Stack, fake_model: FakeOpenAIServer, cid: str
 ) -> None:
     """Every worker SIGKILLed while the turn waits; once a new one polls, an approval
-    completes the turn within 3 s (its sticky queue gives up on the dead worker in 1 s)."""
+    completes the turn, run by the new worker (the dead one's sticky queue is given up after
+    1 s: how soon is measured in docs/benchmarks.md, not asserted here, where a loaded
+    machine would make it flaky)."""
     fake_model.script(cid, tool_call("delete_file", {"path": "k"}, id="call_k"), text("Gone."))
     async with httpx.AsyncClient(base_url=restart_stack.api_url, timeout=60) as api:
         turn = await paused(api, cid)
@@ -422,15 +424,12 @@ async def test_a_paused_turn_survives_its_worker(
             worker.kill()  # nothing was running, nothing is lost
         restart_stack.wait_polling(restart_stack.start_worker())
         approval_id = turn["pending_approvals"][0]["approval_id"]
-        started = time.monotonic()
         response = await api.post(
             f"{turn['status_url']}/approvals/{approval_id}", json={"approved": True}
         )
         assert response.status_code in (200, 202), response.text
         final = await until_status(api, turn["status_url"], {"completed", "error"})
-        took = time.monotonic() - started
         assert final["status"] == "completed", final
-        assert took < 3.0, f"the approved turn took {took:.1f} s to complete"
         assert tool_part(final, "call_k")["output"] == "deleted k"
         assert fake_model.calls(cid) == 2
 

@@ -46,7 +46,16 @@ from think.sessions import (
     set_context_tool,
 )
 from think.storage import CLEAR_HISTORY, ClearHistory, MessageConcurrency
-from think.tools import WORKSPACE_TOOLS, FetchTools, McpServer, McpTool, Tool, mcp_tools_of
+from think.tools import (
+    WORKSPACE_TOOLS,
+    Action,
+    ActionContext,
+    FetchTools,
+    McpServer,
+    McpTool,
+    Tool,
+    mcp_tools_of,
+)
 from think.tools.skills import SkillSource, load_catalog, render_catalog, skill_tools
 
 SKILLS_BLOCK = "skills"
@@ -238,6 +247,25 @@ class Think(ConversationMethods):
     def get_tools(self) -> Sequence[Tool]:
         return []
 
+    def get_actions(self) -> Sequence[Action]:
+        """The agent's actions (`@action`): tools whose effects are kept in a ledger by their
+        domain key, authorized by `authorize_action`, approved inline or parked
+        (docs/actions.md). The model calls them like its tools; a tool of the same name wins."""
+        return []
+
+    def authorize_action(self, ctx: ActionContext) -> bool | str | Awaitable[bool | str]:
+        """May this action run (or be put to a person) now? True, or False / a string saying
+        why not (the model reads the refusal). Runs before an approval is asked and again
+        right before the action runs, after its approval. The default allows an action that
+        names no `permission` and refuses one that does: grant permissions here (say from
+        `ctx.key_name`, `ctx.tenant` or `ctx.config`). An exception refuses it too."""
+        if ctx.permission is None:
+            return True
+        return (
+            f"action {ctx.action!r} needs the permission {ctx.permission!r}, and "
+            f"{type(self).__name__}.authorize_action does not grant it"
+        )
+
     def get_mcp_servers(self) -> Sequence[McpServer]:
         """The MCP servers whose tools join `get_tools()` in every turn (docs/mcp.md):
         `McpServer.stdio(...)`, `McpServer.http(...)`. Called in the activities that need
@@ -423,6 +451,10 @@ class Think(ConversationMethods):
         """The agent's tools, with `set_context` when it declares memory blocks (a tool of
         its own by that name wins)."""
         tools = {t.name: t for t in self.get_tools()}
+        for declared in self.get_actions():
+            if not isinstance(declared, Action):
+                raise TypeError(f"get_actions returned {declared!r}, not an @action")
+            tools.setdefault(declared.name, declared)
         memory = set_context_tool(checked_blocks(self.configure_context()))
         if memory is not None:
             tools.setdefault(memory.name, memory)

@@ -22,6 +22,7 @@ from think.engine._hosted import hosted_activities, hosted_workflows
 from think.engine.activities import (
     ActivityResources,
     DebounceActivities,
+    ParkedActions,
     TurnActivities,
     end_abandoned,
 )
@@ -33,11 +34,19 @@ from think.schedules import (
     reconcile_conversations,
     reconcile_deployment,
 )
-from think.storage import Store, open_database, unapplied_answers
+from think.storage import Store, action_ledger, open_database, unapplied_answers
 from think.streaming import CANCEL_CHANNEL, ChunkListener
 from think.tools import McpServer, close_mcp_pool, warm_mcp_servers
-from think.turns import DispatchFailed, ThinkService, hand_off, host_queue, start_turn_workflow
+from think.turns import (
+    DispatchFailed,
+    ThinkService,
+    hand_off,
+    host_queue,
+    signal_parked_decision,
+    start_turn_workflow,
+)
 from think.workflows import WORKFLOWS, connect
+from think.workflows.inputs import ToolDecision
 from think.workflows.names import APPROVE, SUBMIT_TOOL_RESULT, turn_workflow_id
 
 log = logging.getLogger("think.worker")
@@ -109,6 +118,7 @@ def build_worker(
             *activities.activities(),
             *DebounceActivities(activities.res.store).activities(),
             *ScheduleActivities(service).activities(),
+            *ParkedActions(activities.res, service).activities(),
             *hosted_activities(settings),
         ],
         # Every activity of a turn runs with the turn bound: the turn API for hooks and tools,
@@ -172,6 +182,22 @@ async def sweep_once(client: Client, store: Store, settings: Settings, older_tha
             sent += 1
         except RPCError:
             log.warning("re-signalling an answer to turn %s failed", row["turn_id"], exc_info=True)
+    return sent + await _sweep_actions(client, store, older_than)
+
+
+async def _sweep_actions(client: Client, store: Store, older_than: float) -> int:
+    """Re-signal parked actions' decisions that were recorded but may not have reached their
+    workflow; expire parked actions past their wait (the backstop of their workflow's timer)
+    and forget settled keys past their `remember` period."""
+    sent = 0
+    for row in await action_ledger.decided_parked(store.db, older_than):
+        assert row.decision is not None
+        decision = ToolDecision.model_validate(row.decision)
+        if await signal_parked_decision(client, row, decision):
+            sent += 1
+    expired, forgotten = await action_ledger.sweep_ledger(store.db)
+    if expired or forgotten:
+        log.info("action ledger: %d parked actions expired, %d keys forgotten", expired, forgotten)
     return sent
 
 

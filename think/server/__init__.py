@@ -29,6 +29,8 @@ can move without breaking them.
   `ScheduleNotFound`; the `metrics` module;
 - a conversation's workspace, for the gateway's reads: `Workspace`, `workspace_path`,
   `WorkspacePathError`;
+- actions: the ledger's reads and writes (`action_ledger`, `ActionRow`), `Action`, and
+  `decide_parked_action` / `parked_settled` (a parked action's decision, every door's path);
 - the worker: `run_worker`, `build_worker`, `sweep_once`, `workflow_runner`, `WORKFLOWS`.
 """
 
@@ -71,6 +73,7 @@ from think.storage import (
     UsageSum,
     Workspace,
     WorkspacePathError,
+    action_ledger,
     conversation_usage,
     delete_turn,
     delete_turns,
@@ -86,8 +89,9 @@ from think.storage import (
     tenant_usage,
     workspace_path,
 )
+from think.storage.action_ledger import ActionRow
 from think.streaming import ChunkListener
-from think.tools import Tool, close_mcp_pool
+from think.tools import Action, Tool, close_mcp_pool
 from think.turns import (
     RESEND_AFTER,
     DispatchFailed,
@@ -105,10 +109,12 @@ from think.turns import (
     clear_conversation,
     client_tool_call,
     client_tool_names,
+    decide_parked_action,
     delete_conversation,
     dispatch,
     follow,
     hand_off,
+    parked_settled,
     request_hash,
     resolve_concurrency,
     settled,
@@ -131,6 +137,8 @@ __all__ = [
     "SUBMIT_TOOL_RESULT",
     "TERMINAL_STATUSES",
     "WORKFLOWS",
+    "Action",
+    "ActionRow",
     "Admission",
     "AgentRegistry",
     "AnswerKind",
@@ -175,6 +183,7 @@ __all__ = [
     "Waited",
     "Workspace",
     "WorkspacePathError",
+    "action_ledger",
     "admit",
     "admit_submission",
     "approval_decided",
@@ -187,6 +196,7 @@ __all__ = [
     "close_mcp_pool",
     "connect",
     "conversation_usage",
+    "decide_parked_action",
     "delete_conversation",
     "delete_turn",
     "delete_turns",
@@ -198,6 +208,7 @@ __all__ = [
     "metrics",
     "new_id",
     "open_database",
+    "parked_settled",
     "public_turn_id",
     "public_turn_id_or_none",
     "queue_head",

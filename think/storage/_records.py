@@ -105,6 +105,11 @@ class TurnRequest(BaseModel):
     """A JSON Schema the answer must match (structured output), given by the submission:
     `think.workflow.run_turn(output_type=...)`. The agent's `before_turn` may name another
     (`TurnConfig.output`), which wins."""
+    submitted_by: str | None = None
+    """The name of the API key that submitted the turn (`THINK_API_KEYS` entry
+    `key:tenant:name`); None for a tenant's own key, no keys, or the Python API. Actions'
+    authorization reads it (`ActionContext.key_name`). Not part of the idempotency
+    fingerprint."""
     notify_workflow: str | None = None
     """The workflow to signal (`turn_ended`) when this turn ends: the `think.RunTurn` workflow
     that admitted it for a user's own workflow code. Not part of the idempotency fingerprint."""

@@ -14,6 +14,7 @@ from typing import Any, Never
 from think._protocol import (
     DataChunk,
     DataUIPart,
+    FileUIPart,
     ReasoningDeltaChunk,
     ReasoningEndChunk,
     ReasoningUIPart,
@@ -157,15 +158,18 @@ class MessageBuilder:
                 self._require_tool(chunk["toolCallId"])["state"] = "output-denied"
             case "finish" | "message-metadata":
                 self._merge_metadata(chunk.get("messageMetadata"))
-            case (
-                "abort"
-                | "error"
-                | "custom"
-                | "source-url"
-                | "source-document"
-                | "file"
-                | "reasoning-file"
-            ):
+            case "file":
+                # As the AI SDK's client keeps it: a file of the answer (an action's reply
+                # attachment, `attach_reply`) is a part of the stored message.
+                file: FileUIPart = {
+                    "type": "file",
+                    "mediaType": chunk["mediaType"],
+                    "url": chunk["url"],
+                }
+                if "providerMetadata" in chunk:
+                    file["providerMetadata"] = chunk["providerMetadata"]
+                self.parts.append(file)
+            case "abort" | "error" | "custom" | "source-url" | "source-document" | "reasoning-file":
                 pass  # as before: the stream carries them, the stored message does not
             case "steering-message":
                 # As the AI SDK's client folds it: the user's words in the answer, where they

@@ -12,11 +12,26 @@ tools an agent may add to `get_tools()` or switch on with a class attribute; MCP
 - `FetchTools` / `FetchTarget` (`Think.fetch_tools`): allowlisted, SSRF-safe HTTP reads;
 - `WORKSPACE_TOOLS` (`Think.workspace_tools = True`): `read`, `ls`, `find`, `grep`,
   `write`, `edit`, `delete` over the conversation's workspace (`current_workspace()`);
-- `skills` (`Think.get_skills()`): Agent Skills sources, parser and catalog.
+- `skills` (`Think.get_skills()`): Agent Skills sources, parser and catalog;
+- `@action` / `Action` (`Think.get_actions()`): tools whose effects a ledger remembers by
+  their domain key (docs/actions.md), `attach_reply` inside one.
 """
 
 from think.storage import Workspace, WorkspaceEntry, WorkspaceFile
 from think.tools import skills
+from think.tools._action import (
+    APPROVAL_KINDS,
+    Action,
+    ActionContext,
+    ActionRunContext,
+    ApprovalKind,
+    ReplyAttachment,
+    action,
+    attach_reply,
+    collecting_attachments,
+    input_hash,
+    ledger_key,
+)
 from think.tools._fetch import DEFAULT_ACCEPT, MODEL_HEADERS, FetchTarget, FetchTools
 from think.tools._fetch_guard import AddressRefused, Connector, Resolver, system_resolver
 from think.tools._fetch_url import DisallowedURL, address_refusal, parse_url
@@ -44,10 +59,15 @@ from think.tools._tool import (
 from think.tools._workspace import WORKSPACE_TOOLS, current_workspace, media_result
 
 __all__ = [
+    "APPROVAL_KINDS",
     "DEFAULT_ACCEPT",
     "MODEL_HEADERS",
     "WORKSPACE_TOOLS",
+    "Action",
+    "ActionContext",
+    "ActionRunContext",
     "AddressRefused",
+    "ApprovalKind",
     "ApprovalPolicy",
     "Connector",
     "DisallowedURL",
@@ -57,6 +77,7 @@ __all__ = [
     "McpTool",
     "McpToolInfo",
     "McpUnavailable",
+    "ReplyAttachment",
     "Resolver",
     "Tool",
     "ToolCallIdentity",
@@ -65,9 +86,14 @@ __all__ = [
     "Workspace",
     "WorkspaceEntry",
     "WorkspaceFile",
+    "action",
     "address_refusal",
+    "attach_reply",
     "close_mcp_pool",
+    "collecting_attachments",
     "current_workspace",
+    "input_hash",
+    "ledger_key",
     "maybe_await",
     "mcp_tools_of",
     "media_result",

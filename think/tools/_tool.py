@@ -310,8 +310,9 @@ def _is_async(fn: Callable[..., Any]) -> bool:
 def _context_param(fn: Callable[..., Any], tool_name: str) -> str | None:
     """The name of the parameter annotated `ToolContext`, which the model never sees."""
     for name, hint in type_hints(fn, tool_name).items():
-        if hint is ToolContext or ToolContext in typing.get_args(hint):  # also `ToolContext | None`
-            return name
+        candidates = (hint, *typing.get_args(hint))  # also `ToolContext | None`
+        if any(isinstance(c, type) and issubclass(c, ToolContext) for c in candidates):
+            return name  # `ToolContext`, or a subclass (an action's `ActionRunContext`)
     return None
 
 

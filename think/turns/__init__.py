@@ -22,6 +22,11 @@ from think.turns._conversation_lifecycle import clear_conversation, delete_conve
 from think.turns._dispatch import DispatchFailed, hand_off, host_queue, start_turn_workflow
 from think.turns._fingerprint import request_hash, turn_fingerprint
 from think.turns._follow import follow
+from think.turns._parked_decisions import (
+    decide_parked_action,
+    parked_settled,
+    signal_parked_decision,
+)
 from think.turns._service import (
     ConversationHandle,
     StreamCallback,
@@ -70,14 +75,17 @@ __all__ = [
     "client_tool_call",
     "client_tool_names",
     "current_conversation",
+    "decide_parked_action",
     "delete_conversation",
     "dispatch",
     "follow",
     "hand_off",
     "host_queue",
+    "parked_settled",
     "request_hash",
     "resolve_concurrency",
     "settled",
+    "signal_parked_decision",
     "start_turn_workflow",
     "tool_call_answered",
     "turn_fingerprint",

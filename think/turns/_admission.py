@@ -65,6 +65,7 @@ async def admit_submission(
     awaited: bool = False,
     output: dict[str, Any] | None = None,
     notify_workflow: str | None = None,
+    submitted_by: str | None = None,
 ) -> Admission:
     """Admit a submission as any door received it: its mode, its request and its
     fingerprint, then `admit`.
@@ -77,7 +78,8 @@ async def admit_submission(
     parent turn and tool call of a sub-agent's turn (an agent tool's). `awaited`: the caller
     waits for the whole answer (`TurnRequest.awaited`). `output` is a JSON Schema the answer
     must match, and `notify_workflow` a workflow told when the turn ends (both set by
-    `think.workflow.run_turn`'s admission: `TurnRequest`).
+    `think.workflow.run_turn`'s admission: `TurnRequest`). `submitted_by`: the name of the
+    API key that sent it (`TurnRequest.submitted_by`).
     """
     mode, debounce = resolve_concurrency(agent, concurrency or default_concurrency)
     request = TurnRequest(
@@ -92,6 +94,7 @@ async def admit_submission(
         awaited=awaited or None,
         output=output,
         notify_workflow=notify_workflow,
+        submitted_by=submitted_by,
     )
     fingerprint = turn_fingerprint(
         request, input=input, concurrency=concurrency, submission_id=submission_id

@@ -1,13 +1,19 @@
 """Temporal workflows: deterministic, no I/O, no user code."""
 
 from think.workflows._connect import connect, register_search_attributes
-from think.workflows._turn import AfterTurnWorkflow, RunTurnWorkflow, TurnWorkflow
+from think.workflows._turn import (
+    AfterTurnWorkflow,
+    ParkedActionWorkflow,
+    RunTurnWorkflow,
+    TurnWorkflow,
+)
 
-WORKFLOWS = [TurnWorkflow, AfterTurnWorkflow, RunTurnWorkflow]
+WORKFLOWS = [TurnWorkflow, AfterTurnWorkflow, RunTurnWorkflow, ParkedActionWorkflow]
 
 __all__ = [
     "WORKFLOWS",
     "AfterTurnWorkflow",
+    "ParkedActionWorkflow",
     "RunTurnWorkflow",
     "TurnWorkflow",
     "connect",

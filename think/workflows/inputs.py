@@ -278,3 +278,31 @@ class TurnEnded(BaseModel):
 
     turn_id: str = Field(min_length=1)
     status: str = ""
+
+
+class ParkedActionInput(BaseModel):
+    """A parked action's workflow: its ledger row, and how long it waits for a decision."""
+
+    action_id: str
+    approval_id: str
+    tenant: str
+    agent: str
+    action: str
+    wait_seconds: float
+    run_timeout_seconds: float = 330.0
+
+
+class ParkedActionRun(BaseModel):
+    """The activity that settles a parked action: with the decision the workflow received
+    (None: none came in time). The ledger's first recorded decision stands."""
+
+    action_id: str
+    decision: ToolDecision | None = None
+
+
+class ParkedActionOutcome(BaseModel):
+    """How a parked action ended: `settled` (it ran), `failed`, `rejected` (denied, or refused
+    on authorization), `expired` (no decision came), `gone` (its ledger row was deleted)."""
+
+    status: Literal["settled", "failed", "rejected", "expired", "gone"]
+    error: str | None = None

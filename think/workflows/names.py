@@ -31,6 +31,9 @@ RUN_TURN_WORKFLOW = "think.RunTurn"
 RUN_TURN_ADMIT_ACTIVITY = "think.run_turn_admit"
 RUN_TURN_RESULT_ACTIVITY = "think.run_turn_result"
 RUN_TURN_CANCEL_ACTIVITY = "think.run_turn_cancel"
+PARKED_ACTION_WORKFLOW = "think.ParkedAction"
+"""An `@action(approval="durable_pause")` call waiting, outside any turn, for its decision."""
+PARKED_ACTION_ACTIVITY = "think.run_parked_action"
 TURN_ENDED = "turn_ended"
 """Signal: a turn tells the `think.RunTurn` workflow that admitted it that it has ended
 (`TurnEnded`)."""
@@ -94,6 +97,12 @@ def after_turn_workflow_id(turn_workflow: str) -> str:
     """The id of the `think.AfterTurn` workflow a turn's workflow (`turn_workflow`, its id)
     starts once it has ended: `after-<turn workflow id>`."""
     return f"after-{turn_workflow}"
+
+
+def parked_action_workflow_id(tenant: str, approval_id: str) -> str:
+    """`action:<tenant>:<approval id>`, each part percent-encoded: one workflow per parked
+    action, found again from the approval id a decision names."""
+    return ":".join(["action", _encode(tenant), _encode(approval_id)])
 
 
 def parse_turn_workflow_id(workflow_id: str) -> TurnWorkflowRef | None:

@@ -8,7 +8,6 @@ retries are left for what interrupts an attempt (a crash, an outage).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -31,15 +30,16 @@ from think._protocol import (
 )
 from think.agent import Think, ToolCallContext, ToolCallDecision, ToolCallResultContext
 from think.engine.activities import _observe as observe
+from think.engine.activities._actions import ActionRunner, CallSite, call_site
 from think.engine.activities._assembly import turn_tools
-from think.engine.activities._heartbeat import heartbeating
 from think.engine.activities._ids import tool_call_ids
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._tool_plan import client_tool_names, paused_status
+from think.engine.activities._tool_policy import run_with_policy
 from think.exceptions import ToolError
 from think.storage import Store, TurnRecord, bounded_failures, first_answer
 from think.streaming import MessageBuilder, TurnChanged, TurnEnded, append
-from think.tools import Tool, ToolContext, maybe_await, tool_output_json
+from think.tools import Action, Tool, ToolContext, maybe_await, tool_output_json
 from think.workflows.inputs import (
     ToolCallInput,
     ToolCallResult,
@@ -88,7 +88,9 @@ class ToolCalls:
             )
             return await self.record(agent, turn.id, inp.tool_call_id, [chunk])
         name, call_id = inp.tool_name, inp.tool_call_id
-        if not await self.approved(agent, turn, part, name, call_id, inp.decision):
+        # The decision that stands (the first recorded), for an action's ledger and audit.
+        approval = await self.decided(agent, turn, part, name, call_id, inp.decision)
+        if approval is not None and not approval.approved:
             return ToolCallResult(ok=False)
         context = ToolContext(
             **tool_call_ids(turn, inp.tool_call_id, inp.tool_name),
@@ -96,8 +98,9 @@ class ToolCalls:
             config=agent.get_config(),
         )
         tool = turn_tools(agent, turn).get(inp.tool_name)
-        chunk, ran = await self._run(agent, tool, context, part.get("input"))
-        recorded = await self.record(agent, turn.id, inp.tool_call_id, [chunk], seen=turn)
+        site = call_site(turn, agent, inp.tool_call_id)
+        chunks, ran = await self._run(agent, tool, context, part.get("input"), site, approval)
+        recorded = await self.record(agent, turn.id, inp.tool_call_id, chunks, seen=turn)
         outcome = _OUTCOMES[ran.outcome]
         await observe.tool_called(
             turn, inp.tool_name, inp.tool_call_id, outcome, ran.duration_ms, ran.error
@@ -114,14 +117,28 @@ class ToolCalls:
         decision: ToolDecision | None,
     ) -> bool:
         """Record the decision on an approval-gated call (a denial settles it, for the model
-        to read) and say whether the call may run. A call that asked for approval never runs
-        without one; a call that did not ask runs (`decision` is None)."""
+        to read) and say whether the call may run (`decided`)."""
+        standing = await self.decided(agent, turn, part, tool_name, tool_call_id, decision)
+        return standing is None or standing.approved
+
+    async def decided(
+        self,
+        agent: Think,
+        turn: TurnRecord,
+        part: ToolCallPart,
+        tool_name: str,
+        tool_call_id: str,
+        decision: ToolDecision | None,
+    ) -> ToolDecision | None:
+        """Record the decision on an approval-gated call (a denial settles it) and return the
+        one that stands (the first recorded); None for a call that asked for no approval,
+        which runs. A call that asked for approval never runs without one."""
         if decision is None:
             if part.get("approval"):
                 raise ApplicationError(
                     f"tool call {tool_call_id!r} waits for approval", non_retryable=True
                 )
-            return True
+            return None
         decision = await self._standing_decision(turn.id, decision)
         await self._decide(agent, turn.id, tool_call_id, decision)
         await observe.approval_decided(
@@ -135,7 +152,7 @@ class ToolCalls:
         )
         if not decision.approved:
             await observe.tool_called(turn, tool_name, tool_call_id, "denied")
-        return decision.approved
+        return decision
 
     async def _standing_decision(self, turn_id: str, decision: ToolDecision) -> ToolDecision:
         """The decision recorded first for the request (`think.storage._answers`)."""
@@ -256,10 +273,22 @@ class ToolCalls:
 
         return write
 
+    @property
+    def actions(self) -> ActionRunner:
+        return ActionRunner(self.res.store, self.res.temporal, self.res.settings.task_queue)
+
     async def _run(
-        self, agent: Think, tool: Tool | None, context: ToolContext, raw_input: Any
-    ) -> tuple[UIMessageChunk, ToolCallResultContext]:
-        """Run a server tool through the hooks and its retry policy, into an output chunk."""
+        self,
+        agent: Think,
+        tool: Tool | None,
+        context: ToolContext,
+        raw_input: Any,
+        site: CallSite,
+        approval: ToolDecision | None = None,
+    ) -> tuple[list[UIMessageChunk], ToolCallResultContext]:
+        """Run a server tool through the hooks and its retry policy (an action through its
+        ledger: `ActionRunner`), into its output chunk and any files it attached to the
+        reply. `approval`: the decision it ran after, if it asked for one."""
         tool_name, tool_call_id = context.tool_name, context.tool_call_id
         started = time.perf_counter()
         call = ToolCallContext(
@@ -274,6 +303,7 @@ class ToolCalls:
         outcome: Literal["executed", "blocked", "substituted", "failed"] = "executed"
         output: Any = None
         error: str | None = None
+        files: list[UIMessageChunk] = []
         try:
             if tool is None:
                 raise ToolError(f"there is no tool named {tool_name!r}")
@@ -288,9 +318,22 @@ class ToolCalls:
             else:
                 if isinstance(decision, ToolCallDecision) and decision.input is not None:
                     arguments = tool.validate(decision.input)
-                output = await _with_policy(
-                    tool, context, arguments, self._progress(context) if tool.streams else None
-                )
+                if isinstance(tool, Action):
+                    approved = approval if approval is not None and approval.approved else None
+                    done = await self.actions.call(
+                        agent,
+                        tool,
+                        context,
+                        arguments,
+                        site,
+                        approval=approved,
+                        approved_input=tool.validate(raw_input) if approved else None,
+                    )
+                    output, files = done.output, list(done.files)
+                else:
+                    output = await run_with_policy(
+                        tool, context, arguments, self._progress(context) if tool.streams else None
+                    )
         except ToolError as exc:
             outcome, error = "failed", str(exc)
         except Exception as exc:
@@ -311,9 +354,10 @@ class ToolCalls:
         chunk: UIMessageChunk
         if error is not None:
             chunk = {"type": "tool-output-error", "toolCallId": tool_call_id, "errorText": error}
+            files = []  # an action's attachments reach the reply only if it succeeded
         else:
             chunk = {"type": "tool-output-available", "toolCallId": tool_call_id, "output": output}
-        return chunk, result
+        return [chunk, *files], result
 
 
 def _progress_chunk(tool_call_id: str, output: Any) -> UIMessageChunk:
@@ -323,57 +367,6 @@ def _progress_chunk(tool_call_id: str, output: Any) -> UIMessageChunk:
         "output": output,
         "preliminary": True,
     }
-
-
-async def _with_policy(
-    tool: Tool,
-    context: ToolContext,
-    arguments: dict[str, Any],
-    progress: Callable[[Any], Awaitable[None]] | None = None,
-) -> Any:
-    """Run the tool with its timeout, retrying its failures (a `ToolError` only when it is
-    `retryable`) with backoff. A streaming tool's yields go to `progress` as they come, and
-    its last is the result; a retry runs it again from its start."""
-    policy = tool.policy
-    delay = policy.retry_initial_seconds
-    async with heartbeating():
-        for attempt in range(1, policy.max_attempts + 1):
-            try:
-                async with asyncio.timeout(policy.timeout_seconds):
-                    if progress is None:
-                        return tool_output_json(await tool(context, **arguments))
-                    result = None
-                    async for value in tool.stream(context, **arguments):
-                        result = tool_output_json(value)
-                        await progress(result)
-                    return result
-            except ToolError as exc:
-                if not exc.retryable or attempt >= policy.max_attempts:
-                    raise
-                await _pause(tool, attempt, exc, delay)
-                delay = min(delay * policy.retry_backoff, policy.retry_max_seconds)
-            except Exception as exc:
-                if isinstance(exc, TimeoutError):
-                    exc = ToolError(
-                        f"tool {tool.name!r} did not finish within {policy.timeout_seconds:g} s"
-                    )
-                if attempt >= policy.max_attempts:
-                    raise exc from None
-                await _pause(tool, attempt, exc, delay)
-                delay = min(delay * policy.retry_backoff, policy.retry_max_seconds)
-    raise AssertionError("unreachable")
-
-
-async def _pause(tool: Tool, attempt: int, exc: Exception, delay: float) -> None:
-    log.warning(
-        "tool %s attempt %d of %d failed (%s); retrying in %.1f s",
-        tool.name,
-        attempt,
-        tool.policy.max_attempts,
-        exc,
-        delay,
-    )
-    await asyncio.sleep(delay)
 
 
 _OUTCOMES: dict[str, Literal["success", "error", "blocked", "substituted"]] = {

@@ -25,10 +25,11 @@ from think._protocol import (
     tool_name,
 )
 from think.agent import AgentTool, StoredTurnConfig, Think, stored_or
+from think.engine.activities._actions import ActionFailure, authorize, call_site, key_of
 from think.engine.activities._ids import tool_call_ids
 from think.storage import TurnRecord
 from think.streaming import MessageBuilder
-from think.tools import Tool, ToolContext, ToolPolicy
+from think.tools import Action, Tool, ToolContext, ToolPolicy
 from think.workflows.inputs import ModelStepResult, ToolCallRef, ToolRun
 
 log = logging.getLogger("think.engine.activities")
@@ -124,12 +125,24 @@ async def _needs_approval(
         **tool_call_ids(turn, call.tool_call_id, call.tool_name, agent.name),
         config=agent.get_config(),
     )
+    if isinstance(tool, Action) and tool.parks:
+        return False  # parked by its tool call, outside the turn (`ActionRunner`)
     try:
-        return await tool.approval_required(validated, context)
+        needed = await tool.approval_required(validated, context)
     except Exception:
         # A policy that crashes must not let the tool through unasked.
         log.warning("approval policy of tool %s failed; asking a person", tool.name, exc_info=True)
-        return True
+        needed = True
+    if needed and isinstance(tool, Action):
+        # Nobody is asked to approve what would be refused: the call runs unasked, and its
+        # authorization (run again before it executes) refuses it for the model to read.
+        try:
+            key = key_of(tool, validated)
+            site = call_site(turn, agent, call.tool_call_id)
+            await authorize(agent, tool, site, key, validated, "before_approval")
+        except ActionFailure:
+            return False
+    return needed
 
 
 def recorded_calls(

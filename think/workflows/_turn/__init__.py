@@ -33,6 +33,8 @@ Where each part is:
 - `_run_turn`: `RunTurnWorkflow` (`think.RunTurn`: a turn for a user's own workflow code, as
   its child; `think.workflow.run_turn` starts it);
 - `_activities`: the activities' timeouts and retry policies, and the short database step;
+- `_parked_action`: `ParkedActionWorkflow` (`think.ParkedAction`: an action parked for a
+  person's decision outside its turn, run once decided; `@action(approval="durable_pause")`);
 - `_signals`: reading a Signal's payload, and dropping one the turn cannot use.
 
 This package is the workflow code the sandbox reloads for every run (`SANDBOXED` in
@@ -40,7 +42,8 @@ This package is the workflow code the sandbox reloads for every run (`SANDBOXED`
 """
 
 from think.workflows._turn._after_turn import AfterTurnWorkflow
+from think.workflows._turn._parked_action import ParkedActionWorkflow
 from think.workflows._turn._run_turn import RunTurnWorkflow
 from think.workflows._turn._workflow import TurnWorkflow
 
-__all__ = ["AfterTurnWorkflow", "RunTurnWorkflow", "TurnWorkflow"]
+__all__ = ["AfterTurnWorkflow", "ParkedActionWorkflow", "RunTurnWorkflow", "TurnWorkflow"]
