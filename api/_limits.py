@@ -1,57 +1,68 @@
-"""Per-tenant limits of one gateway process: submissions per minute, open streams.
-
-Kept in memory, per process: a deployment of N gateways lets a tenant N times the limit (say
-so in the setting). A limit shared across replicas would cost every submission a Postgres
-round trip (or another service); these exist to stop one tenant's runaway script from
-starving the others, which a per-process bound does.
+"""Per-tenant limits, shared by every gateway of the deployment: submissions per minute, open
+streams (kept in Postgres, `think.storage._limits`).
 
 Submissions are a token bucket per tenant: `burst` at once, refilled at `per_minute`. A
-refusal is 429 with `Retry-After` (whole seconds until a token is back). Streams are a count
-of the tenant's open SSE responses, taken before a turn is admitted in stream mode, so a
-refused stream admits nothing.
+refusal is 429 with `Retry-After` (whole seconds until a token is back). Streams are leases on
+the tenant's open SSE responses, taken before a turn is admitted in stream mode, so a refused
+stream admits nothing; the gateway renews its streams' leases while they are open, so one
+that dies frees its slots within `STREAM_LEASE`.
+
+A limit that is off costs nothing; one that is on costs its request one round trip to
+Postgres (docs/architecture.md, "Limits across gateways").
 """
 
 from __future__ import annotations
 
-import math
-import time
-from collections.abc import Callable
+import asyncio
+import contextlib
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+import psycopg
+
 from api.errors import Problem
-from think.server import metrics
+from think.server import (
+    STREAM_LEASE,
+    Store,
+    close_stream,
+    metrics,
+    open_stream,
+    renew_streams,
+    take_submission,
+)
+
+log = logging.getLogger("think.api.limits")
+Release = Callable[[], Awaitable[None]]
+"""Gives a stream's slot back; calling it again does nothing."""
 
 
-@dataclass
-class _Bucket:
-    tokens: float
-    at: float
+async def _nothing() -> None:
+    return None
 
 
 @dataclass
 class TenantLimits:
+    store: Store
     per_minute: float
     """0: no submission limit."""
     burst: int
     max_streams: int
     """0: no stream limit."""
-    _buckets: dict[str, _Bucket] = field(default_factory=dict)
-    _streams: dict[str, int] = field(default_factory=dict)
+    _leases: set[str] = field(default_factory=set)
 
-    def take_submission(self, tenant: str) -> None:
+    async def take_submission(self, tenant: str) -> None:
         """Spend one of the tenant's submissions, or raise 429."""
         if self.per_minute <= 0:
             return
-        now = time.monotonic()
-        rate = self.per_minute / 60.0
-        bucket = self._buckets.setdefault(tenant, _Bucket(tokens=float(self.burst), at=now))
-        bucket.tokens = min(float(self.burst), bucket.tokens + (now - bucket.at) * rate)
-        bucket.at = now
-        if bucket.tokens >= 1.0:
-            bucket.tokens -= 1.0
+        refused = await take_submission(
+            self.store.db, tenant, per_minute=self.per_minute, burst=self.burst
+        )
+        if refused is None:
             return
-        wait = max(1, math.ceil((1.0 - bucket.tokens) / rate))
         metrics.RATE_LIMITED.labels("submissions").inc()
+        wait = refused.retry_after
         raise Problem(
             429,
             f"too many submissions: this tenant may submit {self.per_minute:g} turns a minute "
@@ -59,28 +70,37 @@ class TenantLimits:
             headers={"Retry-After": str(wait)},
         )
 
-    def open_stream(self, tenant: str) -> Callable[[], None]:
+    async def open_stream(self, tenant: str) -> Release:
         """Count one more open stream of the tenant, or raise 429; returns its release."""
-        open_now = self._streams.get(tenant, 0)
-        if self.max_streams > 0 and open_now >= self.max_streams:
+        if self.max_streams <= 0:
+            return _nothing
+        lease = f"{tenant}:{secrets.token_hex(8)}"
+        open_now = await open_stream(self.store.db, tenant, lease, cap=self.max_streams)
+        if open_now is not None:
             metrics.RATE_LIMITED.labels("streams").inc()
             raise Problem(
                 429,
-                f"too many open streams: this tenant has {open_now}, the most a gateway "
+                f"too many open streams: this tenant has {open_now}, the most the deployment "
                 f"serves one tenant at once; close one (or follow status_url) and retry",
                 headers={"Retry-After": "1"},
             )
-        self._streams[tenant] = open_now + 1
-        released = False
+        self._leases.add(lease)
 
-        def release() -> None:
-            nonlocal released
-            if not released:
-                released = True
-                left = self._streams.get(tenant, 1) - 1
-                if left > 0:
-                    self._streams[tenant] = left
-                else:
-                    self._streams.pop(tenant, None)
+        async def release() -> None:
+            if lease in self._leases:
+                self._leases.discard(lease)
+                try:
+                    await close_stream(self.store.db, lease)
+                except psycopg.Error as exc:
+                    # Postgres away (the stream likely ended for that reason): the lease is
+                    # no longer renewed, so it frees its slot by itself within STREAM_LEASE.
+                    log.info("stream lease %s left to expire: %s", lease, exc)
 
         return release
+
+    async def renew_forever(self) -> None:
+        """Renew the leases of this gateway's open streams, a third of a lease apart."""
+        while True:
+            await asyncio.sleep(STREAM_LEASE / 3)
+            with contextlib.suppress(Exception):  # Postgres away: the next round renews them
+                await renew_streams(self.store.db, list(self._leases))

@@ -10,13 +10,14 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import psycopg
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.types import Receive, Scope, Send
 
+from api._limits import Release
 from api.deps import Resources
 from think import server
 from think.server import metrics, public_turn_id
@@ -78,7 +79,7 @@ class _CountedStream(EventSourceResponse):
     client gone, server stopping): the ASGI call returns in every case, where a generator
     that never started would never run its `finally`."""
 
-    def __init__(self, release: Callable[[], None], **kwargs: Any) -> None:
+    def __init__(self, release: Release, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._release = release
 
@@ -88,14 +89,14 @@ class _CountedStream(EventSourceResponse):
             await super().__call__(scope, receive, send)
         finally:
             metrics.STREAMS_OPEN.dec()
-            self._release()
+            await self._release()
 
 
 def stream_response(
     res: Resources,
     turn_id: str,
     after: int,
-    release: Callable[[], None],
+    release: Release,
     live_since: float | None = None,
 ) -> EventSourceResponse:
     """`release` gives back the stream slot taken from the tenant's limit (`TenantLimits`);

@@ -12,8 +12,8 @@ daily budgets (`api._budgets`) and spend its limits first and answer with `_admi
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from typing import Literal
 
 from fastapi import APIRouter
@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.types import DecoratedCallable
 
 from api._budgets import check_budgets
+from api._limits import Release
 from api._openapi import described
 from api._sse import stream_response
 from api.deps import Resources
@@ -85,7 +86,7 @@ async def submit(
     """Admit a submission (creating the conversation if needed) and answer for it;
     `submitted_by` names the API key that sent it (`TurnRequest.submitted_by`)."""
     await check_budgets(res.budgets, res.store, tenant)
-    with _limited(res, tenant, body.mode) as release:
+    async with _limited(res, tenant, body.mode) as release:
         try:
             admission = await server.admit_submission(
                 res.store,
@@ -122,7 +123,7 @@ async def regenerate(
     """Admit a regenerate of `body.message_id`'s answer, start it as admission starts any
     submission (`server.dispatch`), and answer for it."""
     await check_budgets(res.budgets, res.store, tenant)
-    with _limited(res, tenant, body.mode) as release:
+    async with _limited(res, tenant, body.mode) as release:
         admission = await res.store.regenerate(
             tenant=tenant,
             agent=agent.name,
@@ -130,6 +131,7 @@ async def regenerate(
             message_id=body.message_id,
             idempotency_key=idempotency_key,
             body=body.body,
+            priority=agent.priority,
         )
         try:
             await server.dispatch(res.store, res.temporal, res.settings.task_queue, admission)
@@ -197,7 +199,7 @@ async def _admitted(
     admission: Admission,
     mode: Literal["submit", "wait", "stream"],
     wait_timeout: float | None,
-    release: Callable[[], None] | None,
+    release: Release | None,
 ) -> Response:
     """The answer of a route that admitted a turn: the stream (which owns the stream slot
     `release` gives back), the turn once it settles (wait), or the record (202 new, 200 a
@@ -236,16 +238,16 @@ async def cancel(res: Resources, turn: TurnRecord, reason: str) -> bool:
     return await server.cancel_turn(res.store, res.temporal, res.settings.task_queue, turn, reason)
 
 
-@contextmanager
-def _limited(res: Resources, tenant: str, mode: str) -> Iterator[Callable[[], None] | None]:
+@asynccontextmanager
+async def _limited(res: Resources, tenant: str, mode: str) -> AsyncIterator[Release | None]:
     """Around admitting a turn: spend one of the tenant's submissions first, and for stream
     mode take one of its stream slots (yielded, for `_admitted`), so a refusal admits
     nothing; should the admission or its answer fail, the slot is given back."""
-    release = res.limits.open_stream(tenant) if mode == "stream" else None
+    release = await res.limits.open_stream(tenant) if mode == "stream" else None
     try:
-        res.limits.take_submission(tenant)
+        await res.limits.take_submission(tenant)
         yield release
     except BaseException:
         if release is not None:
-            release()
+            await release()
         raise

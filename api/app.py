@@ -6,6 +6,8 @@ LISTEN connection) and routes receive them through dependencies; nothing is glob
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,12 +19,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api import _docs, _openapi, _ui, errors
 from api._limits import TenantLimits
+from api._startup import OneLineStartupErrors
 from api._unique_keys import UniqueKeys
 from api.deps import Resources, require_tenant
 from api.routes import (
     actions,
     agents,
     conversations,
+    data,
     health,
     problems,
     schedules,
@@ -158,27 +162,34 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        db = await open_database(settings, max_size=20)
+        db = await open_database(settings, max_size=settings.db_pool_size)
         listener = ChunkListener(settings.libpq_url)
         await listener.start()
         temporal = await connect(settings)
         metrics.count_events()
+        store = Store(db)
+        limits = TenantLimits(
+            store=store,
+            per_minute=settings.submission_rate,
+            burst=settings.submission_burst,
+            max_streams=settings.max_streams_per_tenant,
+        )
+        renewing = asyncio.create_task(limits.renew_forever())
         app.state.resources = Resources(
             settings=settings,
-            store=Store(db),
+            store=store,
             temporal=temporal,
             listener=listener,
             registry=registry,
-            limits=TenantLimits(
-                per_minute=settings.submissions_per_minute,
-                burst=settings.submission_burst,
-                max_streams=settings.max_streams_per_tenant,
-            ),
+            limits=limits,
             budgets=DailyBudgets.of(settings),
         )
         try:
             yield
         finally:
+            renewing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewing
             await close_mcp_pool()  # the MCP servers `GET /v1/agents` connected to
             await listener.stop()
             await db.close()
@@ -197,17 +208,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _ui.install(app, settings)
     # Every /v1 route needs the caller's tenant, which answers 401 first when keys are
     # configured; the operations routes stay open for load balancers and probes.
-    for module in (
+    routers = (
         actions,
         agents,
         conversations,
+        data,
         schedules,
         search,
         tree,
         turns,
         usage,
         workspace,
-    ):
+    )
+    for module in routers:
         app.include_router(module.router, dependencies=[Depends(require_tenant)])
     app.include_router(health.router)
     app.include_router(problems.router)
@@ -217,6 +230,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Inside HeadAsGet, which hands the app a copy of the scope: the route is set on that one.
     app.add_middleware(HttpMetrics)
     app.add_middleware(HeadAsGet)
+    # A startup that fails on an error of ours is logged in one line, not a traceback.
+    app.add_middleware(OneLineStartupErrors)
     if settings.cors_origins:
         # Outermost: a preflight is answered before anything else sees it, and every answer
         # (a 401 or a 429 too) carries the headers a browser needs to read it.

@@ -60,10 +60,11 @@ class Principal:
 async def require_principal(
     request: Request, resources: Annotated[Resources, Depends(_resources)]
 ) -> Principal:
-    """The caller: from the bearer key when keys are configured, else tenant `default`."""
+    """The caller: from the bearer key when keys are configured, else the tenant of keyless
+    requests (`THINK_DEFAULT_TENANT`, `default` unless named)."""
     keys = resources.settings.api_keys
     if not keys:
-        return Principal("default")
+        return Principal(resources.settings.default_tenant)
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() == "bearer":

@@ -530,3 +530,61 @@ class WorkspaceEntryOut(BaseModel):
 
 class WorkspaceListOut(BaseModel):
     files: list[WorkspaceEntryOut]
+
+
+class ExportedMessageOut(BaseModel):
+    # A node of the tree as stored: `parent_id` makes the tree (every branch, not a path).
+    model_config = ConfigDict(from_attributes=True)
+
+    id: str
+    parent_id: str | None
+    role: str
+    parts: list[dict[str, Any]]
+    metadata: dict[str, Any] | None
+    turn_id: str | None
+    created_at: datetime
+
+
+class ContextBlockOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    label: str
+    content: str | None
+    updated_at: datetime
+
+
+class CompactionOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    first_message_id: str
+    last_message_id: str
+    summary: str
+    trigger: str
+    tokens_before: int
+    tokens_after: int
+    created_at: datetime
+
+
+class ConversationExportOut(BaseModel):
+    conversation: ConversationOut
+    config: dict[str, Any] = Field(description="The conversation's configuration")
+    messages: list[ExportedMessageOut] = Field(
+        description="Every message of every branch, in the order they were stored; "
+        "`parent_id` makes the tree, `conversation.active_leaf_id` its active path"
+    )
+    turns: list[TurnOut] = Field(description="Every turn record kept, oldest first")
+    workspace: list[WorkspaceEntryOut] = Field(
+        description="The workspace's files, without their content (`GET …/workspace/{path}`)"
+    )
+    context_blocks: list[ContextBlockOut]
+    compactions: list[CompactionOut]
+    exported_at: datetime
+
+
+class ErasureOut(BaseModel):
+    tenant: str
+    workflow_id: str = Field(
+        description="The erasure's workflow in Temporal; a repeated request while it runs "
+        "names the same one"
+    )
+    status: str = Field(description="`accepted`: it runs, and completes whatever fails")

@@ -20,6 +20,10 @@ BENCHMARKS = [
     ["bench.sub_agents"],
     ["bench.workspace_memory"],
     ["bench.workspace_quota"],
+    ["bench.shared_limits"],
+    ["bench.production"],
+    # bench.soak runs for as many minutes as it is told: by hand.
+    ["bench.fairness"],
 ]
 
 if __name__ == "__main__":

@@ -24,10 +24,12 @@ def local_stack(
     agents: str = "tests.agents:Helper,examples.assistant:Assistant",
     workers: int = 1,
     env: dict[str, str] | None = None,
+    fairness: bool = True,
 ) -> Iterator[tuple[Stack, FakeOpenAIServer | None]]:
     with tempfile.TemporaryDirectory(prefix="think-bench-") as tmp:
         home = Path(tmp)
-        with start_services(home) as services:
+        # `fairness=False`: a Temporal without task-queue fairness (bench/fairness.py's baseline).
+        with start_services(home, fairness=fairness) as services:
             migrate_now(services.settings(Settings()))
             # Keeping no requests: no benchmark reads them, and a long conversation's (4,000
             # messages each at turn 1,000) held in the measuring process cost its garbage

@@ -126,6 +126,40 @@ class ToolError(ThinkError):
     retryable: bool = False
 
 
+class ServiceUnreachable(ThinkError):
+    """Postgres or Temporal did not answer when a process started; the message names which,
+    where (without a password), and the variable that says where. Expected when a process
+    starts before its services (a deploy, `docker compose up`): said in one line."""
+
+
+class TemporalConnectionError(ServiceUnreachable):
+    """Temporal could not be reached, or the connection to it failed: refused, a failed TLS
+    handshake, credentials refused. The message is one line naming the address and the
+    setting to look at (`setting`: `TEMPORAL_TLS_SERVER_CA_CERT_PATH`, say, or where a
+    profile gave the value), never a bare transport error.
+
+    A `ServiceUnreachable`: expected when a process starts before its services, said in one
+    line (`think.engine`'s log filter). Not a `ConfigurationError`: an unreachable server may
+    be a fault of the moment, not of the settings; what settings alone can tell wrong (a
+    missing file, an unknown profile) is a `ConfigurationError` raised before any connection
+    is tried."""
+
+    def __init__(self, message: str, *, address: str, setting: str | None = None) -> None:
+        super().__init__(message)
+        self.address = address
+        self.setting = setting
+
+
+class Superseded(ThinkError):
+    """A turn's workflow task is stale: a newer attempt of its step runs elsewhere (its worker
+    froze past the task's timeout, or is shutting down). Not a Temporal `FailureError`, so it
+    fails the workflow task (whose completion the server refuses anyway), never the turn, and
+    nothing is recorded from there. Expected control flow: the worker logs it as one line.
+
+    Declared here, outside the workflow modules the sandbox reloads, so that the worker's log
+    filter recognises it whichever copy raised it."""
+
+
 # Names of non-retryable Temporal ApplicationError types, shared by activities and clients.
 NON_RETRYABLE_USER_ERROR = "ThinkUserError"
 NON_RETRYABLE_MODEL_ERROR = "ThinkModelError"

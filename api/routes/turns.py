@@ -211,7 +211,8 @@ async def stream_turn(
     ] = None,
 ) -> Any:
     turn = await _turn(res, conv, turn_id)
-    return stream_response(res, turn.id, _after(last_event_id), res.limits.open_stream(tenant))
+    release = await res.limits.open_stream(tenant)
+    return stream_response(res, turn.id, _after(last_event_id), release)
 
 
 def _after(last_event_id: str | None) -> int:

@@ -9,6 +9,8 @@ import httpx
 import pytest
 
 from tests._stack import Stack, extra_gateway
+from think import ThinkService
+from think._settings import Settings
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +101,45 @@ async def test_tenants_are_isolated(keyed_api: str, cid: str) -> None:
         assert mine["status"] == "completed"
         messages = (await bob.get(f"{base}/messages")).json()["messages"]
         assert [m["parts"][-1]["text"] for m in messages] == ["mine", "echo: mine"]
+
+
+async def test_keys_turned_on_and_the_tenant_of_keyless_requests(
+    stack: Stack, settings: Settings, tmp_path_factory: pytest.TempPathFactory, cid: str
+) -> None:
+    """Issue 37: turning THINK_API_KEYS on hid every earlier conversation; they belong to the
+    tenant `default`, which a key can name (`k:default`). THINK_DEFAULT_TENANT names the
+    tenant of keyless requests beforehand, so that the first key of that tenant sees them."""
+    before, named = f"{cid}-before", f"{cid}-named"
+    turn = {"input": "hi", "mode": "wait"}
+    async with client(stack.api_url, None) as keyless:  # no keys: the tenant `default`
+        answer = await keyless.post(f"/v1/agents/helper/conversations/{before}/turns", json=turn)
+        assert answer.json()["status"] == "completed", answer.text
+    acme_keyless = {**stack.env, "THINK_DEFAULT_TENANT": "acme"}
+    with extra_gateway(acme_keyless, tmp_path_factory.mktemp("a")) as url:
+        async with client(url, None) as keyless:
+            answer = await keyless.post(f"/v1/agents/helper/conversations/{named}/turns", json=turn)
+            assert answer.json()["status"] == "completed", answer.text
+            # Another tenant's conversation: not there for this keyless gateway.
+            assert (
+                await keyless.get(f"/v1/agents/helper/conversations/{before}")
+            ).status_code == 404
+    keys = {**stack.env, "THINK_API_KEYS": "acme-key:acme,old-key:default,bare-key"}
+    with extra_gateway(keys, tmp_path_factory.mktemp("b")) as url:
+        async with client(url, "acme-key") as acme, client(url, "old-key") as old:
+            assert (await acme.get(f"/v1/agents/helper/conversations/{named}")).status_code == 200
+            assert (await acme.get(f"/v1/agents/helper/conversations/{before}")).status_code == 404
+            # What was made before keys is the tenant `default`'s: a key of it sees it.
+            assert (await old.get(f"/v1/agents/helper/conversations/{before}")).status_code == 200
+            assert (await old.get(f"/v1/agents/helper/conversations/{named}")).status_code == 404
+    # A script's conversations are those of keyless requests, unless it names a tenant.
+    conf = settings.model_copy(update={"default_tenant": "acme"})
+    async with await ThinkService.connect(conf) as service:
+        conv = service.conversation("helper", named)
+        assert conv.tenant == "acme" and len(await conv.messages()) == 2
+        assert service.conversation("helper", named, tenant="default").tenant == "default"
+    # A key given without a tenant is the default tenant's: here, acme's.
+    with extra_gateway(
+        {**keys, "THINK_DEFAULT_TENANT": "acme"}, tmp_path_factory.mktemp("c")
+    ) as url:
+        async with client(url, "bare-key") as bare:
+            assert (await bare.get(f"/v1/agents/helper/conversations/{named}")).status_code == 200

@@ -11,6 +11,7 @@ expects.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -22,7 +23,7 @@ from schemathesis.checks import load_all_checks
 from schemathesis.core.parameters import ParameterLocation
 
 from api.app import create_app
-from tests._stack import Stack
+from tests._stack import Stack, extra_gateway
 from think.server import Settings
 
 pytestmark = pytest.mark.stack
@@ -67,6 +68,9 @@ ENDS_A_CONVERSATION = {
 leave the cases after them no turn or message to get past the 404s with. Their cases name a
 conversation of their own instead, made again before each."""
 OWN_CID = "fuzz-ended"
+ERASES_A_TENANT = ("DELETE", "/v1/tenant-data")
+"""Erases the caller's tenant: its cases go to a gateway of their own, as a tenant of their own
+(`eraser`), so that they erase nothing the other cases (or other tests) use."""
 
 
 # The document the gateway serves at /openapi.json is built by this same code (checked
@@ -78,6 +82,13 @@ schema = schemathesis.openapi.from_dict(
         {"parameters": {f"path.{name}": value for name, value in REAL.items()}}
     ),
 )
+
+
+@pytest.fixture(scope="module")
+def eraser(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    env = {**stack.env, "THINK_API_KEYS": "fuzz-eraser-key:fuzz-eraser"}
+    with extra_gateway(env, tmp_path_factory.mktemp("fuzz-eraser")) as url:
+        yield url
 
 
 def test_the_served_document_is_the_one_fuzzed(stack: Stack) -> None:
@@ -92,7 +103,7 @@ def test_the_served_document_is_the_one_fuzzed(stack: Stack) -> None:
     database=None,
     suppress_health_check=list(HealthCheck),
 )
-def test_no_undocumented_answer(case: Any, answer_id: str, stack: Stack) -> None:
+def test_no_undocumented_answer(case: Any, answer_id: str, stack: Stack, eraser: str) -> None:
     if isinstance(case.body, dict) and not _negative_body(case):
         # Valid values for valid ones, the body stays valid: a real message to branch from and
         # an answer to regenerate, as the path ids are real (an unknown one, or a user message
@@ -113,6 +124,10 @@ def test_no_undocumented_answer(case: Any, answer_id: str, stack: Stack) -> None
             timeout=30,
         )
         assert made.status_code in (200, 201), made.text
+    if (case.operation.method.upper(), case.operation.path) == ERASES_A_TENANT:
+        auth = {"Authorization": "Bearer fuzz-eraser-key"}
+        case.call_and_validate(base_url=eraser, headers=auth, checks=CHECKS, timeout=60)
+        return
     case.call_and_validate(base_url=stack.api_url, checks=CHECKS, timeout=60)
 
 

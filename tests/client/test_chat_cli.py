@@ -12,7 +12,7 @@ import pytest
 
 from tests._stack import ROOT, Stack
 from think.client import ThinkClient
-from think.testing import FakeOpenAIServer, reply, text, tool_call
+from think.testing import FakeOpenAIServer, error, reply, text, tool_call
 
 APPROVALS = "/v1/agents/{agent}/conversations/{cid}/turns/{turn_id}/approvals/{approval_id}"
 
@@ -141,3 +141,15 @@ def test_a_sub_agents_progress_is_shown_under_its_call(
     assert shown and "".join(words).startswith(shown)  # the child's answer as it grew
     assert json.loads(result.removeprefix("← "))["text"] == "".join(words)
     assert answer == "Done."
+
+
+def test_a_turn_that_ends_in_error_makes_the_exit_status_1(
+    stack: Stack, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """Issue 37: `think chat` exited 0 after a turn that ended in `error`, so a script piping
+    lines into it could not tell."""
+    fake_model.script(cid, error(400, "Invalid request: unsupported parameter"), text("Fine."))
+    done = chat(stack, "--agent", "helper", "--conversation", cid, lines="hi\nagain\n")
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "error: " in done.stdout and "Fine." in done.stdout  # it went on to the next line
+    assert "a turn ended in error" in done.stderr

@@ -490,3 +490,5 @@ async def test_a_frozen_worker_that_wakes_up_late_changes_nothing(
         again = (await api.get(turn["status_url"])).json()
         assert again["status"] == "completed"
         assert again["message"] == final["message"]
+    # Its attempt was superseded: expected control flow, said in lines, not tracebacks (#37).
+    assert "Traceback" not in frozen.log.read_text(errors="replace")

@@ -97,6 +97,7 @@ def test_a_workflow_module_imports_no_io_library() -> None:
     `think/__init__.py`) for every workflow run, which must not pull in the I/O stack."""
     probe = (
         "import sys, think.workflows._turn, think.schedules._workflow\n"
+        "import think.retention._workflow\n"
         "print(sorted(m for m in ('openai', 'psycopg', 'httpx', 'sqlalchemy', 'fastapi')"
         " if m in sys.modules))"
     )

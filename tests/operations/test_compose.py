@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+
+from think._settings import Settings, variables
 
 ROOT = Path(__file__).resolve().parents[2]
 THINK_SERVICES = ("migrate", "api", "worker")
@@ -75,14 +79,46 @@ def test_commands_are_the_think_cli(services: dict[str, dict[str, Any]]) -> None
 
 def test_ports(services: dict[str, dict[str, Any]]) -> None:
     assert "8000:8000" in services["api"]["ports"]
-    assert "8080:8080" in services["temporal-ui"]["ports"]
-    assert "7233:7233" in services["temporal"]["ports"]
+    # Temporal's frontend and UI have no authentication: never on every interface (#37).
+    assert services["temporal-ui"]["ports"] == ["127.0.0.1:8080:8080"]
+    assert services["temporal"]["ports"] == ["127.0.0.1:7233:7233"]
+    for name, service in services.items():
+        for port in service.get("ports", []):
+            assert name == "api" or str(port).startswith("127.0.0.1:"), (name, port)
+
+
+def test_the_api_refuses_to_start_without_keys(services: dict[str, dict[str, Any]]) -> None:
+    """`${VAR:?message}`: compose stops with the message when THINK_API_KEYS is unset or
+    empty, rather than serve every tenant's conversations to anyone on the network (#37)."""
+    for name in THINK_SERVICES:
+        keys = _environment(services[name])["THINK_API_KEYS"]
+        assert keys.startswith("${THINK_API_KEYS:?") and "key:tenant" in keys, keys
+
+
+def test_grace_periods_fit_the_orchestrators(services: dict[str, dict[str, Any]]) -> None:
+    """Each process ends its work before compose's SIGKILL: the worker's activities, the
+    gateway's open streams."""
+    worker = _environment(services["worker"])
+    assert float(worker["THINK_WORKER_SHUTDOWN_GRACE_SECONDS"]) < _seconds(
+        services["worker"]["stop_grace_period"]
+    )
+    api = _environment(services["api"])
+    api_grace = float(
+        api.get("THINK_API_SHUTDOWN_GRACE_SECONDS", Settings().api_shutdown_grace_seconds)
+    )
+    assert api_grace < _seconds(services["api"]["stop_grace_period"])
+
+
+def _seconds(duration: str) -> float:
+    assert duration.endswith("s"), duration
+    return float(duration[:-1])
 
 
 def test_think_services_use_only_api_md_variables(services: dict[str, dict[str, Any]]) -> None:
+    declared = API_MD_VARIABLES | {v.name for v in variables()}
     for name in THINK_SERVICES:
         env = _environment(services[name])
-        assert set(env) <= API_MD_VARIABLES, f"{name}: {set(env) - API_MD_VARIABLES}"
+        assert set(env) <= declared, f"{name}: {set(env) - declared}"
         assert env["THINK_DATABASE_URL"].startswith("postgresql://")
         assert "@postgres:5432/think" in env["THINK_DATABASE_URL"]
         assert env["TEMPORAL_ADDRESS"] == "temporal:7233"
@@ -128,7 +164,9 @@ def test_worker_scales(services: dict[str, dict[str, Any]]) -> None:
 def test_dockerfile_runs_think() -> None:
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert re.search(r"^FROM python:3\.11-slim\b", dockerfile, re.M)
-    assert re.search(r"^RUN pip install \"?\.", dockerfile, re.M)
+    # From the lock, then Think itself with nothing resolved again (#37).
+    assert re.search(r"^RUN pip install -r requirements\.lock$", dockerfile, re.M)
+    assert re.search(r"^RUN pip install --no-deps \"?\.", dockerfile, re.M)
     assert re.search(r"^USER (?!root\b|0\b)\S+", dockerfile, re.M), "non-root user"
     entry = re.findall(r"^(?:ENTRYPOINT|CMD) (.+)$", dockerfile, re.M)
     assert entry and json.loads(entry[0])[0] == "think", entry
@@ -143,3 +181,14 @@ def test_dockerfile_runs_think() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     for module in project["tool"]["setuptools"]["py-modules"]:
         assert f"{module}.py" in copied, f"Dockerfile does not copy {module}.py"
+
+
+def test_the_lock_pins_every_runtime_dependency_within_pyproject() -> None:
+    """requirements.lock (`make lock`) against pyproject.toml: every dependency of the runtime
+    and of the `otel` extra pinned, each inside its declared range."""
+    done = subprocess.run(
+        [sys.executable, "tools/lock.py", "--check"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    pins = [line for line in (ROOT / "requirements.lock").read_text().splitlines() if "==" in line]
+    assert len(pins) > 20 and all(re.fullmatch(r"[\w.-]+==[\w.+-]+", p) for p in pins), pins

@@ -405,12 +405,32 @@ def test_every_busy_port_is_named_with_its_flag_at_once(tmp_path: Path) -> None:
     assert dev.returncode == 2, out
     assert len(out.strip().splitlines()) == 1, out
     for what, port, flag in (
-        ("the API", ports["api"], "--port"),
+        ("the API", ports["api"], "THINK_PORT=8001 or --port"),
         ("Temporal gRPC", ports["temporal"], "--temporal-port"),
         ("the Temporal UI", ports["ui"], "--ui-port"),
     ):
         assert f"127.0.0.1:{port} ({what}; move it with {flag}" in out, out
+    # `make dev` passes no flags (issue 37): each port says how to move it from make too.
+    assert "make dev DEV_ARGS='--temporal-port 7234'" in out, out
     assert not (tmp_path / ".think" / "pg").exists()
+
+
+def test_think_port_moves_the_api_as_make_dev_can(tmp_path: Path) -> None:
+    """`make dev` passes no flags: THINK_PORT is the port it serves the API on (issue 37)."""
+    ports = _free_ports("api", "temporal", "ui")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", ports["api"]))
+        sock.listen()
+        dev = _think(
+            tmp_path,
+            tmp_path / ".think",
+            "dev",
+            *("--temporal-port", str(ports["temporal"]), "--ui-port", str(ports["ui"])),
+            THINK_PORT=str(ports["api"]),
+        )
+        out, _ = dev.communicate(timeout=60)
+    assert dev.returncode == 2, out
+    assert f"127.0.0.1:{ports['api']} (the API; move it with THINK_PORT=8001" in out, out
 
 
 def test_a_ctrl_c_while_the_command_line_is_parsed_exits_cleanly(

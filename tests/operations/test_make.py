@@ -80,3 +80,33 @@ def test_without_node_or_chromium_their_checks_fail_in_ci(tmp_path: Path) -> Non
     assert done.returncode != 0, done.stdout
     assert "CI must run the AI SDK conformance checks, but node is not on PATH" in done.stdout
     assert "CI must run the browser tests, but no Chromium found" in done.stdout, done.stdout
+
+
+def _dry_run(target: str, tmp_path: Path) -> str:
+    """What `make TARGET` would run in a fresh clone (a virtualenv that does not exist yet)."""
+    make = shutil.which("make")
+    assert make is not None
+    done = subprocess.run(
+        [make, "-n", target, f"VENV={tmp_path / 'venv'}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_make_dev_installs_the_runtime_alone_and_make_test_the_tools(tmp_path: Path) -> None:
+    """Issue 37: `make dev` installed the whole development toolchain (849 MB, Playwright's
+    165 MB of it) to run a server; tests and browsers belong to `make test`."""
+    dev = _dry_run("dev", tmp_path)
+    assert "pip install --quiet -e .\n" in dev, dev
+    assert "[dev]" not in dev and "playwright" not in dev, dev
+    assert "think dev" in dev
+    for target in ("test", "lint", "install"):
+        assert "pip install --quiet -e '.[dev]'" in _dry_run(target, tmp_path), target
+    project = (ROOT / "pyproject.toml").read_text()
+    runtime = project.split("dependencies = [", 1)[1].split("]\n", 1)[0]
+    for tool in ("playwright", "pytest", "ruff", "mypy", "schemathesis"):
+        assert f'"{tool}' not in runtime, f"{tool} is a runtime dependency"

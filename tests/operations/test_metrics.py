@@ -10,7 +10,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests._stack import Stack, free_port
+from tests._stack import Stack, extra_gateway, free_port
 from tests._turn_helpers import helper_path
 from think.testing import FakeOpenAIServer, error, text, tool_call
 
@@ -164,3 +164,16 @@ async def test_model_failures_are_counted_by_what_went_wrong(
     failures = "think_model_request_failures_total"
     assert value(after, failures, **server) - value(before, failures, **server) == 1
     assert value(after, failures, **auth) - value(before, failures, **auth) == 1
+
+
+def test_the_gateways_pool_is_the_size_its_setting_says(
+    stack: Stack, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """THINK_DB_POOL_SIZE (issue 37: it was fixed at 20 in code), read back from the pool
+    itself through the gateway's own metrics."""
+    env = {**stack.env, "THINK_DB_POOL_SIZE": "3"}
+    with extra_gateway(env, tmp_path_factory.mktemp("pool")) as url:
+        metrics = httpx.get(f"{url}/metrics", timeout=30).text
+    assert 'think_db_pool_connections{state="max"} 3.0' in metrics, [
+        line for line in metrics.splitlines() if "pool" in line
+    ]

@@ -32,13 +32,30 @@ BAD_TEXT = {
     "OPENAI_BASE_URL": "localhost:11434/v1",
     "OPENAI_API_KEY": "sk-one two",
     "THINK_API_KEYS": ":acme",
+    "THINK_DEFAULT_TENANT": "two words",
     "THINK_HOME": "~/think",
     "THINK_TEMPORAL_UI_URL": "localhost:8233",
     "THINK_PUBLIC_URL": "chat.example.com",
     "THINK_CORS_ORIGINS": "chat.example.com",
     "THINK_MODEL_ENDPOINTS": '{"cheap": "https://cheap.example/v1"}',
+    "TEMPORAL_API_KEY": "two words",
+    "TEMPORAL_TLS_SERVER_NAME": "two words",
+    "TEMPORAL_PROFILE": "two words",
 }
-"""A value each free-text variable refuses; a number, a flag or a choice refuses `bogus`."""
+"""A value each free-text variable refuses; a number, a flag or a choice refuses `bogus`, and
+a file variable `bogus` too (no such file)."""
+
+FILES = {
+    "TEMPORAL_CONFIG_FILE": "[profile.default]\n",
+    "TEMPORAL_TLS_CLIENT_CERT_PATH": "",
+    "TEMPORAL_TLS_CLIENT_KEY_PATH": "",
+    "TEMPORAL_TLS_SERVER_CA_CERT_PATH": "",
+}
+"""Variables that name a file, which must exist to be read: their examples are made under a
+temporary directory (with this content) before they are read."""
+NEEDS = {"TEMPORAL_PROFILE": {"TEMPORAL_CONFIG_FILE": "[profile.prod]\n"}}
+"""Variables whose examples read only beside another's (a profile needs a file that has it):
+the other's file is made with this content."""
 
 
 def _read(**env: str) -> Settings:
@@ -69,10 +86,25 @@ def test_every_variable_refuses_a_bad_value_naming_itself(variable: Variable) ->
 
 
 @pytest.mark.parametrize("variable", VARIABLES, ids=[v.name for v in VARIABLES])
-def test_every_variable_reads_its_examples_and_ignores_an_empty_value(variable: Variable) -> None:
+def test_every_variable_reads_its_examples_and_ignores_an_empty_value(
+    variable: Variable, tmp_path: Path
+) -> None:
     assert variable.description and variable.examples, f"{variable.name}: declare help, examples"
+
+    def made(name: str, example: str, content: str) -> str:
+        path = tmp_path / example.lstrip("/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+        return str(path)
+
+    beside = {
+        name: made(name, f"{name.lower()}.toml", content)
+        for name, content in NEEDS.get(variable.name, {}).items()
+    }
     for example in variable.examples:
-        read = _read(**{variable.name: example})
+        if variable.name in FILES:
+            example = made(variable.name, example, FILES[variable.name])
+        read = _read(**beside, **{variable.name: example})
         assert getattr(read, variable.field) != variable.default, example
     assert _read(**{variable.name: ""}) == _read()
 
@@ -173,3 +205,102 @@ def test_think_settings_check_names_a_bad_variable(
     monkeypatch.setenv("THINK_MAX_BODY_BYTES", "abc")
     assert cli._run(["settings", "--check"]) == 2
     assert "THINK_MAX_BODY_BYTES='abc'" in capsys.readouterr().err
+
+
+def test_a_running_think_dev_lends_its_deployment_to_a_second_shell(tmp_path: Path) -> None:
+    """Issue 37: the agents, workflows, activities, task queue and namespace of a running
+    `think dev` (its endpoints file), unless this shell sets them; given both addresses, the
+    shell describes another deployment and the file is not read."""
+    from think._settings import write_endpoints
+
+    write_endpoints(
+        tmp_path,
+        {
+            "database_url": "postgresql://think@127.0.0.1:5999/think",
+            "temporal_address": "127.0.0.1:7999",
+            "agents": ["examples.digest:Digest"],
+            "workflows": ["examples.webhook_reply:WebhookReply"],
+            "activities": [],
+            "task_queue": "think-dev",
+            "temporal_namespace": "dev-ns",
+        },
+    )
+    lent = Settings.from_env({"THINK_HOME": str(tmp_path)})
+    assert lent.agents == ["examples.digest:Digest"]
+    assert lent.workflows == ["examples.webhook_reply:WebhookReply"]
+    assert (lent.task_queue, lent.temporal_namespace) == ("think-dev", "dev-ns")
+    assert lent.temporal_address == "127.0.0.1:7999"
+    own = Settings.from_env(
+        {"THINK_HOME": str(tmp_path), "THINK_AGENTS": "m:A", "THINK_TASK_QUEUE": "q"}
+    )
+    assert (own.agents, own.task_queue, own.workflows) == (
+        ["m:A"],
+        "q",
+        ["examples.webhook_reply:WebhookReply"],
+    )
+    elsewhere = Settings.from_env(
+        {
+            "THINK_HOME": str(tmp_path),
+            "THINK_DATABASE_URL": "postgresql://db/think",
+            "TEMPORAL_ADDRESS": "temporal:7233",
+        }
+    )
+    assert elsewhere.agents == Settings().agents and elsewhere.task_queue == "think"
+
+
+def test_the_default_tenant_names_keys_without_one() -> None:
+    settings = Settings.from_env(
+        {"THINK_API_KEYS": "k1:acme,k2", "THINK_DEFAULT_TENANT": "globex"}, find_dev_stack=False
+    )
+    assert settings.api_keys == {"k1": "acme", "k2": "globex"}
+    assert Settings.from_env({"THINK_API_KEYS": "k2"}, find_dev_stack=False).api_keys == {
+        "k2": "default"
+    }
+
+
+def test_every_variable_is_in_a_subcommands_help(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 37: `--help` of a subcommand said nothing of the variables that configure it."""
+    from think.cli._help import COMMAND_VARIABLES
+
+    declared = {v.name for v in VARIABLES}
+    listed = {name for names in COMMAND_VARIABLES.values() for name in names}
+    assert listed <= declared, listed - declared
+    assert {*COMMAND_VARIABLES["api"], *COMMAND_VARIABLES["worker"]} == declared
+    for command, expected in [
+        ("worker", "THINK_AGENTS"),
+        ("api", "THINK_PORT"),
+        ("dev", "THINK_PORT"),
+    ]:
+        with pytest.raises(SystemExit):
+            cli.main([command, "--help"])
+        out = capsys.readouterr().out
+        assert "environment (`think settings`" in out and f"  {expected} " in out, out
+
+
+def test_capacity_and_grace_periods_are_settings() -> None:
+    """Issue 37: worker concurrency, the Postgres pool and the shutdown grace periods were
+    fixed in code."""
+    from datetime import timedelta
+
+    from think.engine._worker import capacity
+
+    settings = Settings.from_env(
+        {
+            "THINK_WORKER_MAX_ACTIVITIES": "7",
+            "THINK_DB_POOL_SIZE": "3",
+            "THINK_WORKER_SHUTDOWN_GRACE_SECONDS": "25",
+            "THINK_API_SHUTDOWN_GRACE_SECONDS": "12.5",
+            "THINK_WORKER_WORKFLOW_TASK_SLOTS": "9",
+        },
+        find_dev_stack=False,
+    )
+    assert capacity(settings) == {
+        "max_concurrent_activities": 7,
+        "max_concurrent_local_activities": 7,
+        "max_concurrent_workflow_tasks": 9,
+        "graceful_shutdown_timeout": timedelta(seconds=25),
+    }
+    assert (settings.db_pool_size, settings.api_shutdown_grace_seconds) == (3, 12.5)
+    defaults = Settings()
+    assert capacity(defaults)["max_concurrent_activities"] == 200
+    assert (defaults.db_pool_size, defaults.worker_shutdown_grace_seconds) == (20, 10.0)

@@ -34,6 +34,7 @@ from tests._waits import eventually
 from tests.schedule_agents import FAR
 from think import ThinkService
 from think._settings import Settings
+from think.cli._dev import _write_endpoints
 from think.schedules import (
     CATCHUP_WINDOW,
     OCCURRENCE_WORKFLOW,
@@ -327,6 +328,37 @@ async def test_think_schedules_command(digest: Deployment) -> None:
         for line in lines
     ), lines
     assert len(lines) == 5
+
+
+async def test_think_schedules_from_a_second_shell_finds_the_running_agents(
+    digest: Deployment, tmp_path: Path
+) -> None:
+    """Issue 37: with a `think dev` hosting scheduled tasks, `think schedules` from another
+    shell said "no scheduled tasks" and `--agent` named only `assistant`: it read THINK_AGENTS
+    from that shell. `think dev`'s endpoints file now lends its agents and task queue too."""
+    home = tmp_path / ".think"
+    home.mkdir()
+    running = Settings.from_env(digest.stack.env, find_dev_stack=False)
+    _write_endpoints(home, running, digest.stack.api_url, None)  # as `think dev` writes it
+    shell = {k: v for k, v in os.environ.items() if not k.startswith(("THINK_", "TEMPORAL_"))}
+    shell["THINK_HOME"] = str(home)
+    status, out, err = await run(
+        sys.executable, "-m", "think", "schedules", "--agent", "sched_digest", env=shell
+    )
+    assert status == 0, err
+    lines = out.splitlines()
+    assert len(lines) == 5 and lines[0].startswith("sched_digest/"), lines
+    status, out, err = await run(sys.executable, "-m", "think", "schedules", env=shell)
+    assert status == 0, err
+    assert out == "\n".join(lines) + "\n"  # every agent: the per-conversation one has none yet
+    # The shell's own THINK_AGENTS still wins, and a miss says what it read and what to do.
+    shell["THINK_AGENTS"] = "examples.assistant:Assistant"
+    status, out, err = await run(
+        sys.executable, "-m", "think", "schedules", "--agent", "sched_digest", env=shell
+    )
+    assert status == 2, out
+    assert "no agent named 'sched_digest'" in err and "THINK_AGENTS=examples.assistant" in err
+    assert "export the deployment's THINK_AGENTS" in err, err
 
 
 async def test_conversation_scope(

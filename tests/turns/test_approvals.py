@@ -20,6 +20,7 @@ import httpx
 import pytest
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from tests._sse import chunks, read_stream
@@ -31,8 +32,8 @@ from think._settings import Settings
 from think.agent import QueuedBehind
 from think.testing import FakeOpenAIServer, text, tool_call
 from think.workflows import connect
-from think.workflows.inputs import ToolDecision, TurnStatusView
-from think.workflows.names import turn_workflow_id
+from think.workflows.inputs import ApprovalOutcome, ToolDecision, TurnStatusView
+from think.workflows.names import UNKNOWN_APPROVAL, turn_workflow_id
 
 AGENT = "gatekeeper"
 
@@ -178,9 +179,27 @@ async def test_approve_with_a_temporal_signal_and_update(
     second = pending[0]["approval_id"]
     assert second != first
 
-    with pytest.raises(WorkflowUpdateFailedError):
+    with pytest.raises(WorkflowUpdateFailedError) as refused:
         await handle.execute_update("approve", ToolDecision(approval_id="nope", approved=True))
-    await handle.execute_update("approve", ToolDecision(approval_id=second, approved=True))
+    # A retry cannot make an unknown id known: the refusal says so (issue 37).
+    cause = refused.value.cause
+    assert isinstance(cause, ApplicationError), cause
+    assert cause.type == UNKNOWN_APPROVAL and cause.non_retryable, cause
+    outcome = await handle.execute_update(
+        "approve",
+        ToolDecision(approval_id=second, approved=True, reason="fine"),
+        result_type=ApprovalOutcome,
+    )
+    # The Update answers with the outcome, as the README promises (it answered None).
+    assert outcome == ApprovalOutcome(
+        approval_id=second,
+        tool_call_id="call_b",
+        tool_name="delete_file",
+        approved=True,
+        outcome="approved",
+        reason="fine",
+        by="update",
+    )
     # A second decision is refused: by the validator, or because the turn, which runs on at
     # once, has already finished.
     with pytest.raises((WorkflowUpdateFailedError, RPCError)):
@@ -268,6 +287,8 @@ async def test_the_readme_cli_update_refuses_an_unknown_id_and_decides_a_known_o
     assert "no approval request 'approval_nope'" in unknown.stderr + unknown.stdout
     known = await asyncio.to_thread(run, approval_id)
     assert known.returncode == 0, known.stderr
+    # The outcome (the CLI prints it as a Go map), not `Result <nil>`.
+    assert "outcome:approved" in known.stdout and "tool_name:delete_file" in known.stdout
     final = await until_status(api, turn["status_url"], {"completed", "error"})
     assert final["status"] == "completed"
     assert tool_part(final, "call_a")["output"] == "deleted a"

@@ -15,16 +15,18 @@ reads `os.environ` anywhere else, so a test can run several configurations in on
 
 from think._settings._declaration import (
     DEFAULT_AGENTS,
-    DEFAULT_TENANT_WORKSPACE_MAX_BYTES,
-    DEFAULT_WORKSPACE_MAX_BYTES,
-    DEFAULT_WORKSPACE_MAX_FILE_BYTES,
-    DEFAULT_WORKSPACE_MAX_FILES,
-    ENDPOINTS_FILE,
     NATIVE_OUTPUT_VAR,
     EventLoop,
     Settings,
     variables,
 )
+from think._settings._defaults import (
+    DEFAULT_TENANT_WORKSPACE_MAX_BYTES,
+    DEFAULT_WORKSPACE_MAX_BYTES,
+    DEFAULT_WORKSPACE_MAX_FILE_BYTES,
+    DEFAULT_WORKSPACE_MAX_FILES,
+)
+from think._settings._dev_stack import DEPLOYMENT_FIELDS, ENDPOINTS_FILE, write_endpoints
 from think._settings._endpoints import (
     MODEL_ENDPOINTS_VAR,
     Endpoint,
@@ -32,6 +34,8 @@ from think._settings._endpoints import (
     parse_model_endpoints,
 )
 from think._settings._environment import Variable
+from think._settings._process import LogFormat, LogLevel
+from think._settings._temporal import profile_origin as temporal_profile_origin
 
 __all__ = [
     "DEFAULT_AGENTS",
@@ -39,14 +43,19 @@ __all__ = [
     "DEFAULT_WORKSPACE_MAX_BYTES",
     "DEFAULT_WORKSPACE_MAX_FILES",
     "DEFAULT_WORKSPACE_MAX_FILE_BYTES",
+    "DEPLOYMENT_FIELDS",
     "ENDPOINTS_FILE",
     "MODEL_ENDPOINTS_VAR",
     "NATIVE_OUTPUT_VAR",
     "Endpoint",
     "EventLoop",
+    "LogFormat",
+    "LogLevel",
     "Prices",
     "Settings",
     "Variable",
     "parse_model_endpoints",
+    "temporal_profile_origin",
     "variables",
+    "write_endpoints",
 ]

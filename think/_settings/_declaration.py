@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping
@@ -24,6 +23,16 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from think._settings import _process, _temporal
+from think._settings._api_keys import parse_api_keys
+from think._settings._defaults import (
+    DEFAULT_TENANT_WORKSPACE_MAX_BYTES,
+    DEFAULT_WORKSPACE_MAX_BYTES,
+    DEFAULT_WORKSPACE_MAX_FILE_BYTES,
+    DEFAULT_WORKSPACE_MAX_FILES,
+    MULTI_TENANT_SUBMISSIONS_PER_MINUTE,
+)
+from think._settings._dev_stack import lend_dev_stack
 from think._settings._endpoints import MODEL_ENDPOINTS_VAR, Endpoint, parse_model_endpoints
 from think._settings._environment import (
     EnvironmentSource,
@@ -31,28 +40,11 @@ from think._settings._environment import (
     configuration_error,
     declared_variables,
 )
+from think._settings._process import LogFormat, LogLevel
 from think.exceptions import ConfigurationError
 
 DEFAULT_AGENTS = "examples.assistant:Assistant"
-ENDPOINTS_FILE = "endpoints.json"
 NATIVE_OUTPUT_VAR = "THINK_NATIVE_STRUCTURED_OUTPUT"
-
-DEFAULT_WORKSPACE_MAX_FILE_BYTES = 10 * 1024 * 1024
-"""One workspace file: as much as `read` shows a model as media, under the 16 MiB body limit. A
-model writes a file through a tool call's arguments, which its output-token limit keeps far
-below this (128k tokens are about half a MiB); a file this large is a loop or an attack."""
-DEFAULT_WORKSPACE_MAX_BYTES = 100 * 1024 * 1024
-"""One conversation's workspace: ten files of the largest size."""
-DEFAULT_WORKSPACE_MAX_FILES = 10_000
-"""Files in one conversation's workspace: `ls`, `find` and `grep` read every one of them."""
-DEFAULT_TENANT_WORKSPACE_MAX_BYTES = 10 * 1024 * 1024 * 1024
-"""All of one tenant's workspaces: a hundred conversations at `DEFAULT_WORKSPACE_MAX_BYTES`.
-The conversation limits bound one conversation, not how many a tenant opens; this bounds what
-one tenant can make the database hold, high enough that a tenant of ordinary use (a few MiB a
-conversation, thousands of conversations) does not meet it. Its check reads one usage row
-(migration 0014), so it costs the same at any tenant size (docs/benchmarks.md, "The quota
-check"). A single-tenant deployment has every conversation in the tenant `default`: one that
-means to keep more raises it, or sets 0 (off)."""
 
 EventLoop = Literal["auto", "uvloop", "asyncio"]
 
@@ -62,8 +54,6 @@ _NO_SPACES = re.compile(r"\S+")
 _WEB_URL = re.compile(r"https?://\S+")
 _ORIGIN = re.compile(r"https?://[^/\s]+")
 _IMPORT_PATH = re.compile(r"[\w.]+:[\w.]+")
-_HOST_PORT = re.compile(r"[^\s/]+:\d{1,5}")
-_NAMESPACE = re.compile(r"[\w.-]+")
 _URL_EXAMPLES = {
     "public_url": "https://chat.example.com",
     "temporal_ui_url": "http://localhost:8233",
@@ -120,18 +110,19 @@ class Settings(BaseSettings):
         "running `think dev`",
         examples=["postgresql://think:secret@db:5432/think"],
     )
-    temporal_address: str | None = Field(
-        default=None,
-        validation_alias="TEMPORAL_ADDRESS",
-        description="the Temporal frontend, `host:port`; unset: that of a running `think dev`",
-        examples=["temporal:7233"],
-    )
-    temporal_namespace: str = Field(
-        default="default",
-        validation_alias="TEMPORAL_NAMESPACE",
-        description="the Temporal namespace",
-        examples=["think-prod"],
-    )
+    # Temporal's own variables (`temporalio.envconfig`): _temporal.py declares them and says
+    # which wins over which.
+    temporal_address: _temporal.HostPort | None = _temporal.ADDRESS
+    temporal_namespace: _temporal.Namespace = _temporal.NAMESPACE
+    temporal_api_key: _temporal.OneWord | None = _temporal.API_KEY
+    temporal_tls: bool | None = _temporal.TLS
+    temporal_tls_client_cert_path: _temporal.ReadableFile | None = _temporal.CLIENT_CERT_PATH
+    temporal_tls_client_key_path: _temporal.ReadableFile | None = _temporal.CLIENT_KEY_PATH
+    temporal_tls_server_ca_cert_path: _temporal.ReadableFile | None = _temporal.SERVER_CA_CERT_PATH
+    temporal_tls_server_name: _temporal.HostName | None = _temporal.SERVER_NAME
+    temporal_profile: _temporal.OneWord | None = _temporal.PROFILE
+    temporal_config_file: _temporal.ReadableFile | None = _temporal.CONFIG_FILE
+    temporal_profile_values: dict[str, Any] = _temporal.PROFILE_VALUES
     task_queue: str = Field(
         default="think",
         validation_alias="THINK_TASK_QUEUE",
@@ -161,6 +152,14 @@ class Settings(BaseSettings):
         "(`default`), no authentication",
         examples=["k1:acme,k2:acme:ops-lead,k3:globex"],
     )
+    default_tenant: str = Field(
+        default="default",
+        validation_alias="THINK_DEFAULT_TENANT",
+        description="the tenant of requests without a key (when THINK_API_KEYS is unset), of "
+        "keys given without one, and of `ThinkService` and `think schedules` unless told; "
+        "name it as your first key's tenant to keep the conversations made before keys",
+        examples=["acme"],
+    )
     api_key_names: dict[str, str] = Field(default_factory=dict, repr=False)
     """Bearer key -> its name, for keys given as `key:tenant:name` (a named approver's key,
     `key:acme:ops-lead`); a key without a name is its tenant's own. Read from THINK_API_KEYS."""
@@ -188,6 +187,15 @@ class Settings(BaseSettings):
         "`Host` header, which a client chooses",
         examples=["https://chat.example.com"],
     )
+    port: int = Field(
+        default=8000,
+        ge=0,
+        le=65535,
+        validation_alias="THINK_PORT",
+        description="the port `think api` and `think dev` serve the API on, unless `--port` "
+        "says (`THINK_PORT=8001 make dev`); `0`: a free one",
+        examples=["8001"],
+    )
     worker_metrics_port: int | None = Field(
         default=None,
         ge=1,
@@ -197,6 +205,7 @@ class Settings(BaseSettings):
         "interfaces); unset: none, since two workers on one host need two ports",
         examples=["9464"],
     )
+    worker_workflow_task_slots: int | None = _process.WORKER_WORKFLOW_TASK_SLOTS
     event_loop: EventLoop = Field(
         default="auto",
         validation_alias="THINK_EVENT_LOOP",
@@ -204,9 +213,10 @@ class Settings(BaseSettings):
         "installed), `uvloop`, or `asyncio` (the standard library's)",
         examples=["asyncio"],
     )
-    """`auto` takes uvloop where it is installed (a dependency, except on Windows): a quarter
-    fewer system calls per turn, and 3-4% less CPU in the worker and the gateway
-    (docs/benchmarks.md). `asyncio` keeps the standard library's, e.g. to debug the loop."""
+    """uvloop: a quarter fewer system calls per turn, 3-4% less CPU (docs/benchmarks.md)."""
+
+    log_level: LogLevel = _process.LOG_LEVEL
+    log_format: LogFormat = _process.LOG_FORMAT
 
     # ------------------------------------------------------------------ the gateway's limits
     header_timeout_seconds: float = Field(
@@ -226,12 +236,14 @@ class Settings(BaseSettings):
         description="an idle keep-alive connection is closed after this",
         examples=["30"],
     )
-    submissions_per_minute: float = Field(
-        default=600.0,
+    submissions_per_minute: float | None = Field(
+        default=None,
         ge=0,
         validation_alias="THINK_SUBMISSIONS_PER_MINUTE",
-        description="turns a tenant may start a minute (submissions and regenerates) on one "
-        "gateway, beyond its burst; over it, 429 with `Retry-After`. `0`: off",
+        description="turns a tenant may start a minute (submissions and regenerates) across "
+        "every gateway of the deployment, beyond its burst; over it, 429 with `Retry-After`. "
+        "`0`: off. Unset: off without `THINK_API_KEYS`, 600 with them (set it for a "
+        "multi-tenant deployment: docs/operating.md, Limits)",
         examples=["120", "0"],
     )
     submission_burst: int = Field(
@@ -246,7 +258,8 @@ class Settings(BaseSettings):
         default=100,
         ge=0,
         validation_alias="THINK_MAX_STREAMS_PER_TENANT",
-        description="SSE streams a tenant may hold open on one gateway; over it, 429. `0`: off",
+        description="SSE streams a tenant may hold open across every gateway; over it, 429. "
+        "`0`: off",
         examples=["20"],
     )
     tenant_daily_tokens: int | None = Field(
@@ -318,9 +331,35 @@ class Settings(BaseSettings):
         default=_DAY,
         ge=0,
         validation_alias="THINK_CHUNK_RETENTION_SECONDS",
-        description="how long a finished turn's stream can be replayed; the turn and its "
-        "message are kept for good",
+        description="how long a finished turn's stream can be replayed; the turn's record is "
+        "kept as `THINK_TURN_RETENTION_DAYS` says, its message as long as its conversation",
         examples=["3600"],
+    )
+    turn_retention_days: float | None = Field(
+        default=None,
+        gt=0,
+        validation_alias="THINK_TURN_RETENTION_DAYS",
+        description="days an ended turn's record (its request, answer, stream and decisions) "
+        "is kept after it was submitted; its messages stay in the conversation and its usage "
+        "in every sum. Unset: forever (an agent's `turn_retention_days` overrides it)",
+        examples=["30"],
+    )
+    conversation_retention_days: float | None = Field(
+        default=None,
+        gt=0,
+        validation_alias="THINK_CONVERSATION_RETENTION_DAYS",
+        description="days a conversation may stay idle (no turn, message or workspace write) "
+        "before it is deleted with everything it owns. Unset: forever (an agent's "
+        "`conversation_retention_days` overrides it)",
+        examples=["365"],
+    )
+    retention_sweep_seconds: float = Field(
+        default=3600.0,
+        ge=10,
+        validation_alias="THINK_RETENTION_SWEEP_SECONDS",
+        description="how often the retention sweep (a Temporal Schedule) runs: expired turn "
+        "records and idle conversations are gone within this",
+        examples=["600"],
     )
     chunk_flush_interval: float = 0.05
     """Seconds a step's stream chunks are gathered before one write (not a variable)."""
@@ -365,13 +404,9 @@ class Settings(BaseSettings):
         "thread pool, with Temporal's deadlock detector",
         examples=["0"],
     )
-    """Temporal's `debug_mode`, not a thread pool whose answer the loop then waits for. That
-    hand-off is a round trip of the GIL between two threads, five times a tool turn; in a
-    paired A/B on two cores (docs/benchmarks.md, the eleventh session) a tool turn took 69 ms
-    inline against 93, the first `text-delta` 42 against 48, and one worker ran 21.4 tool
-    turns/s against 19.3. What it gives up is the SDK's deadlock detector (a workflow task that
-    blocks for 2 s fails): the workflows are the framework's own, with no user code in them,
-    and a stuck one would stall the worker's loop, which the turns' timeouts then expose."""
+    """Temporal's `debug_mode`: a tool turn 69 ms instead of 93, at the cost of the SDK's
+    deadlock detector (docs/architecture.md, "Activations run on the worker's event-loop
+    thread", says why that is safe here)."""
     early_first_step: bool = Field(
         default=True,
         validation_alias="THINK_EARLY_FIRST_STEP",
@@ -379,11 +414,13 @@ class Settings(BaseSettings):
         "model request, beside the start; off: the step begins when the workflow asks",
         examples=["no"],
     )
-    """The step, which the eager start runs in the same process, takes it on
-    (`think.engine.activities.EarlySteps`): the model's first words are then no longer behind
-    Temporal's start and the workflow's first activation. In the rare case that the start fails
-    or is not eager (no free workflow-task slot in the worker), the request is cut off and made
-    again by the step wherever it runs: a model request paid for nothing."""
+    """`think.engine.activities.EarlySteps`: the model's first words no longer wait for
+    Temporal's start (docs/architecture.md, `THINK_EARLY_FIRST_STEP`, says what it costs)."""
+
+    worker_max_activities: int = _process.WORKER_MAX_ACTIVITIES
+    db_pool_size: int = _process.DB_POOL_SIZE
+    worker_shutdown_grace_seconds: float = _process.WORKER_SHUTDOWN_GRACE_SECONDS
+    api_shutdown_grace_seconds: float = _process.API_SHUTDOWN_GRACE_SECONDS
 
     # ------------------------------------------------------------------ reading the values
     @classmethod
@@ -403,8 +440,9 @@ class Settings(BaseSettings):
     def from_env(
         cls, env: Mapping[str, str] | None = None, *, find_dev_stack: bool = True
     ) -> Settings:
-        """The settings the variables describe, with a running `think dev`'s services filled in
-        (see `with_dev_endpoints`) unless `find_dev_stack` is false (`think dev` itself).
+        """The settings the variables describe, with what a Temporal profile adds (see
+        `_temporal.py`) and a running `think dev`'s services filled in (see
+        `with_dev_endpoints`) unless `find_dev_stack` is false (`think dev` itself).
 
         Raises `ConfigurationError` naming the variable of any value that cannot be read."""
         env = os.environ if env is None else env
@@ -415,6 +453,7 @@ class Settings(BaseSettings):
             settings = cls(**values)
         except ValidationError as error:
             raise configuration_error(cls, error, env) from None
+        settings = _temporal.with_profile(settings, env, "TEMPORAL_NAMESPACE" in values)
         if not find_dev_stack:
             return settings
         return settings.with_dev_endpoints(search_parents=not env.get("THINK_HOME", "").strip())
@@ -428,7 +467,8 @@ class Settings(BaseSettings):
         raw = data.get("THINK_API_KEYS") if isinstance(data, dict) else None
         if not isinstance(raw, str):
             return data
-        keys, names = _parse_api_keys(raw)
+        tenant = data.get("THINK_DEFAULT_TENANT") or data.get("default_tenant") or "default"
+        keys, names = parse_api_keys(raw, str(tenant))
         return {**data, "THINK_API_KEYS": keys, "api_key_names": names}
 
     @field_validator("agents", "workflows", "activities", mode="before")
@@ -473,21 +513,7 @@ class Settings(BaseSettings):
             raise ValueError("expected a Postgres URL such as postgresql://user:pass@db:5432/think")
         return value
 
-    @field_validator("temporal_address")
-    @classmethod
-    def _host_port(cls, value: str | None) -> str | None:
-        if value is not None and not _HOST_PORT.fullmatch(value):
-            raise ValueError("expected host:port, such as temporal:7233")
-        return value
-
-    @field_validator("temporal_namespace")
-    @classmethod
-    def _namespace(cls, value: str) -> str:
-        if not _NAMESPACE.fullmatch(value):
-            raise ValueError("expected a namespace name: letters, digits, '.', '-' and '_'")
-        return value
-
-    @field_validator("task_queue", "openai_api_key")
+    @field_validator("task_queue", "openai_api_key", "default_tenant")
     @classmethod
     def _one_word(cls, value: str | None) -> str | None:
         if value is not None and not _NO_SPACES.fullmatch(value):
@@ -501,35 +527,24 @@ class Settings(BaseSettings):
             raise ValueError("`~` is not expanded here: write the directory out (/home/me/.think)")
         return value
 
-    @field_validator("event_loop", mode="before")
+    @field_validator("event_loop", "log_level", "log_format", mode="before")
     @classmethod
     def _any_case(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value
 
     def with_dev_endpoints(self, *, search_parents: bool = False) -> Settings:
-        """Fill unset Postgres/Temporal addresses from a running `think dev`, if there is one.
+        """Fill unset Postgres/Temporal addresses, and the deployment's configuration this
+        environment does not set, from a running `think dev` (`_dev_stack.lend_dev_stack`)."""
+        return lend_dev_stack(self, search_parents=search_parents)
 
-        `think dev` writes `.think/endpoints.json`; `think api`, `think worker` or a script using
-        `ThinkService` then find the embedded services without the user exporting anything:
-        in `home` (THINK_HOME), or, with `search_parents` (THINK_HOME unset), in the `.think`
-        of the nearest directory above the current one that has it, as git finds `.git`, so
-        a script in a subdirectory of the clone works as well as one at its root.
-        """
-        if self.database_url and self.temporal_address:
-            return self
-        path = self.home / ENDPOINTS_FILE
-        if not path.exists() and search_parents and not self.home.is_absolute():
-            above = (d / self.home / ENDPOINTS_FILE for d in Path.cwd().parents)
-            path = next((p for p in above if p.exists()), path)
-        if not path.exists():
-            return self
-        found = json.loads(path.read_text())
-        return self.model_copy(
-            update={
-                "database_url": self.database_url or found.get("database_url"),
-                "temporal_address": self.temporal_address or found.get("temporal_address"),
-            }
-        )
+    @property
+    def submission_rate(self) -> float:
+        """Submissions a tenant may start a minute, 0 for no limit: the variable's value when
+        set; unset, none for a deployment without API keys (its one tenant is its operator)
+        and `MULTI_TENANT_SUBMISSIONS_PER_MINUTE` for one with them."""
+        if self.submissions_per_minute is not None:
+            return self.submissions_per_minute
+        return MULTI_TENANT_SUBMISSIONS_PER_MINUTE if self.api_keys else 0.0
 
     @property
     def sqlalchemy_url(self) -> str:
@@ -557,31 +572,12 @@ class Settings(BaseSettings):
     def require_temporal_address(self) -> str:
         if not self.temporal_address:
             raise ConfigurationError(
-                "no Temporal configured: set TEMPORAL_ADDRESS, or start `think dev` "
+                "no Temporal configured: set TEMPORAL_ADDRESS (or a TEMPORAL_PROFILE with an "
+                "address), or start `think dev` "
                 "(which runs the Temporal dev server) in this directory or one above it, or "
                 "point THINK_HOME at the data directory of a running `think dev`"
             )
         return self.temporal_address
-
-
-def _parse_api_keys(raw: str) -> tuple[dict[str, str], dict[str, str]]:
-    """`key:tenant[:name]` entries, comma-separated: (key -> tenant, key -> name). A key
-    without a tenant is the tenant `default`'s."""
-    keys: dict[str, str] = {}
-    names: dict[str, str] = {}
-    for pair in filter(None, (p.strip() for p in raw.split(","))):
-        key, sep, rest = pair.partition(":")
-        tenant, _, name = rest.partition(":")
-        if not _NO_SPACES.fullmatch(key):
-            # The key itself is a secret: say which entry by position, never by its text.
-            raise ConfigurationError(
-                f"THINK_API_KEYS: entry {len(keys) + 1} has no key, or one with spaces; "
-                "expected key:tenant or key:tenant:name, comma-separated"
-            )
-        keys[key] = tenant if sep and tenant else "default"
-        if name:
-            names[key] = name
-    return keys, names
 
 
 def variables() -> tuple[Variable, ...]:

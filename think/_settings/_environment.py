@@ -84,13 +84,13 @@ def configuration_error(
 
 def _expected(info: FieldInfo) -> str:
     """What a field takes, from its type and bounds: `a whole number, 0 or more`."""
-    if info.annotation is bool:
-        return "1 or 0 (true/false, yes/no, on/off)"
     if get_origin(info.annotation) is Literal:
         *first, last = get_args(info.annotation)
         return f"{', '.join(first)} or {last}"
     # `int | None`: the number it takes when set.
     kind = next((t for t in get_args(info.annotation) if t is not type(None)), info.annotation)
+    if kind is bool:
+        return "1 or 0 (true/false, yes/no, on/off)"
     words = "a whole number" if kind is int else "a number"
     bounds = {type(m).__name__: getattr(m, type(m).__name__.lower()) for m in info.metadata}
     if "Ge" in bounds and "Le" in bounds:

@@ -92,6 +92,14 @@ class Think(ConversationMethods):
     them is a tool error naming this cap, and no child runs for it (Think's
     `maxConcurrentAgentTools`, which fails fast rather than queue). None: no cap."""
     max_steps: ClassVar[int] = 10
+    priority: ClassVar[int | None] = None
+    """This agent's turns' place on the shared task queue when workers are busy: 1 (first) to
+    5 (last), Temporal's `priority_key`; None: the middle, 3. Within one priority, tenants
+    share the workers fairly (each tenant is its turns' fairness key), so a tenant's backlog
+    does not hold another tenant's turns behind it (docs/deploying.md, "Fairness between
+    tenants"). Set it low for background agents (digests, batch work) and high for the ones
+    people wait on. Taken when a turn is admitted: a change applies to turns admitted after
+    it."""
     model_settings: ClassVar[ModelSettings] = ModelSettings()
     """How the model is called by default (`temperature`, `max_output_tokens`,
     `reasoning_effort`, ...): `TurnConfig` overrides them for a turn, `StepConfig` for a step.
@@ -170,6 +178,14 @@ class Think(ConversationMethods):
     workspace_tools: ClassVar[bool] = False
     """True gives the model the workspace tools (`read`, `ls`, `find`, `grep`, `write`,
     `edit`, `delete`) over the conversation's own workspace, kept in Postgres."""
+    turn_retention_days: ClassVar[float | None] = None
+    """Days this agent's ended turn records (with their streams and answers) are kept after
+    they were submitted; their usage is kept for good (docs/operating.md, "Retention"). None:
+    the deployment's `THINK_TURN_RETENTION_DAYS`; `math.inf`: forever, whatever it says."""
+    conversation_retention_days: ClassVar[float | None] = None
+    """Days one of this agent's conversations may stay idle (no turn, message or workspace
+    write) before it is deleted with everything it owns. None: the deployment's
+    `THINK_CONVERSATION_RETENTION_DAYS`; `math.inf`: forever, whatever it says."""
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -189,6 +205,23 @@ class Think(ConversationMethods):
             raise UserError(
                 f"{cls.__name__}.max_delegation_depth={depth!r} must be a whole number of "
                 "levels, 0 or more (0: its agent tools are refused)"
+            )
+        for field in ("turn_retention_days", "conversation_retention_days"):
+            days = getattr(cls, field)
+            if days is not None and (
+                isinstance(days, bool) or not isinstance(days, int | float) or not days > 0
+            ):
+                raise UserError(
+                    f"{cls.__name__}.{field}={days!r} must be a number of days above 0, "
+                    "math.inf (keep forever) or None (the deployment's setting)"
+                )
+        priority = cls.priority
+        if priority is not None and (
+            isinstance(priority, bool) or not isinstance(priority, int) or not 1 <= priority <= 5
+        ):
+            raise UserError(
+                f"{cls.__name__}.priority={priority!r} must be a whole number from 1 (first) "
+                "to 5 (last), or None for the middle (3)"
             )
         cap = cls.max_concurrent_agent_tools
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):

@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from think.cli._commands import (
     DEFAULT_HOST,
@@ -22,6 +23,7 @@ from think.cli._commands import (
     _cmd_worker,
 )
 from think.cli._dev import _cmd_dev
+from think.cli._help import environment_epilog
 from think.cli._settings import _cmd_settings
 from think.exceptions import ThinkError, UserError
 
@@ -78,12 +80,13 @@ def _parser() -> argparse.ArgumentParser:
 
     dev = commands.add_parser(
         "dev",
+        **_environment("dev"),
         help="embedded Postgres + Temporal dev server + worker + API, all in one",
         description="Run everything locally; data under .think/ (THINK_HOME). Ctrl-C stops it.",
     )
     dev.add_argument("--host", default=DEFAULT_HOST, help="API address (default %(default)s)")
     dev.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help="API port (default %(default)s)"
+        "--port", type=int, help=f"API port (default: THINK_PORT, else {DEFAULT_PORT})"
     )
     dev.add_argument(
         "--temporal-port", type=int, default=7233, help="Temporal gRPC (default %(default)s)"
@@ -95,25 +98,33 @@ def _parser() -> argparse.ArgumentParser:
 
     migrate = commands.add_parser(
         "migrate",
+        **_environment("migrate"),
         help="bring the schema to the newest migration and register search attributes",
     )
     migrate.set_defaults(handler=_cmd_migrate)
 
-    api = commands.add_parser("api", help="the HTTP gateway alone, against existing services")
+    api = commands.add_parser(
+        "api", help="the HTTP gateway alone, against existing services", **_environment("api")
+    )
     api.add_argument("--host", default=DEFAULT_HOST, help="default %(default)s")
-    api.add_argument("--port", type=int, default=DEFAULT_PORT, help="default %(default)s")
+    api.add_argument("--port", type=int, help=f"default: THINK_PORT, else {DEFAULT_PORT}")
     api.set_defaults(handler=_cmd_api)
 
-    worker = commands.add_parser("worker", help="one worker alone, against existing services")
+    worker = commands.add_parser(
+        "worker", help="one worker alone, against existing services", **_environment("worker")
+    )
     worker.set_defaults(handler=_cmd_worker)
 
     sched = commands.add_parser(
         "schedules",
+        **_environment("schedules"),
         help="list the scheduled tasks (next runs, last result), or trigger one now",
     )
     sched.add_argument("--agent", help="only this agent (required with --trigger)")
     sched.add_argument("--trigger", metavar="TASK", help="run one occurrence of TASK now")
-    sched.add_argument("--tenant", default="default", help="whose tasks (default %(default)s)")
+    sched.add_argument(
+        "--tenant", help="whose tasks (default: THINK_DEFAULT_TENANT, itself `default`)"
+    )
     sched.add_argument("--conversation", metavar="ID", help="for conversation-scoped tasks")
     sched.set_defaults(handler=_cmd_schedules)
 
@@ -146,6 +157,14 @@ def _parser() -> argparse.ArgumentParser:
     shown.add_argument("--markdown", action="store_true", help="as the table of docs/operating.md")
     settings.set_defaults(handler=_cmd_settings)
     return parser
+
+
+def _environment(command: str) -> dict[str, Any]:
+    """A subcommand's `--help` ends with the variables that configure it, kept as written."""
+    return {
+        "epilog": environment_epilog(command),
+        "formatter_class": argparse.RawDescriptionHelpFormatter,
+    }
 
 
 def _version() -> str:

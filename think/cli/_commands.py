@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
+import math
 import re
 import signal
 import sys
@@ -13,8 +13,9 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from think._settings import Settings
+from think.cli._logging import configure_logging
 from think.cli._malloc import return_freed_memory
-from think.exceptions import ConfigurationError, ThinkError, UserError
+from think.exceptions import AgentNotFoundError, ConfigurationError, ThinkError, UserError
 
 if TYPE_CHECKING:
     pass
@@ -66,24 +67,25 @@ async def _migrate(settings: Settings) -> list[str]:
         url = _hide_password(settings.require_database_url())
         reason = " ".join(str(error.orig).split())  # libpq adds a hint on a second line
         raise _Unreachable(f"cannot reach Postgres at {url}: {reason}") from error
-    try:
-        client = await connect(settings)
-    except RuntimeError as error:  # temporalio's "Failed client connect: ..."
-        raise _Unreachable(
-            f"cannot reach Temporal at {settings.temporal_address}: {error}"
-        ) from error
-    return await register_search_attributes(client, settings.temporal_namespace)
+    client = await connect(settings)  # TemporalConnectionError: one line, exit 1
+    return await register_search_attributes(client, client.namespace)
 
 
 class _Unreachable(ThinkError):
-    """Postgres or Temporal did not answer; the message says which and where."""
+    """Postgres did not answer; the message says where (Temporal's own is
+    `TemporalConnectionError`)."""
 
 
 def _cmd_api(args: argparse.Namespace) -> int:
     settings = _require_services(_settings())
-    _configure_logging()
+    configure_logging(settings)
     return_freed_memory()
     import uvicorn
+
+    from think.engine import quiet_expected_failures
+
+    # uvicorn logs a failed start (Postgres or Temporal unreachable) with its traceback.
+    quiet_expected_failures("uvicorn.error")
 
     # By import path: the framework does not import the apps built on it. `create_app()`
     # reads the same settings from the environment.
@@ -91,10 +93,10 @@ def _cmd_api(args: argparse.Namespace) -> int:
         "api.app:create_app",
         factory=True,
         host=args.host,
-        port=args.port,
+        port=settings.port if args.port is None else args.port,
         # Open SSE streams would otherwise hold a stopping replica forever; clients resume
         # on another one with Last-Event-ID.
-        timeout_graceful_shutdown=5,
+        timeout_graceful_shutdown=math.ceil(settings.api_shutdown_grace_seconds),
         # h11 with problem documents for what the parser refuses, and a bound on the time to
         # send request headers (api/_server.py); by name, as the app is.
         http="api._server:ProblemH11Protocol",
@@ -103,6 +105,9 @@ def _cmd_api(args: argparse.Namespace) -> int:
         # A client behind a proxy on this host: its scheme and address, not the Host.
         proxy_headers=True,
         forwarded_allow_ips="127.0.0.1",
+        # Its loggers propagate to the root one `configure_logging` set up: one format.
+        log_config=None,
+        log_level=settings.log_level,
     )
     server = uvicorn.Server(config)
     server.run()
@@ -111,10 +116,12 @@ def _cmd_api(args: argparse.Namespace) -> int:
 
 def _cmd_worker(args: argparse.Namespace) -> int:
     settings = _require_services(_settings())
-    _configure_logging()
+    configure_logging(settings)
     return_freed_memory()
     from think.engine import run_worker
 
+    # Postgres or Temporal unreachable at start (a deploy, `docker compose up`) is
+    # `ServiceUnreachable`, a ThinkError: one line naming where and the variable, exit 1.
     with asyncio.Runner(loop_factory=_event_loop_factory(settings)) as runner:
         runner.run(_until_signalled(run_worker(settings)))
     return 0
@@ -149,11 +156,32 @@ def _cmd_schedules(args: argparse.Namespace) -> int:
     if args.trigger and not args.agent:
         raise UserError("--trigger needs --agent: the task ids are per agent")
     settings = _require_services(_settings())
-    lines = asyncio.run(
-        schedules_command(settings, args.agent, args.trigger, args.tenant, args.conversation)
-    )
+    # Which agents: THINK_AGENTS of this shell, else those of the running `think dev`
+    # (`Settings.with_dev_endpoints`), else the bundled assistant; a miss says which it read.
+    hosted = f"THINK_AGENTS={','.join(settings.agents)}"
+    try:
+        lines = asyncio.run(
+            schedules_command(
+                settings,
+                args.agent,
+                args.trigger,
+                args.tenant or settings.default_tenant,
+                args.conversation,
+            )
+        )
+    except AgentNotFoundError as error:
+        raise UserError(f"{error} ({hosted}): {_EXPORT_HINT}") from None
+    if lines == ["no scheduled tasks"]:
+        # Which agents it looked at: this shell's, or the running `think dev`'s.
+        lines = [f"no scheduled tasks among the agents of {hosted}"]
     print("\n".join(lines))
     return 0
+
+
+_EXPORT_HINT = (
+    "run this in the directory of a running `think dev` (or with THINK_HOME set to its data "
+    "directory) to use its agents, or export the deployment's THINK_AGENTS"
+)
 
 
 async def _until_signalled(main: Coroutine[Any, Any, None]) -> None:
@@ -178,18 +206,6 @@ async def _until_signalled(main: Coroutine[Any, Any, None]) -> None:
     except asyncio.CancelledError:
         if not task.cancelled():
             raise
-
-
-def _configure_logging() -> None:
-    logging.basicConfig(
-        level=logging.INFO,
-        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
-        datefmt="%H:%M:%S",
-    )
-    # The model client's HTTP library logs every request at INFO ("HTTP Request: POST …"):
-    # two lines per tool turn that the turn's own events already say, at a measurable cost.
-    for name in ("httpx", "httpx2"):
-        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:

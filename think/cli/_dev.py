@@ -27,7 +27,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from think._settings import ENDPOINTS_FILE, Settings
+from think._settings import DEPLOYMENT_FIELDS, ENDPOINTS_FILE, Settings, write_endpoints
 from think.exceptions import ConfigurationError, ThinkError
 
 if TYPE_CHECKING:
@@ -66,8 +66,9 @@ def _cmd_dev(args: argparse.Namespace) -> int:
     home.mkdir(parents=True, exist_ok=True)
     with _dev_lock(home):
         (home / ENDPOINTS_FILE).unlink(missing_ok=True)
-        _check_ports(settings, args.host, args.port, args.temporal_port, args.ui_port)
-        port = args.port or free_port(args.host)
+        wanted = settings.port if args.port is None else args.port
+        _check_ports(settings, args.host, wanted, args.temporal_port, args.ui_port)
+        port = wanted or free_port(args.host)
         _catch_stop_signals()
         try:
             return _run_dev(settings, home, args.host, port, args.temporal_port, args.ui_port)
@@ -86,10 +87,26 @@ def _check_ports(
     the flag that moves each) in one go instead of one per attempt. 0 means "pick a free one"."""
     from think.dev import port_is_free
 
-    wanted = [(host, port, "the API", "--port")]
+    # `make dev` passes no flags: the API's port moves with THINK_PORT, the others with
+    # DEV_ARGS (the Makefile hands it to `think dev`).
+    wanted = [(host, port, "the API", "THINK_PORT=8001 or --port 8001")]
     if settings.temporal_address is None:  # TEMPORAL_ADDRESS: no dev server, no ports of ours
-        wanted.append(("127.0.0.1", temporal_port, "Temporal gRPC", "--temporal-port"))
-        wanted.append(("127.0.0.1", ui_port, "the Temporal UI", "--ui-port (0: no UI)"))
+        wanted.append(
+            (
+                "127.0.0.1",
+                temporal_port,
+                "Temporal gRPC",
+                "--temporal-port, or with make: make dev DEV_ARGS='--temporal-port 7234'",
+            )
+        )
+        wanted.append(
+            (
+                "127.0.0.1",
+                ui_port,
+                "the Temporal UI",
+                "--ui-port (0: no UI), or with make: make dev DEV_ARGS='--ui-port 0'",
+            )
+        )
     busy = [
         f"{ip}:{number} ({what}; move it with {flag})"
         for ip, number, what, flag in wanted
@@ -149,7 +166,8 @@ def _run_dev(
         _ignore_stop_signals()
         print("think dev: stopping…", file=sys.stderr)
         (home / ENDPOINTS_FILE).unlink(missing_ok=True)
-        _stop_children(children)
+        # The worker's own grace (THINK_WORKER_SHUTDOWN_GRACE_SECONDS) and then some.
+        _stop_children(children, max(STOP_GRACE, settings.worker_shutdown_grace_seconds + 5))
         if temporal is not None:
             temporal.terminate()  # overlap Temporal's ~1.5 s shutdown with Postgres's
         try:
@@ -293,7 +311,8 @@ def _spawn_child(name: str, args: list[str], env: dict[str, str]) -> _Child:
 def _write_endpoints(
     home: Path, settings: Settings, api_url: str, temporal: TemporalDevServer | None
 ) -> None:
-    """Tell `think api` / `think worker` / `think migrate` started beside us where things are."""
+    """Tell the commands started beside us (`think schedules`, `think migrate`, a script using
+    `ThinkService`, from another shell) where things are and what this deployment hosts."""
     data = {
         "database_url": settings.database_url,
         "temporal_address": settings.temporal_address,
@@ -301,11 +320,9 @@ def _write_endpoints(
         "temporal_ui_url": temporal.ui_url if temporal else None,
         "api_url": api_url,
         "pid": os.getpid(),
+        **{field: getattr(settings, field) for field in DEPLOYMENT_FIELDS},
     }
-    path = home / ENDPOINTS_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    tmp.replace(path)
+    write_endpoints(home, data)
 
 
 def _wait_healthy(api_url: str, children: list[_Child]) -> None:

@@ -77,6 +77,9 @@ class _Chat:
     """Each tool call's name and input, by id, to name it when it asks for approval."""
     delegated: dict[str, str] = field(default_factory=dict, init=False)
     """A sub-agent's answer so far, by tool call (from its preliminary tool outputs)."""
+    failed: bool = field(default=False, init=False)
+    """A turn ended in `error`, or could not be submitted or followed: the exit status is 1,
+    so a script piping lines into `think chat` learns of it."""
 
     def __post_init__(self) -> None:
         self.tty = self.stdin.isatty()
@@ -89,7 +92,7 @@ class _Chat:
                 line = self.stdin.readline()
             except KeyboardInterrupt:
                 self.write("\n")
-                return 0
+                return self.status()
             if not line:
                 break
             text = line.strip()
@@ -100,7 +103,13 @@ class _Chat:
                 continue
             if text:
                 self.turn(text)
-        return 0
+        return self.status()
+
+    def status(self) -> int:
+        """0, or 1 when a turn ended in `error` (or could not be submitted or followed)."""
+        if self.failed:
+            print("think chat: a turn ended in error", file=self.err, flush=True)
+        return 1 if self.failed else 0
 
     def turn(self, text: str) -> None:
         try:
@@ -164,6 +173,7 @@ class _Chat:
             self.line()
             self.write("[the model was interrupted; it answers again]\n")
         elif kind == "error":
+            self.failed = True
             self.line()
             self.write(f"error: {chunk.get('errorText', '')}\n")
         elif kind == "abort":
@@ -218,6 +228,7 @@ class _Chat:
             self.write("\n")
 
     def problem(self, error: Exception) -> None:
+        self.failed = True
         self.line()
         print(f"error: {error}", file=self.err, flush=True)
 

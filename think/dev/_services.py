@@ -63,6 +63,7 @@ def start_embedded(
     ui_port: int | None = 8233,
     namespace: str = "default",
     timeout: float = 30.0,
+    fairness: bool = True,
 ) -> tuple[EmbeddedPostgres | None, TemporalDevServer | None]:
     """Start the requested services under `home`, concurrently; all or nothing.
 
@@ -79,7 +80,11 @@ def start_embedded(
 
             def launch() -> TemporalDevServer:
                 return launch_temporal(
-                    home / "temporal.db", port=temporal_port, ui_port=ui_port, namespace=namespace
+                    home / "temporal.db",
+                    port=temporal_port,
+                    ui_port=ui_port,
+                    namespace=namespace,
+                    fairness=fairness,
                 )
 
             # Spawned here, in the caller's thread, before Postgres's thread exists.
@@ -110,6 +115,7 @@ def start_services(
     ui_port: int | None = None,
     namespace: str = "default",
     timeout: float = 30.0,
+    fairness: bool = True,
 ) -> Iterator[Services]:
     """Embedded Postgres and Temporal under `home` for the duration of a `with` block.
 
@@ -120,7 +126,12 @@ def start_services(
             settings = services.settings()
     """
     pg, server = start_embedded(
-        home, temporal_port=temporal_port, ui_port=ui_port, namespace=namespace, timeout=timeout
+        home,
+        temporal_port=temporal_port,
+        ui_port=ui_port,
+        namespace=namespace,
+        timeout=timeout,
+        fairness=fairness,
     )
     assert pg is not None and server is not None
     try:

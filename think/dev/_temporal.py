@@ -56,6 +56,21 @@ _TEMPORAL_TUNING = (
     "history.transferProcessorMaxPollHostRPS=5000",
 )
 
+_FAIRNESS = ("--dynamic-config-value", "matching.enableFairness=true")
+"""Task-queue fairness, off by default in the server (1.32): with it, the tenant each turn
+carries as its fairness key (`think.turns.turn_priority`) shares busy workers between tenants
+instead of serving the queue first come, first served (docs/deploying.md, "Fairness between
+tenants"). Priority keys are honoured either way (`matching.useNewMatcher`, on by default)."""
+
+_ONE_PARTITION = ("--dynamic-config-value", "matching.numTaskqueueWritePartitions=1")
+"""New tasks into one partition of each task queue instead of four. Priority and fairness
+order the tasks of a partition, and a poll takes from whichever partition it reaches: with
+four, a light tenant's turn waited behind a quarter to a half of a heavy tenant's backlog
+(bench/fairness.py, a 60-turn flood on two slots: p95 5.7 s; 0.39 s with this). Reads stay on
+four partitions, whose polls find nothing and are forwarded to the one written: tasks a dev
+database kept from before are still served, where dropping read partitions would strand them.
+Partitions spread a busy queue over a cluster's matching hosts; a dev server is one process."""
+
 _T = TypeVar("_T")
 
 
@@ -207,6 +222,7 @@ class TemporalOptions(TypedDict, total=False):
     ip: str
     namespace: str
     log_file: Path | None
+    fairness: bool
 
 
 def launch_temporal(
@@ -217,8 +233,12 @@ def launch_temporal(
     ip: str = "127.0.0.1",
     namespace: str = "default",
     log_file: Path | None = None,
+    fairness: bool = True,
 ) -> TemporalDevServer:
     """Start the dev server process without waiting for it; see `start_temporal`.
+
+    `fairness=False` leaves task-queue fairness off, as a namespace that has not enabled it
+    runs (a benchmark's baseline, `bench/fairness.py`).
 
     Separate from waiting so Postgres can start meanwhile: the process must be spawned from
     the caller's thread (see `spawn`), the wait can happen anywhere.
@@ -248,6 +268,8 @@ def launch_temporal(
         "--db-filename",
         str(db_file),
         *_TEMPORAL_TUNING,
+        *_ONE_PARTITION,
+        *(_FAIRNESS if fairness else ()),
         *(
             arg
             for name, kind in SEARCH_ATTRIBUTES.items()

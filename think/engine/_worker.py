@@ -7,7 +7,11 @@ import contextlib
 import json
 import logging
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 from temporalio.service import RPCError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
@@ -18,6 +22,7 @@ from think._current import BindTurns
 from think._settings import Settings
 from think.agent import AgentRegistry
 from think.engine._eager_start import AnnouncedTurns
+from think.engine._expected_failures import quiet_expected_failures
 from think.engine._hosted import hosted_activities, hosted_workflows
 from think.engine.activities import (
     ActivityResources,
@@ -26,7 +31,9 @@ from think.engine.activities import (
     TurnActivities,
     end_abandoned,
 )
+from think.metrics import Readiness
 from think.models import close_model_clients, warm_price_table
+from think.retention import EraseTenant, RetentionActivities, RetentionSweep, arm_retention
 from think.schedules import (
     ScheduleActivities,
     ScheduledOccurrence,
@@ -58,7 +65,7 @@ PASSTHROUGH = ("sqlalchemy", "psycopg", "httpx", "openai", "pydantic_core", "ale
 # state), so `think` cannot be passed through as a whole: importing a workflow module runs
 # `think/__init__.py`, which would otherwise re-execute the whole framework in every run
 # (the first workflow task of a turn took many times longer: docs/benchmarks.md).
-SANDBOXED = ("think.workflows._turn", "think.schedules._workflow")
+SANDBOXED = ("think.workflows._turn", "think.schedules._workflow", "think.retention._workflow")
 
 
 def think_passthrough() -> list[str]:
@@ -84,6 +91,8 @@ def think_passthrough() -> list[str]:
 
 
 PRUNE_EVERY = 600.0
+READY_POLL_EVERY = 0.2
+"""Seconds between a starting worker's checks that Temporal lists it among the pollers."""
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
@@ -113,12 +122,19 @@ def build_worker(
     return Worker(
         client,
         task_queue=settings.task_queue,
-        workflows=[*WORKFLOWS, ScheduledOccurrence, *hosted_workflows(settings)],
+        workflows=[
+            *WORKFLOWS,
+            ScheduledOccurrence,
+            RetentionSweep,
+            EraseTenant,
+            *hosted_workflows(settings),
+        ],
         activities=[
             *activities.activities(),
             *DebounceActivities(activities.res.store).activities(),
             *ScheduleActivities(service).activities(),
             *ParkedActions(activities.res, service).activities(),
+            *RetentionActivities(service).activities(),
             *hosted_activities(settings),
         ],
         # Every activity of a turn runs with the turn bound: the turn API for hooks and tools,
@@ -132,15 +148,26 @@ def build_worker(
         # Cancellation reaches an activity through its heartbeat; keep that path short.
         max_heartbeat_throttle_interval=timedelta(seconds=0.5),
         default_heartbeat_throttle_interval=timedelta(seconds=0.5),
-        max_concurrent_activities=200,
-        max_concurrent_local_activities=200,
         # A turn paused for a person whose worker died is picked up by another at once,
         # instead of waiting 10 s for the dead worker's sticky queue.
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
-        # On SIGTERM (a deploy), let running activities finish rather than cutting a model
-        # stream mid-answer; what does not finish in time is retried on another worker.
-        graceful_shutdown_timeout=timedelta(seconds=10),
+        **capacity(settings),
     )
+
+
+def capacity(settings: Settings) -> dict[str, Any]:
+    """The worker's options that are settings: how much it runs at once
+    (THINK_WORKER_MAX_ACTIVITIES, and THINK_WORKER_WORKFLOW_TASK_SLOTS: a turn holds its
+    workflow task's slot while its local model step runs, so this is where a backlog forms,
+    ordered by the tenants' fairness keys) and how long it lets running work finish on SIGTERM (a
+    deploy; THINK_WORKER_SHUTDOWN_GRACE_SECONDS) rather than cutting a model stream
+    mid-answer; what does not finish in time is retried on another worker."""
+    return {
+        "max_concurrent_activities": settings.worker_max_activities,
+        "max_concurrent_local_activities": settings.worker_max_activities,
+        "max_concurrent_workflow_tasks": settings.worker_workflow_task_slots,
+        "graceful_shutdown_timeout": timedelta(seconds=settings.worker_shutdown_grace_seconds),
+    }
 
 
 async def _prune_forever(store: Store, retention: float) -> None:
@@ -251,6 +278,26 @@ async def _close_abandoned(
     return closed
 
 
+async def _ready_once_polling(client: Client, settings: Settings, readiness: Readiness) -> None:
+    """`/readyz` answers 200 once Temporal lists this worker among the pollers of its task
+    queue: its polls have reached the server, so a turn started now is picked up."""
+    request = DescribeTaskQueueRequest(
+        namespace=client.namespace,
+        task_queue=TaskQueue(name=settings.task_queue),
+        task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    )
+    while True:
+        try:
+            described = await client.workflow_service.describe_task_queue(request)
+            if any(p.identity == client.identity for p in described.pollers):
+                readiness.polling()
+                log.info("worker ready: Temporal lists it polling %r", settings.task_queue)
+                return
+        except RPCError:
+            log.debug("describing task queue %r failed", settings.task_queue, exc_info=True)
+        await asyncio.sleep(READY_POLL_EVERY)
+
+
 async def _sample_pool_forever(store: Store, every: float = 5.0) -> None:
     while True:
         metrics.sample_pool(store.db)
@@ -281,19 +328,26 @@ def _declared_mcp_servers(registry: AgentRegistry) -> list[McpServer]:
 
 async def run_worker(settings: Settings) -> None:
     """Run until cancelled."""
+    quiet_expected_failures()  # a superseded attempt is one line, not a traceback
     registry = AgentRegistry.from_paths(settings.agents)
     # Before anything else: a declaration it cannot arm stops the worker (one line, exit 2)
     # before it connects to anything, so it exits with nothing of Temporal's still running.
     check_deployment(settings.task_queue, registry)
     metrics.count_events()
     warm_price_table()  # now, not in the first turn's first step (docs/models.md, "Usage")
+    readiness = metrics.Readiness()
     if settings.worker_metrics_port:
-        metrics.serve(settings.worker_metrics_port)
-        log.info("metrics at http://0.0.0.0:%d/metrics", settings.worker_metrics_port)
+        metrics.serve(settings.worker_metrics_port, readiness=readiness)
+        log.info(
+            "metrics at http://0.0.0.0:%d/metrics, probes at /healthz and /readyz",
+            settings.worker_metrics_port,
+        )
     client = await connect(settings)
     armed = await reconcile_deployment(client, settings.task_queue, registry)
     log.info("scheduled tasks armed: %d", armed)
-    db = await open_database(settings, max_size=20)
+    if await arm_retention(client, settings, registry):
+        log.info("retention sweep armed: every %.0f s", settings.retention_sweep_seconds)
+    db = await open_database(settings, max_size=settings.db_pool_size)
     store = Store(db)
     service = ThinkService(store=store, temporal=client, settings=settings, registry=registry)
     armed = await reconcile_conversations(service)
@@ -310,8 +364,9 @@ async def run_worker(settings: Settings) -> None:
     announced = AnnouncedTurns(
         settings.libpq_url, store, client, settings.task_queue, early, service
     )
+    listening = asyncio.create_task(announced.run())
     housekeeping = [
-        asyncio.create_task(announced.run()),
+        listening,
         asyncio.create_task(_prune_forever(store, settings.chunk_retention_seconds)),
         asyncio.create_task(_sweep_forever(client, store, settings)),
         asyncio.create_task(_sample_pool_forever(store)),
@@ -321,9 +376,23 @@ async def run_worker(settings: Settings) -> None:
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(announced.listening.wait(), timeout=10)
     log.info("worker polling task queue %r", settings.task_queue)
+    housekeeping.append(asyncio.create_task(_ready_once_polling(client, settings, readiness)))
+    running = asyncio.create_task(worker.run())
     try:
-        await worker.run()
+        await asyncio.shield(running)
+    except asyncio.CancelledError:
+        # A SIGTERM: not ready from now on, while the worker finishes what it runs; and
+        # deaf to new turns' announcements, whose first steps it would only begin to drop
+        # (a wasted model request each): another worker, or the gateway's fallback, starts
+        # them.
+        readiness.stopping()
+        listening.cancel()
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+        raise
     finally:
+        readiness.stopping()
         for task in housekeeping:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -1,8 +1,9 @@
 """Prometheus metrics of gateways and workers: what they count, and how to expose them.
 
 `count_events()` turns the process's `think.events` into counters; `exposition()` is the
-body of a `/metrics` scrape (`CONTENT_TYPE` its type); `serve(port)` gives a worker a
-`/metrics` port of its own. The metric objects are here for the code that observes them.
+body of a `/metrics` scrape (`CONTENT_TYPE` its type); `serve(port, readiness=...)` gives a
+worker a port of its own, with `/metrics` and the probes `/healthz` and `/readyz` (what
+`Readiness` says). The metric objects are here for the code that observes them.
 """
 
 from think.metrics._metrics import (
@@ -32,8 +33,8 @@ from think.metrics._metrics import (
     exposition,
     sample,
     sample_pool,
-    serve,
 )
+from think.metrics._serve import Readiness, serve
 
 __all__ = [
     "ACTIVITY_RETRIES",
@@ -57,6 +58,7 @@ __all__ = [
     "TURNS",
     "TURNS_ACTIVE",
     "TURN_DURATION",
+    "Readiness",
     "count_events",
     "count_model_usage",
     "exposition",

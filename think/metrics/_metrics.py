@@ -25,7 +25,6 @@ from prometheus_client import (
     Gauge,
     Histogram,
     generate_latest,
-    start_http_server,
 )
 
 from think import events
@@ -201,9 +200,3 @@ async def sample(store: Store) -> None:
 def exposition() -> bytes:
     """The Prometheus text format of every metric of the process."""
     return generate_latest(REGISTRY)
-
-
-def serve(port: int, host: str = "0.0.0.0") -> None:
-    """Serve `/metrics` on a port of its own, from a daemon thread (a worker has no HTTP
-    server otherwise). Raises OSError when the port is taken."""
-    start_http_server(port, addr=host)

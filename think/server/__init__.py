@@ -31,6 +31,10 @@ can move without breaking them.
   `WorkspacePathError`;
 - actions: the ledger's reads and writes (`action_ledger`, `ActionRow`), `Action`, and
   `decide_parked_action` / `parked_settled` (a parked action's decision, every door's path);
+- the per-tenant limits every gateway shares: `take_submission`, `open_stream`,
+  `close_stream`, `renew_streams`, `STREAM_LEASE`;
+- a tenant's data: `export_rows` (a conversation's export), `ERASE_WORKFLOW`, `EraseInput`,
+  `erase_workflow_id` (its erasure, which the workers run);
 - the worker: `run_worker`, `build_worker`, `sweep_once`, `workflow_runner`, `WORKFLOWS`.
 """
 
@@ -40,10 +44,12 @@ from think._settings import Settings
 from think.agent import AgentRegistry, Think
 from think.engine import build_worker, run_worker, sweep_once, workflow_runner
 from think.models import resolve_model
+from think.retention import ERASE_WORKFLOW, EraseInput, erase_workflow_id
 from think.schedules import ScheduleNotFound, list_schedules, trigger
 from think.storage import (
     MAX_SEARCH_LIMIT,
     PAUSED_STATUSES,
+    STREAM_LEASE,
     TERMINAL_STATUSES,
     Admission,
     AnswerKind,
@@ -74,17 +80,22 @@ from think.storage import (
     Workspace,
     WorkspacePathError,
     action_ledger,
+    close_stream,
     conversation_usage,
     delete_turn,
     delete_turns,
+    export_rows,
     fork_conversation,
     open_database,
+    open_stream,
     public_turn_id,
     public_turn_id_or_none,
     queue_head,
     record_answer,
+    renew_streams,
     search_messages,
     steer_turn,
+    take_submission,
     tenant_spend,
     tenant_usage,
     workspace_path,
@@ -130,10 +141,12 @@ from think.workflows.names import APPROVE, SUBMIT_TOOL_RESULT, turn_workflow_id
 
 __all__ = [
     "APPROVE",
+    "ERASE_WORKFLOW",
     "ID",
     "MAX_SEARCH_LIMIT",
     "PAUSED_STATUSES",
     "RESEND_AFTER",
+    "STREAM_LEASE",
     "SUBMIT_TOOL_RESULT",
     "TERMINAL_STATUSES",
     "WORKFLOWS",
@@ -149,6 +162,7 @@ __all__ = [
     "ConversationStillActive",
     "DailyBudgets",
     "DispatchFailed",
+    "EraseInput",
     "ForkPointNotFound",
     "ForkTargetExists",
     "IdempotencyConflict",
@@ -194,6 +208,7 @@ __all__ = [
     "client_tool_call",
     "client_tool_names",
     "close_mcp_pool",
+    "close_stream",
     "connect",
     "conversation_usage",
     "decide_parked_action",
@@ -201,6 +216,8 @@ __all__ = [
     "delete_turn",
     "delete_turns",
     "dispatch",
+    "erase_workflow_id",
+    "export_rows",
     "follow",
     "fork_conversation",
     "hand_off",
@@ -208,11 +225,13 @@ __all__ = [
     "metrics",
     "new_id",
     "open_database",
+    "open_stream",
     "parked_settled",
     "public_turn_id",
     "public_turn_id_or_none",
     "queue_head",
     "record_answer",
+    "renew_streams",
     "request_hash",
     "resolve_concurrency",
     "resolve_model",
@@ -221,6 +240,7 @@ __all__ = [
     "settled",
     "steer_turn",
     "sweep_once",
+    "take_submission",
     "tenant_spend",
     "tenant_usage",
     "tool_call_answered",

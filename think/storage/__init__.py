@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
+from psycopg_pool import PoolTimeout
 from sqlalchemy import create_engine
 
 from think._settings import Settings
+from think.exceptions import ServiceUnreachable
 from think.storage._admission import ANNOUNCE_CHANNEL, ConversationBusy, SubmissionConflict
 from think.storage._answers import (
     AnswerKind,
@@ -63,6 +66,14 @@ from think.storage._frozen_prompt import (
     read_memory,
     write_memory,
 )
+from think.storage._limits import (
+    STREAM_LEASE,
+    Refused,
+    close_stream,
+    open_stream,
+    renew_streams,
+    take_submission,
+)
 from think.storage._message_upserts import upsert_messages
 from think.storage._path_cache import PathCache
 from think.storage._queue import (
@@ -95,6 +106,14 @@ from think.storage._recovery_data import (
     progress_of,
     recovery_data,
     stash_recovery_data,
+)
+from think.storage._retention import (
+    ExportedRows,
+    conversations_with_expired_turns,
+    export_rows,
+    forget_tenant,
+    idle_conversations,
+    tenant_conversations,
 )
 from think.storage._search import MAX_SEARCH_LIMIT, SearchHit, search_messages
 from think.storage._steering import (
@@ -148,6 +167,7 @@ __all__ = [
     "NON_TRANSIENT_ATTEMPTS",
     "NOW",
     "PAUSED_STATUSES",
+    "STREAM_LEASE",
     "TERMINAL_STATUSES",
     "TOKEN_KINDS",
     "Admission",
@@ -163,6 +183,7 @@ __all__ = [
     "DailyBudgets",
     "Database",
     "Delegation",
+    "ExportedRows",
     "ForkPointNotFound",
     "ForkTargetExists",
     "IdempotencyConflict",
@@ -176,6 +197,7 @@ __all__ = [
     "PromptState",
     "QueueLock",
     "RecoveryNote",
+    "Refused",
     "SearchHit",
     "Siblings",
     "SteeringMessage",
@@ -209,22 +231,27 @@ __all__ = [
     "chain_leaf",
     "clear_history",
     "clear_system_prompt",
+    "close_stream",
     "collector_paused",
     "conversation_config",
     "conversation_mcp_servers",
     "conversation_usage",
+    "conversations_with_expired_turns",
     "delete_conversation_mcp_server",
     "delete_conversation_rows",
     "delete_files",
     "delete_turn",
     "delete_turns",
     "delivered_ids",
+    "export_rows",
     "fetch_one",
     "first_answer",
+    "forget_tenant",
     "fork_conversation",
     "freeze_prompt",
     "gives_up",
     "guess_media_type",
+    "idle_conversations",
     "insert_summary",
     "is_transient",
     "lock_for_write",
@@ -233,6 +260,7 @@ __all__ = [
     "non_transient_failure",
     "note_recovery",
     "open_database",
+    "open_stream",
     "pending_steering",
     "prepare_start",
     "progress_of",
@@ -247,6 +275,7 @@ __all__ = [
     "record_answer",
     "record_model_calls",
     "recovery_data",
+    "renew_streams",
     "search_messages",
     "set_conversation_config",
     "skip_queue",
@@ -255,6 +284,8 @@ __all__ = [
     "steer_turn",
     "steering_chunk",
     "summaries_on_path",
+    "take_submission",
+    "tenant_conversations",
     "tenant_spend",
     "tenant_usage",
     "turn_compactions",
@@ -267,8 +298,15 @@ __all__ = [
 
 
 async def open_database(settings: Settings, *, max_size: int = 10) -> Database:
-    """The process's one pool. Opened by the app's lifespan or the worker, never at import."""
-    return await Database(settings.libpq_url, max_size=max_size).open()
+    """The process's one pool. Opened by the app's lifespan or the worker, never at import.
+    Raises `ServiceUnreachable` when Postgres does not answer in time."""
+    try:
+        return await Database(settings.libpq_url, max_size=max_size).open()
+    except PoolTimeout as error:
+        where = re.sub(r"(://[^:/@]+):[^@]+@", r"\1:***@", settings.require_database_url())
+        raise ServiceUnreachable(
+            f"cannot reach Postgres at {where} (THINK_DATABASE_URL): {error}"
+        ) from None
 
 
 def _migrate_sync(url: str) -> None:

@@ -110,6 +110,11 @@ class TurnRequest(BaseModel):
     `key:tenant:name`); None for a tenant's own key, no keys, or the Python API. Actions'
     authorization reads it (`ActionContext.key_name`). Not part of the idempotency
     fingerprint."""
+    priority: int | None = None
+    """The turn's Temporal priority key, 1 (first) to 5 (last), taken from its agent's
+    `Think.priority` at admission; None: Temporal's default (3). Carried by the turn's
+    workflow start (`think.turns.turn_priority`). Not part of the idempotency fingerprint: a
+    retry is the same turn whatever the agent's priority became meanwhile."""
     notify_workflow: str | None = None
     """The workflow to signal (`turn_ended`) when this turn ends: the `think.RunTurn` workflow
     that admitted it for a user's own workflow code. Not part of the idempotency fingerprint."""

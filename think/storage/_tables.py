@@ -12,8 +12,10 @@ from typing import Any
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Computed,
     DateTime,
+    Float,
     ForeignKey,
     Identity,
     Index,
@@ -68,7 +70,11 @@ class ConversationRow(Base):
     messages_revision: Mapped[int] = mapped_column(Integer, server_default="0")
     """Bumped when a stored message changes in place (migration 0008)."""
 
-    __table_args__ = (UniqueConstraint("tenant", "agent", "id", name="conversations_name_key"),)
+    __table_args__ = (
+        UniqueConstraint("tenant", "agent", "id", name="conversations_name_key"),
+        # The retention sweep: one agent's oldest conversations first (migration 0020).
+        Index("conversations_agent_created_idx", "agent", "created_at"),
+    )
 
 
 class MessageRow(Base):
@@ -276,3 +282,89 @@ class WorkspaceOpRow(Base):
     key: Mapped[str] = mapped_column(String, primary_key=True)
     result: Mapped[dict[str, Any]] = mapped_column(JSONB)
     created_at: Mapped[datetime] = _timestamp_now()
+
+
+class ActionLedgerRow(Base):
+    """One run of an `@action` (migration 0019): its key is live while `pending`, `parked` or
+    `settled` (one live row per key: the partial unique index); `failed`, `rejected` and
+    `expired` rows are the audit trail. Not tied to a conversation by a foreign key."""
+
+    __tablename__ = "action_ledger"
+    id: Mapped[str] = mapped_column(String, primary_key=True)
+    tenant: Mapped[str] = mapped_column(String)
+    agent: Mapped[str] = mapped_column(String)
+    key: Mapped[str] = mapped_column(String)
+    action: Mapped[str] = mapped_column(String)
+    status: Mapped[str] = mapped_column(String)
+    input: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    input_hash: Mapped[str] = mapped_column(String)
+    conversation_id: Mapped[str] = mapped_column(String)
+    turn_id: Mapped[str | None] = mapped_column(String)
+    tool_call_id: Mapped[str | None] = mapped_column(String)
+    requested_by: Mapped[str | None] = mapped_column(String)
+    claims: Mapped[int] = mapped_column(Integer, server_default="0")
+    attempt: Mapped[int] = mapped_column(Integer, server_default="0")
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    approval_id: Mapped[str | None] = mapped_column(String)
+    approval_kind: Mapped[str | None] = mapped_column(String)
+    decision: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    approved_by: Mapped[str | None] = mapped_column(String)
+    approved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    result: Mapped[Any] = mapped_column(JSONB)
+    error: Mapped[str | None] = mapped_column(Text)
+    attachments: Mapped[Any] = mapped_column(JSONB)
+    replays: Mapped[int] = mapped_column(Integer, server_default="0")
+    requested_at: Mapped[datetime] = _timestamp_now()
+    ran_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    settled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (
+        Index(
+            "action_ledger_live_key",
+            "tenant",
+            "agent",
+            "key",
+            unique=True,
+            postgresql_where=text("status IN ('pending', 'parked', 'settled')"),
+        ),
+        Index(
+            "action_ledger_approval",
+            "approval_id",
+            unique=True,
+            postgresql_where=text("approval_id IS NOT NULL"),
+        ),
+        Index("action_ledger_audit", "tenant", "agent", "requested_at"),
+        Index(
+            "action_ledger_parked",
+            "tenant",
+            "requested_at",
+            postgresql_where=text("status = 'parked'"),
+        ),
+    )
+
+
+class TenantLimitRow(Base):
+    """A tenant's submission token bucket (migration 0020), shared by every gateway:
+    `THINK_SUBMISSIONS_PER_MINUTE`, taken by one atomic upsert per submission."""
+
+    __tablename__ = "tenant_limits"
+    tenant: Mapped[str] = mapped_column(String, primary_key=True)
+    tokens: Mapped[float] = mapped_column(Float)
+    refilled_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.clock_timestamp()
+    )
+    granted: Mapped[bool] = mapped_column(Boolean, server_default=text("true"))
+
+
+class StreamLeaseRow(Base):
+    """One open SSE stream of a tenant (migration 0020), renewed by its gateway while open:
+    `THINK_MAX_STREAMS_PER_TENANT` counts the unexpired ones across gateways."""
+
+    __tablename__ = "stream_leases"
+    id: Mapped[str] = mapped_column(String, primary_key=True)
+    tenant: Mapped[str] = mapped_column(String)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (Index("stream_leases_tenant_idx", "tenant", "expires_at"),)

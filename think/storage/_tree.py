@@ -256,8 +256,10 @@ async def regenerate(
     message_id: str,
     idempotency_key: str | None = None,
     body: dict[str, Any] | None = None,
+    priority: int | None = None,
 ) -> Admission:
     """Record a turn that answers `message_id`'s parent again, beside `message_id`.
+    `priority`: its agent's (`TurnRequest.priority`).
 
     The turn appends no message; the model sees the path up to the parent (not the old
     answer), and the new answer becomes the active leaf when the turn ends. The old answer
@@ -275,7 +277,11 @@ async def regenerate(
     if found.parent_id is None:
         raise NotRegenerable(message_id, "it is the first message: it answers nothing")
     request = TurnRequest(
-        messages=[], parent_id=found.parent_id, regenerates=message_id, body=body or {}
+        messages=[],
+        parent_id=found.parent_id,
+        regenerates=message_id,
+        body=body or {},
+        priority=priority,
     )
     return await store.admit_turn(
         tenant=tenant,

@@ -130,13 +130,16 @@ _STEPS = sql.SQL(
 def _spent(turns: sql.Composable, calls: sql.Composable) -> sql.Composed:
     """`spent (agent, created_at, turn_id, step)`: the steps of the turns `turns` selects (from
     `conversations c JOIN turns t`), and the side calls `calls` selects (from `conversations c
-    JOIN model_calls m`), which count no turn of their own."""
+    JOIN model_calls m`), which count no turn of their own, but for the steps of a turn whose
+    record the retention sweep deleted (purpose `turn`, `delete_turns(keep_usage=True)`): they
+    count their turn still."""
     return sql.SQL(
         "WITH spent AS ("
         "SELECT t.agent, t.created_at, t.id AS turn_id, s.step"
         " FROM conversations c JOIN turns t ON t.conversation_uid = c.uid {steps} WHERE {turns}"
         " UNION ALL "
-        "SELECT c.agent, m.created_at, NULL, m.usage"
+        "SELECT c.agent, m.created_at, CASE WHEN m.purpose = 'turn' THEN m.turn_id END,"
+        " m.usage"
         " FROM conversations c JOIN model_calls m ON m.conversation_uid = c.uid WHERE {calls})"
     ).format(steps=_STEPS, turns=turns, calls=calls)
 

@@ -19,7 +19,14 @@ from think.turns._admission import (
 )
 from think.turns._cancelling import cancel_turn
 from think.turns._conversation_lifecycle import clear_conversation, delete_conversation
-from think.turns._dispatch import DispatchFailed, hand_off, host_queue, start_turn_workflow
+from think.turns._dispatch import (
+    DispatchFailed,
+    fairness_key,
+    hand_off,
+    host_queue,
+    start_turn_workflow,
+    turn_priority,
+)
 from think.turns._fingerprint import request_hash, turn_fingerprint
 from think.turns._follow import follow
 from think.turns._parked_decisions import (
@@ -78,6 +85,7 @@ __all__ = [
     "decide_parked_action",
     "delete_conversation",
     "dispatch",
+    "fairness_key",
     "follow",
     "hand_off",
     "host_queue",
@@ -89,6 +97,7 @@ __all__ = [
     "start_turn_workflow",
     "tool_call_answered",
     "turn_fingerprint",
+    "turn_priority",
     "turn_view",
     "wait_for_answer",
     "wait_for_turn",

@@ -95,6 +95,7 @@ async def admit_submission(
         output=output,
         notify_workflow=notify_workflow,
         submitted_by=submitted_by,
+        priority=agent.priority,
     )
     fingerprint = turn_fingerprint(
         request, input=input, concurrency=concurrency, submission_id=submission_id

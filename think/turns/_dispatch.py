@@ -10,6 +10,7 @@ commit, which starts the running turn's workflow if it has not started. Starting
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import time
 import weakref
@@ -18,6 +19,7 @@ from typing import Any
 
 from temporalio.client import Client
 from temporalio.common import (
+    Priority,
     SearchAttributePair,
     TypedSearchAttributes,
     WorkflowIDConflictPolicy,
@@ -70,6 +72,29 @@ class DispatchFailed(ThinkError):
     def __init__(self, message: str, turn_id: str | None = None) -> None:
         super().__init__(message)
         self.turn_id = turn_id
+
+
+FAIRNESS_KEY_BYTES = 64
+"""Temporal's limit on a fairness key's length."""
+
+
+def fairness_key(tenant: str) -> str:
+    """The tenant as Temporal's fairness key: itself when it fits in 64 bytes, else a hash of
+    it (distinct tenants still get distinct keys, and the same tenant always the same one)."""
+    if len(tenant.encode()) <= FAIRNESS_KEY_BYTES:
+        return tenant
+    return "sha256:" + hashlib.sha256(tenant.encode()).hexdigest()[:48]
+
+
+def turn_priority(turn: TurnRecord) -> Priority:
+    """The turn's place on the shared task queue: its agent's priority key (`Think.priority`,
+    kept on the request at admission), then its tenant as the fairness key, so that within a
+    priority each tenant gets an equal share of busy workers and one tenant's backlog does not
+    hold another's turns behind it. The turn's activities inherit it from the workflow (a
+    field left unset on an activity means "the workflow's"); its local activities run inside
+    its workflow tasks, which this orders. Honoured where the namespace has fairness on
+    (docs/deploying.md, "Fairness between tenants"); elsewhere the key is carried and ignored."""
+    return Priority(priority_key=turn.request.priority, fairness_key=fairness_key(turn.tenant))
 
 
 def turn_input(turn: TurnRecord) -> TurnInput:
@@ -136,6 +161,7 @@ async def start_turn_workflow(client: Client, task_queue: str, turn: TurnRecord)
                 search_attributes=TypedSearchAttributes(attributes),
                 static_summary=summary,
                 static_details=details,
+                priority=turn_priority(turn),
                 request_eager_start=hosts_queue(task_queue),
             )
         except WorkflowAlreadyStartedError:

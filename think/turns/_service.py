@@ -133,11 +133,14 @@ class ThinkService:
             return self._listener
 
     def conversation(
-        self, agent: str | type[Think], conversation_id: str, *, tenant: str = "default"
+        self, agent: str | type[Think], conversation_id: str, *, tenant: str | None = None
     ) -> ConversationHandle:
         """A conversation of `agent` (a hosted agent's name, or its class); it is created by
-        its first turn or message."""
+        its first turn or message. `tenant`: unset, that of keyless requests
+        (`THINK_DEFAULT_TENANT`), so a script sees what the chat page made without keys."""
         cls = self.registry.get(agent) if isinstance(agent, str) else agent
         if not ID.fullmatch(conversation_id):
             raise UserError(f"conversation id {conversation_id!r} is not a valid id")
-        return ConversationHandle(self, cls, conversation_id, tenant)
+        return ConversationHandle(
+            self, cls, conversation_id, self.settings.default_tenant if tenant is None else tenant
+        )

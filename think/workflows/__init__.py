@@ -1,6 +1,6 @@
 """Temporal workflows: deterministic, no I/O, no user code."""
 
-from think.workflows._connect import connect, register_search_attributes
+from think.workflows._connect import connect, connect_config, register_search_attributes
 from think.workflows._turn import (
     AfterTurnWorkflow,
     ParkedActionWorkflow,
@@ -17,5 +17,6 @@ __all__ = [
     "RunTurnWorkflow",
     "TurnWorkflow",
     "connect",
+    "connect_config",
     "register_search_attributes",
 ]

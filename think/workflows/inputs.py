@@ -107,6 +107,19 @@ class ToolDecision(BaseModel):
     operator's Signal or Update). Recorded with the answer, and in the workflow's history."""
 
 
+class ApprovalOutcome(BaseModel):
+    """What the `approve` Update answers: the decision the turn recorded, and the call it
+    applies to (the tool then runs, or the model is told it was denied)."""
+
+    approval_id: str
+    tool_call_id: str
+    tool_name: str
+    approved: bool
+    outcome: Literal["approved", "denied"]
+    reason: str | None = None
+    by: str = "update"
+
+
 class ToolResultSubmission(BaseModel):
     """A client tool's result: the `submit_tool_result` Update and Signal payload. Without
     `error` the call succeeded with `output` (which may be null)."""

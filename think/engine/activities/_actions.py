@@ -27,7 +27,12 @@ from typing import Any, Literal
 
 from temporalio import activity
 from temporalio.client import Client, WorkflowHandle
-from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.common import (
+    SearchAttributePair,
+    TypedSearchAttributes,
+    WorkflowIDConflictPolicy,
+    WorkflowIDReusePolicy,
+)
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from think._messages import new_id
@@ -48,7 +53,13 @@ from think.tools import (
     maybe_await,
 )
 from think.workflows.inputs import ParkedActionInput, ToolDecision
-from think.workflows.names import PARKED_ACTION_WORKFLOW, parked_action_workflow_id
+from think.workflows.names import (
+    AGENT_KEY,
+    CONVERSATION_KEY,
+    PARKED_ACTION_WORKFLOW,
+    TENANT_KEY,
+    parked_action_workflow_id,
+)
 
 log = logging.getLogger("think.engine.activities")
 
@@ -404,6 +415,14 @@ class ActionRunner:
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                 static_summary=f"{row.action} {row.key} waits for approval {row.approval_id}",
+                # Found by the tenant's name (its erasure, the Temporal UI's list), like a turn.
+                search_attributes=TypedSearchAttributes(
+                    [
+                        SearchAttributePair(TENANT_KEY, row.tenant),
+                        SearchAttributePair(AGENT_KEY, row.agent),
+                        SearchAttributePair(CONVERSATION_KEY, row.conversation_id),
+                    ]
+                ),
             )
             log.info(
                 "action %s key %r parked for %s (%s)",

@@ -19,6 +19,7 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from think.workflows.inputs import (
+        ApprovalOutcome,
         ToolCallRef,
         ToolDecision,
         ToolResultSubmission,
@@ -78,7 +79,9 @@ class Approvals(Requests[ToolDecision]):
     signal = APPROVE
 
     def unknown(self, key: str) -> ApplicationError:
-        return ApplicationError(f"this turn has no approval request {key!r}", type=UNKNOWN_APPROVAL)
+        return ApplicationError(
+            f"this turn has no approval request {key!r}", type=UNKNOWN_APPROVAL, non_retryable=True
+        )
 
     def not_asked(self, key: str) -> str:
         waiting = ", ".join(repr(waiting_key) for waiting_key, _ in self.waiting())
@@ -87,7 +90,9 @@ class Approvals(Requests[ToolDecision]):
         )
 
     def answered(self, key: str) -> ApplicationError:
-        return ApplicationError(f"approval {key!r} is already decided", type=ALREADY_DECIDED)
+        return ApplicationError(
+            f"approval {key!r} is already decided", type=ALREADY_DECIDED, non_retryable=True
+        )
 
 
 class ClientToolCalls(Requests[ToolResultSubmission]):
@@ -97,14 +102,18 @@ class ClientToolCalls(Requests[ToolResultSubmission]):
 
     def unknown(self, key: str) -> ApplicationError:
         return ApplicationError(
-            f"this turn waits for no client tool call {key!r}", type=UNKNOWN_TOOL_CALL
+            f"this turn waits for no client tool call {key!r}",
+            type=UNKNOWN_TOOL_CALL,
+            non_retryable=True,
         )
 
     def not_asked(self, key: str) -> str:
         return f"no client tool call {key!r}"
 
     def answered(self, key: str) -> ApplicationError:
-        return ApplicationError(f"tool call {key!r} already has a result", type=ALREADY_ANSWERED)
+        return ApplicationError(
+            f"tool call {key!r} already has a result", type=ALREADY_ANSWERED, non_retryable=True
+        )
 
 
 class TurnAnswers(TurnProgress):
@@ -158,8 +167,20 @@ class TurnAnswers(TurnProgress):
     # -- the Updates and Signals ----------------------------------------------------------
 
     @workflow.update(name=APPROVE)
-    async def approve(self, decision: ToolDecision) -> None:
+    async def approve(self, decision: ToolDecision) -> ApprovalOutcome:
+        """Record a person's decision and answer with it (`temporal workflow update execute`
+        prints it), so the caller sees which call it decided and how."""
         await self._answer(self._approvals, decision.approval_id, decision)
+        call = self._approvals.calls[decision.approval_id]
+        return ApprovalOutcome(
+            approval_id=decision.approval_id,
+            tool_call_id=call.tool_call_id,
+            tool_name=call.tool_name,
+            approved=decision.approved,
+            outcome="approved" if decision.approved else "denied",
+            reason=decision.reason,
+            by=decision.by,
+        )
 
     @approve.validator
     def _check_approve(self, decision: ToolDecision) -> None:

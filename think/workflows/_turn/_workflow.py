@@ -13,7 +13,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, CancelledErro
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
-    from think.exceptions import STALE_ATTEMPT
+    from think.exceptions import STALE_ATTEMPT, Superseded
     from think.workflows.inputs import (
         CommitInput,
         CommitResult,
@@ -192,12 +192,6 @@ async def _tell_run_turn(workflow_id: str, turn_id: str, status: str) -> None:
     except Exception as exc:
         # It has ended meanwhile (its caller cancelled it, say): nobody waits for this.
         workflow.logger.info("run_turn %s of turn %s: %s", workflow_id, turn_id, exc)
-
-
-class Superseded(RuntimeError):
-    """This workflow task is stale: a newer attempt of its step runs elsewhere. Not a
-    `FailureError`, so it fails the workflow task (whose completion the server refuses
-    anyway), never the turn, and nothing is recorded from here."""
 
 
 def _raise_if_superseded(cause: BaseException | None) -> None:
