@@ -28,6 +28,7 @@ from api.routes import (
     conversations,
     data,
     health,
+    messengers,
     problems,
     schedules,
     search,
@@ -40,6 +41,7 @@ from think.server import (
     AgentRegistry,
     ChunkListener,
     DailyBudgets,
+    MessengerHub,
     Settings,
     Store,
     close_mcp_pool,
@@ -184,9 +186,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             limits=limits,
             budgets=DailyBudgets.of(settings),
         )
+        app.state.messengers = MessengerHub(store, temporal, settings, registry)
         try:
             yield
         finally:
+            await app.state.messengers.close()
             renewing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewing
@@ -223,6 +227,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for module in routers:
         app.include_router(module.router, dependencies=[Depends(require_tenant)])
     app.include_router(health.router)
+    # A chat platform's webhook carries its own verification, not our API keys.
+    app.include_router(messengers.router)
     app.include_router(problems.router)
     # Innermost, inside the body limit: it reads the body through it.
     app.add_middleware(UniqueKeys)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from think.agent import (
         AgentTool,
         AgentToolResult,
+        Channel,
         ChatErrorContext,
         ChatRecovery,
         ChatRecoveryContext,
@@ -47,6 +48,13 @@ if TYPE_CHECKING:
         ToolError,
         TurnFailed,
         UserError,
+    )
+    from think.messengers import (
+        Messenger,
+        MessengerContext,
+        SlackMessenger,
+        TelegramMessenger,
+        get_messenger_context,
     )
     from think.models import ChatErrorClass as ChatErrorClassification
     from think.models import (
@@ -93,6 +101,7 @@ if TYPE_CHECKING:
         TurnStream,
         current_conversation,
     )
+    from think.webhooks import Webhook
 
 _LAZY: dict[str, tuple[str, str]] = {
     "Action": ("think.tools._action", "Action"),
@@ -103,6 +112,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "AgentTool": ("think.agent._agent_tool", "AgentTool"),
     "AgentToolResult": ("think.agent._agent_tool", "AgentToolResult"),
     "AsyncThinkClient": ("think.client", "AsyncThinkClient"),
+    "Channel": ("think.agent._channels", "Channel"),
     "ChatErrorClassification": ("think.models._overflow", "ChatErrorClass"),
     "ChatErrorContext": ("think.agent._turn_hooks", "ChatErrorContext"),
     "ChatRecovery": ("think.agent._recovery", "ChatRecovery"),
@@ -124,6 +134,11 @@ _LAZY: dict[str, tuple[str, str]] = {
     "ConversationBusy": ("think.storage", "ConversationBusy"),
     "ConversationHandle": ("think.turns._service", "ConversationHandle"),
     "MessageConcurrency": ("think.storage", "MessageConcurrency"),
+    "Messenger": ("think.messengers", "Messenger"),
+    "MessengerContext": ("think.messengers", "MessengerContext"),
+    "SlackMessenger": ("think.messengers", "SlackMessenger"),
+    "TelegramMessenger": ("think.messengers", "TelegramMessenger"),
+    "get_messenger_context": ("think.messengers", "get_messenger_context"),
     "MediaEviction": ("think.sessions._eviction", "MediaEviction"),
     "ModelClient": ("think.models", "ModelClient"),
     "ModelError": ("think.exceptions", "ModelError"),
@@ -162,6 +177,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "TurnStream": ("think.turns._service", "TurnStream"),
     "UIMessage": ("think._messages", "UIMessage"),
     "UserError": ("think.exceptions", "UserError"),
+    "Webhook": ("think.webhooks._declaration", "Webhook"),
     "agent_tool": ("think.agent._agent_tool", "agent_tool"),
     "create_compact_function": ("think.sessions._compaction", "create_compact_function"),
     "skills": ("think.tools", "skills"),
@@ -182,6 +198,7 @@ __all__ = [
     "AgentTool",
     "AgentToolResult",
     "AsyncThinkClient",
+    "Channel",
     "ChatErrorClassification",
     "ChatErrorContext",
     "ChatRecovery",
@@ -204,6 +221,8 @@ __all__ = [
     "McpServer",
     "MediaEviction",
     "MessageConcurrency",
+    "Messenger",
+    "MessengerContext",
     "ModelClient",
     "ModelError",
     "ModelRequest",
@@ -214,6 +233,7 @@ __all__ = [
     "ScheduledTask",
     "Session",
     "Settings",
+    "SlackMessenger",
     "StepConfig",
     "StepContext",
     "StepFinishContext",
@@ -222,6 +242,7 @@ __all__ = [
     "SubAgent",
     "Submission",
     "SubmissionConflict",
+    "TelegramMessenger",
     "Think",
     "ThinkAPIError",
     "ThinkClient",
@@ -241,6 +262,7 @@ __all__ = [
     "TurnStream",
     "UIMessage",
     "UserError",
+    "Webhook",
     "action",
     "agent_tool",
     "attach_reply",
@@ -248,6 +270,7 @@ __all__ = [
     "current_conversation",
     "default_context_overflow_classifier",
     "default_token_counter",
+    "get_messenger_context",
     "skills",
     "tool",
 ]

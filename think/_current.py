@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 
 BOUND: ContextVar[_Binding | None] = ContextVar("think_bound_turn", default=None)
+WORKER_SERVICE: ContextVar[ThinkService | None] = ContextVar("think_worker_service", default=None)
+"""The worker's service, set for every activity (a turn's or not: a scheduled task's handler),
+for what posts on the worker's connections outside a turn (`Think.deliver_notice`)."""
 
 
 @dataclass
@@ -63,6 +66,19 @@ async def current_conversation() -> ConversationHandle:
     return binding.service.conversation(turn.agent, turn.conversation_id, tenant=turn.tenant)
 
 
+def bound_service() -> ThinkService | None:
+    """The worker's service inside any of its activities (None elsewhere)."""
+    binding = BOUND.get()
+    return WORKER_SERVICE.get() if binding is None else binding.service
+
+
+async def bound_turn_record() -> TurnRecord | None:
+    """The record of the turn being served, None outside a turn (what
+    `get_messenger_context()` reads its origin from)."""
+    binding = BOUND.get()
+    return None if binding is None else await binding.turn()
+
+
 async def stash_value(value: Any) -> None:
     """`Think.stash`: keep `value` as the bound turn's recovery data (one `UPDATE` of its
     row, nothing else), for `on_chat_recovery`'s `ctx.data`. A turn that has ended keeps
@@ -97,7 +113,11 @@ class _BindTurn(ActivityInboundInterceptor):
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
         turn_id = getattr(input.args[0], "turn_id", None) if input.args else None
         if not isinstance(turn_id, str):
-            return await super().execute_activity(input)
+            token = WORKER_SERVICE.set(self._service)
+            try:
+                return await super().execute_activity(input)
+            finally:
+                WORKER_SERVICE.reset(token)
         with bound_turn(self._service, turn_id):
             return await super().execute_activity(input)
 

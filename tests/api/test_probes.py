@@ -43,6 +43,12 @@ CREATES = {
     ("post", "/v1/agents/{agent}/conversations/{cid}/turns"),
     ("post", "/v1/agents/{agent}/conversations/{cid}/messages"),
 }
+SIGNED_BY_PLATFORM = {
+    # A messenger's webhook is called by Telegram or Slack, which hold no key of ours: the
+    # platform's signature is its check (tests/messengers/). Here it answers 404 (the probed
+    # agent declares no messenger) before any key or body is looked at, and stores nothing.
+    ("post", "/v1/messengers/{agent}/{messenger}/webhook"),
+}
 
 
 def operations() -> list[tuple[str, str, dict[str, Any]]]:
@@ -175,6 +181,9 @@ async def test_malformed_keys_are_refused_everywhere(
     async with httpx.AsyncClient(base_url=tenants, headers=headers, timeout=30) as api:
         for method, path, operation in operations():
             response = await api.request(**request_for(method, path, operation, ids))
+            if (method, path) in SIGNED_BY_PLATFORM:
+                assert response.status_code == 404, (method, path, response.text)
+                continue
             assert response.status_code == 401, (method, path, response.text)
             assert response.headers["content-type"] == "application/problem+json"
             assert response.headers["www-authenticate"] == "Bearer"

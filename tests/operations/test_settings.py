@@ -41,6 +41,9 @@ BAD_TEXT = {
     "TEMPORAL_API_KEY": "two words",
     "TEMPORAL_TLS_SERVER_NAME": "two words",
     "TEMPORAL_PROFILE": "two words",
+    "THINK_WEBHOOK_SECRET": "two words",
+    "THINK_WEBHOOK_URLS": "hooks.example.com/think",
+    "THINK_WEBHOOK_PRIVATE_HOSTS": "http://hooks.internal",
 }
 """A value each free-text variable refuses; a number, a flag or a choice refuses `bogus`, and
 a file variable `bogus` too (no such file)."""

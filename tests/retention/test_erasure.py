@@ -152,6 +152,14 @@ async def _give(
             "INSERT INTO action_ledger (id, tenant, agent, key, action, status, input, "
             "input_hash, conversation_id, result) VALUES (:lease, :tenant, 'refunder', "
             """'refund:1', 'refund', 'settled', '{"order_id": "1"}', 'h', :u, '{}')""",
+            "INSERT INTO messenger_events (tenant, agent, messenger, event_id, turn_id, done) "
+            "VALUES (:tenant, 'helper', 'telegram', '1', :t, true)",
+            "INSERT INTO messenger_threads (tenant, agent, messenger, thread_key, chat, "
+            "conversation_id) VALUES (:tenant, 'helper', 'telegram', '42', '42', :u)",
+            "INSERT INTO messenger_deliveries (id, tenant, agent, messenger, conversation_id, "
+            "turn_id, chat) VALUES (:lease, :tenant, 'helper', 'telegram', :u, :t, '42')",
+            "INSERT INTO messenger_buttons (approval_id, delivery_id, turn_id) "
+            "VALUES (:lease, :lease, :t)",
         ):
             await conn.execute(sql(statement), params)
     schedule_id = f"think-schedule:{queue}:helper:nightly:{tenant}:{chat}"

@@ -23,7 +23,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from think._settings import _process, _temporal
+from think._settings import _process, _temporal, _webhooks
 from think._settings._api_keys import parse_api_keys
 from think._settings._defaults import (
     DEFAULT_TENANT_WORKSPACE_MAX_BYTES,
@@ -217,6 +217,12 @@ class Settings(BaseSettings):
 
     log_level: LogLevel = _process.LOG_LEVEL
     log_format: LogFormat = _process.LOG_FORMAT
+    webhook_urls: _webhooks.Urls = _webhooks.WEBHOOK_URLS
+    webhook_secret: _webhooks.Secret = _webhooks.WEBHOOK_SECRET
+    webhook_private_hosts: _webhooks.Hosts = _webhooks.WEBHOOK_PRIVATE_HOSTS
+    webhook_retry_seconds: float = _webhooks.WEBHOOK_RETRY_SECONDS
+    webhook_give_up_seconds: float = _webhooks.WEBHOOK_GIVE_UP_SECONDS
+    webhook_timeout_seconds: float = _webhooks.WEBHOOK_TIMEOUT_SECONDS
 
     # ------------------------------------------------------------------ the gateway's limits
     header_timeout_seconds: float = Field(

@@ -16,6 +16,7 @@ from think.agent._agent_tool import (
     delegation_failure,
     typed_output,
 )
+from think.agent._channels import WEB_CHANNEL, Channel, ChannelError, channel_of, declared_channels
 from think.agent._compactor import compact, model_view
 from think.agent._conversation_methods import bind_config
 from think.agent._gateway_context import GatewayContext, ModelPurpose, TurnTrigger, ask_gateway
@@ -55,10 +56,13 @@ from think.agent._turn_input import (
 from think.agent._turn_results import QueuedBehind, StreamCallback, Submission, TurnResult
 
 __all__ = [
+    "WEB_CHANNEL",
     "AgentRegistry",
     "AgentTool",
     "AgentToolResult",
     "AskGateway",
+    "Channel",
+    "ChannelError",
     "ChatErrorContext",
     "ChatErrorStage",
     "ChatRecovery",
@@ -97,9 +101,11 @@ __all__ = [
     "answer_text",
     "ask_gateway",
     "bind_config",
+    "channel_of",
     "child_conversation_id",
     "client_tool_spec",
     "compact",
+    "declared_channels",
     "delegation_failure",
     "gateway_of",
     "input_json",

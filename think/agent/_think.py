@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from think._current import stash_value
 from think._protocol import UIMessageChunk
+from think.agent._channels import Channel
 from think.agent._conversation_methods import ConversationMethods
 from think.agent._gateway_context import GatewayContext
 from think.agent._recovery import ChatRecovery, ChatRecoveryContext, ChatRecoveryOptions
@@ -28,6 +29,7 @@ from think.agent._turn_hooks import (
     TurnContext,
 )
 from think.exceptions import UserError
+from think.messengers import Messenger, deliver_notice
 from think.models import (
     ChatErrorClass,
     Gateway,
@@ -57,6 +59,7 @@ from think.tools import (
     mcp_tools_of,
 )
 from think.tools.skills import SkillSource, load_catalog, render_catalog, skill_tools
+from think.webhooks import Webhook, checked_webhooks
 
 SKILLS_BLOCK = "skills"
 """The label of the context block that lists the agent's skills."""
@@ -133,6 +136,10 @@ class Think(ConversationMethods):
     (`concurrency`); regenerates are never subject to it."""
     debounce_seconds: ClassVar[float] = 0.75
     """The quiet period of "debounce"."""
+    messenger_concurrency: ClassVar[float] = 0.6
+    """Seconds of quiet that end a burst of messages in a messenger thread: the messages of a
+    burst are answered by one turn (the "debounce" of `message_concurrency`, with this
+    window). 0: each message is its own turn, queued."""
     clear_history: ClassVar[ClearHistory] = "keep"
     """What clearing a conversation (`POST …/clear`, `clear()`) does to its messages: "keep"
     (the default) leaves them in the tree off the active path, so the next turn starts a new
@@ -187,6 +194,12 @@ class Think(ConversationMethods):
     write) before it is deleted with everything it owns. None: the deployment's
     `THINK_CONVERSATION_RETENTION_DAYS`; `math.inf`: forever, whatever it says."""
 
+    webhooks: ClassVar[Sequence[Webhook]] = ()
+    """URLs that receive a signed POST when one of this agent's turns completes, errors, or
+    pauses for a person (`Webhook(url=..., events=[...], secret_env=...)`, docs/webhooks.md),
+    beside the deployment's `THINK_WEBHOOK_URLS`. Delivered at least once, by workflows of
+    their own: a receiver that is down delays no turn."""
+
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if not cls.__dict__.get("name"):
@@ -215,6 +228,7 @@ class Think(ConversationMethods):
                     f"{cls.__name__}.{field}={days!r} must be a number of days above 0, "
                     "math.inf (keep forever) or None (the deployment's setting)"
                 )
+        checked_webhooks(cls.__name__, cls.webhooks)
         priority = cls.priority
         if priority is not None and (
             isinstance(priority, bool) or not isinstance(priority, int) or not 1 <= priority <= 5
@@ -277,6 +291,12 @@ class Think(ConversationMethods):
     def get_system_prompt(self) -> str:
         return "You are a helpful assistant."
 
+    def configure_channels(self) -> Sequence[Channel]:
+        """Per-channel policy (`Channel(name, instructions=, tools=, max_steps=)`) beside the
+        implicit "web" channel of /v1's turns; a turn's channel is who it came from
+        (docs/channels.md). Checked when the worker starts."""
+        return []
+
     def get_tools(self) -> Sequence[Tool]:
         return []
 
@@ -298,6 +318,20 @@ class Think(ConversationMethods):
             f"action {ctx.action!r} needs the permission {ctx.permission!r}, and "
             f"{type(self).__name__}.authorize_action does not grant it"
         )
+
+    def get_messengers(self) -> list[Messenger]:
+        """The chat platforms this agent answers on (`TelegramMessenger(...)`, ...): each one's
+        webhook is `POST /v1/messengers/{agent}/{messenger}/webhook` (docs/messengers.md)."""
+        return []
+
+    async def deliver_notice(
+        self, conversation_id: str, text: str, *, record: bool = True, key: str | None = None
+    ) -> str:
+        """Post `text` into the chat thread of this agent's messenger conversation
+        `conversation_id` (a scheduled task's result, say), recorded in its transcript when
+        `record`; from a hook, tool or scheduled handler on a worker. Returns the delivery's
+        id (docs/messengers.md)."""
+        return await deliver_notice(self.name, conversation_id, text, record=record, key=key)
 
     def get_mcp_servers(self) -> Sequence[McpServer]:
         """The MCP servers whose tools join `get_tools()` in every turn (docs/mcp.md):

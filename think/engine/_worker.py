@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,6 +22,7 @@ from think import metrics
 from think._current import BindTurns
 from think._settings import Settings
 from think.agent import AgentRegistry
+from think.engine._declarations import check_agents
 from think.engine._eager_start import AnnouncedTurns
 from think.engine._expected_failures import quiet_expected_failures
 from think.engine._hosted import hosted_activities, hosted_workflows
@@ -31,6 +33,7 @@ from think.engine.activities import (
     TurnActivities,
     end_abandoned,
 )
+from think.messenger_turns import DeliveryActivities, MessengerHub, check_registry
 from think.metrics import Readiness
 from think.models import close_model_clients, warm_price_table
 from think.retention import EraseTenant, RetentionActivities, RetentionSweep, arm_retention
@@ -65,7 +68,12 @@ PASSTHROUGH = ("sqlalchemy", "psycopg", "httpx", "openai", "pydantic_core", "ale
 # state), so `think` cannot be passed through as a whole: importing a workflow module runs
 # `think/__init__.py`, which would otherwise re-execute the whole framework in every run
 # (the first workflow task of a turn took many times longer: docs/benchmarks.md).
-SANDBOXED = ("think.workflows._turn", "think.schedules._workflow", "think.retention._workflow")
+SANDBOXED = (
+    "think.workflows._turn",
+    "think.workflows._delivery",
+    "think.schedules._workflow",
+    "think.retention._workflow",
+)
 
 
 def think_passthrough() -> list[str]:
@@ -135,6 +143,9 @@ def build_worker(
             *ScheduleActivities(service).activities(),
             *ParkedActions(activities.res, service).activities(),
             *RetentionActivities(service).activities(),
+            *DeliveryActivities(
+                MessengerHub(activities.res.store, client, settings, activities.res.registry)
+            ).activities(),
             *hosted_activities(settings),
         ],
         # Every activity of a turn runs with the turn bound: the turn API for hooks and tools,
@@ -333,6 +344,8 @@ async def run_worker(settings: Settings) -> None:
     # Before anything else: a declaration it cannot arm stops the worker (one line, exit 2)
     # before it connects to anything, so it exits with nothing of Temporal's still running.
     check_deployment(settings.task_queue, registry)
+    check_registry(registry)  # a messenger with no verification posture stops it too
+    check_agents(registry, settings, os.environ)  # its webhooks' secrets are variables
     metrics.count_events()
     warm_price_table()  # now, not in the first turn's first step (docs/models.md, "Usage")
     readiness = metrics.Readiness()

@@ -35,6 +35,8 @@ can move without breaking them.
   `close_stream`, `renew_streams`, `STREAM_LEASE`;
 - a tenant's data: `export_rows` (a conversation's export), `ERASE_WORKFLOW`, `EraseInput`,
   `erase_workflow_id` (its erasure, which the workers run);
+- messengers: `MessengerHub` (declarations and platform clients), `receive` (a webhook, end
+  to end) and its `WebhookAnswer`;
 - the worker: `run_worker`, `build_worker`, `sweep_once`, `workflow_runner`, `WORKFLOWS`.
 """
 
@@ -43,6 +45,8 @@ from think._messages import ID, UIMessage, new_id
 from think._settings import Settings
 from think.agent import AgentRegistry, Think
 from think.engine import build_worker, run_worker, sweep_once, workflow_runner
+from think.messenger_turns import MessengerHub, WebhookAnswer, receive
+from think.messengers import PlatformError
 from think.models import resolve_model
 from think.retention import ERASE_WORKFLOW, EraseInput, erase_workflow_id
 from think.schedules import ScheduleNotFound, list_schedules, trigger
@@ -169,10 +173,12 @@ __all__ = [
     "MessageConcurrency",
     "MessageIdConflict",
     "MessageNotFound",
+    "MessengerHub",
     "NotRegenerable",
     "ParentNotFound",
     "PendingApproval",
     "PendingClientTool",
+    "PlatformError",
     "ScheduleNotFound",
     "Settings",
     "Store",
@@ -195,6 +201,7 @@ __all__ = [
     "UsageGrouping",
     "UsageSum",
     "Waited",
+    "WebhookAnswer",
     "Workspace",
     "WorkspacePathError",
     "action_ledger",
@@ -230,6 +237,7 @@ __all__ = [
     "public_turn_id",
     "public_turn_id_or_none",
     "queue_head",
+    "receive",
     "record_answer",
     "renew_streams",
     "request_hash",

@@ -110,6 +110,13 @@ class TurnRequest(BaseModel):
     `key:tenant:name`); None for a tenant's own key, no keys, or the Python API. Actions'
     authorization reads it (`ActionContext.key_name`). Not part of the idempotency
     fingerprint."""
+    channel: str = "web"
+    """Where the submission came from: "web" (HTTP, the Python API) or a messenger's name
+    (`TelegramMessenger(name=...)`). Picks the agent's `Channel` policy
+    (`Think.configure_channels`) and the messenger's delivery."""
+    messenger_context: dict[str, Any] | None = None
+    """A messenger turn's origin (`think.MessengerContext` as JSON: thread, author,
+    capabilities), read by `get_messenger_context()` in hooks and tools."""
     priority: int | None = None
     """The turn's Temporal priority key, 1 (first) to 5 (last), taken from its agent's
     `Think.priority` at admission; None: Temporal's default (3). Carried by the turn's

@@ -57,11 +57,17 @@ _TENANT_CONVERSATIONS = f"""
 
 # What a tenant owns outside its conversations: its workspace usage row (kept at zero by the
 # triggers once its files are gone), its submission bucket, its streams' leases, and its
-# action ledger (not tied to conversations: a deleted conversation's effects stay settled).
+# action ledger (not tied to conversations: a deleted conversation's effects stay settled),
+# and its messengers' rows (event ids, threads with their chat ids, deliveries, buttons).
 _FORGET_TENANT = """
     WITH usage AS (DELETE FROM workspace_usage WHERE tenant = %(tenant)s),
     leases AS (DELETE FROM stream_leases WHERE tenant = %(tenant)s),
-    actions AS (DELETE FROM action_ledger WHERE tenant = %(tenant)s)
+    actions AS (DELETE FROM action_ledger WHERE tenant = %(tenant)s),
+    events AS (DELETE FROM messenger_events WHERE tenant = %(tenant)s),
+    threads AS (DELETE FROM messenger_threads WHERE tenant = %(tenant)s),
+    buttons AS (DELETE FROM messenger_buttons b USING messenger_deliveries d
+                WHERE b.delivery_id = d.id AND d.tenant = %(tenant)s),
+    deliveries AS (DELETE FROM messenger_deliveries WHERE tenant = %(tenant)s)
     DELETE FROM tenant_limits WHERE tenant = %(tenant)s
 """
 

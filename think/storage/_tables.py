@@ -368,3 +368,76 @@ class StreamLeaseRow(Base):
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
     __table_args__ = (Index("stream_leases_tenant_idx", "tenant", "expires_at"),)
+
+
+class MessengerEventRow(Base):
+    """An update or event id a messenger's webhook accepted (migration 0021): the dedupe."""
+
+    __tablename__ = "messenger_events"
+    tenant: Mapped[str] = mapped_column(String, primary_key=True)
+    agent: Mapped[str] = mapped_column(String, primary_key=True)
+    messenger: Mapped[str] = mapped_column(String, primary_key=True)
+    event_id: Mapped[str] = mapped_column(String, primary_key=True)
+    turn_id: Mapped[str | None] = mapped_column(String)
+    done: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    created_at: Mapped[datetime] = _timestamp_now()
+
+
+class MessengerThreadRow(Base):
+    """A chat thread → its conversation, and whether a mention subscribed it (0021)."""
+
+    __tablename__ = "messenger_threads"
+    tenant: Mapped[str] = mapped_column(String, primary_key=True)
+    agent: Mapped[str] = mapped_column(String, primary_key=True)
+    messenger: Mapped[str] = mapped_column(String, primary_key=True)
+    thread_key: Mapped[str] = mapped_column(String, primary_key=True)
+    chat: Mapped[str] = mapped_column(String)
+    thread: Mapped[str | None] = mapped_column(String)
+    conversation_id: Mapped[str] = mapped_column(String)
+    subscribed: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    created_at: Mapped[datetime] = _timestamp_now()
+
+    __table_args__ = (
+        Index("messenger_threads_conversation", "tenant", "agent", "messenger", "conversation_id"),
+    )
+
+
+class MessengerDeliveryRow(Base):
+    """One reply or notice to post in a thread, with its stage and posted message ids (0021):
+    `think.storage.messenger_store` says what each stage means to a recovery."""
+
+    __tablename__ = "messenger_deliveries"
+    id: Mapped[str] = mapped_column(String, primary_key=True)
+    tenant: Mapped[str] = mapped_column(String)
+    agent: Mapped[str] = mapped_column(String)
+    messenger: Mapped[str] = mapped_column(String)
+    conversation_id: Mapped[str] = mapped_column(String)
+    turn_id: Mapped[str | None] = mapped_column(String, unique=True)
+    chat: Mapped[str] = mapped_column(String)
+    thread: Mapped[str | None] = mapped_column(String)
+    kind: Mapped[str] = mapped_column(String, server_default="reply")
+    notice: Mapped[str | None] = mapped_column("text", Text)
+    stage: Mapped[str] = mapped_column(String, server_default="accepted")
+    message_ids: Mapped[list[str]] = mapped_column(JSONB, server_default=text("'[]'::jsonb"))
+    attempts: Mapped[int] = mapped_column(Integer, server_default="0")
+    created_at: Mapped[datetime] = _timestamp_now()
+    updated_at: Mapped[datetime] = _timestamp_now()
+
+    __table_args__ = (
+        Index(
+            "messenger_deliveries_open",
+            "created_at",
+            postgresql_where=text("stage IN ('accepted', 'streaming')"),
+        ),
+    )
+
+
+class MessengerButtonRow(Base):
+    """An approval posted as buttons → the turn that asked (0021)."""
+
+    __tablename__ = "messenger_buttons"
+    approval_id: Mapped[str] = mapped_column(String, primary_key=True)
+    delivery_id: Mapped[str] = mapped_column(String)
+    turn_id: Mapped[str] = mapped_column(String)
+    message_id: Mapped[str | None] = mapped_column(String)
+    created_at: Mapped[datetime] = _timestamp_now()

@@ -33,8 +33,21 @@ from think.tools._action import (
     ledger_key,
 )
 from think.tools._fetch import DEFAULT_ACCEPT, MODEL_HEADERS, FetchTarget, FetchTools
-from think.tools._fetch_guard import AddressRefused, Connector, Resolver, system_resolver
-from think.tools._fetch_url import DisallowedURL, address_refusal, parse_url
+from think.tools._fetch_guard import (
+    AddressRefused,
+    Connector,
+    GuardedBackend,
+    GuardedTransport,
+    Resolver,
+    system_resolver,
+)
+from think.tools._fetch_url import (
+    DisallowedURL,
+    NormalURL,
+    address_refusal,
+    host_refusal,
+    parse_url,
+)
 from think.tools._mcp import (
     McpServer,
     McpTool,
@@ -73,10 +86,13 @@ __all__ = [
     "DisallowedURL",
     "FetchTarget",
     "FetchTools",
+    "GuardedBackend",
+    "GuardedTransport",
     "McpServer",
     "McpTool",
     "McpToolInfo",
     "McpUnavailable",
+    "NormalURL",
     "ReplyAttachment",
     "Resolver",
     "Tool",
@@ -92,6 +108,7 @@ __all__ = [
     "close_mcp_pool",
     "collecting_attachments",
     "current_workspace",
+    "host_refusal",
     "input_hash",
     "ledger_key",
     "maybe_await",

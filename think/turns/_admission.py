@@ -66,6 +66,7 @@ async def admit_submission(
     output: dict[str, Any] | None = None,
     notify_workflow: str | None = None,
     submitted_by: str | None = None,
+    channel: str = "web",
 ) -> Admission:
     """Admit a submission as any door received it: its mode, its request and its
     fingerprint, then `admit`.
@@ -79,7 +80,8 @@ async def admit_submission(
     waits for the whole answer (`TurnRequest.awaited`). `output` is a JSON Schema the answer
     must match, and `notify_workflow` a workflow told when the turn ends (both set by
     `think.workflow.run_turn`'s admission: `TurnRequest`). `submitted_by`: the name of the
-    API key that sent it (`TurnRequest.submitted_by`).
+    API key that sent it (`TurnRequest.submitted_by`). `channel`: who it came from
+    (`TurnRequest.channel`): "web" for /v1, a messenger's name for its turns.
     """
     mode, debounce = resolve_concurrency(agent, concurrency or default_concurrency)
     request = TurnRequest(
@@ -96,6 +98,7 @@ async def admit_submission(
         notify_workflow=notify_workflow,
         submitted_by=submitted_by,
         priority=agent.priority,
+        channel=channel,
     )
     fingerprint = turn_fingerprint(
         request, input=input, concurrency=concurrency, submission_id=submission_id

@@ -65,6 +65,9 @@ class AfterTurnInput(TurnInput):
 class ModelStepInput(BaseModel):
     turn_id: str
     step: int
+    agent: str = ""
+    """The turn's agent, so that the step can say whether it has webhooks (`webhooks`)
+    without another read."""
 
 
 class ToolRun(BaseModel):
@@ -163,6 +166,10 @@ class ModelStepResult(BaseModel):
     """The turn ended and the agent has an `on_chat_response` hook to run."""
     compact: bool = False
     """The turn ended and the agent's session compacts after turns (`compact_after`)."""
+    webhooks: bool = False
+    """The agent (or the deployment) has outbound webhooks: the workflow starts their
+    deliveries when the turn ends or pauses for a person (`WEBHOOKS_START_ACTIVITY`). False
+    for every other agent, whose turns add no history event for them."""
 
 
 class StepToolCall(BaseModel):
@@ -190,12 +197,51 @@ class CommitInput(BaseModel):
     status: Literal["completed", "error", "aborted", "interrupted"]
     error: str | None = None
     finish_reason: str = "stop"
+    agent: str = ""
+    """As `ModelStepInput.agent`."""
 
 
 class CommitResult(BaseModel):
     status: str
     respond: bool = False
     compact: bool = False
+    webhooks: bool = False
+    """As `ModelStepResult.webhooks`."""
+
+
+class WebhooksStartInput(BaseModel):
+    """Start the webhook deliveries of a turn's event: its end (`paused` empty), or its pause
+    for a person (the calls it waits on)."""
+
+    turn_id: str
+    paused: list[ToolCallRef] = Field(default_factory=list)
+
+
+class WebhooksStarted(BaseModel):
+    started: int = 0
+    """Deliveries started now (one already started for the same event and URL is not)."""
+
+
+class WebhookDeliveryInput(BaseModel):
+    """One event to one URL. `payload` is the event's body without its per-attempt fields
+    (`sent_at`, `attempt`); no secret travels here, only where to find it."""
+
+    url: str
+    event_id: str
+    event: str
+    payload: dict[str, Any]
+    secret_env: str | None = None
+    """The variable holding the agent's secret (`Webhook.secret_env`); None: the
+    deployment's `THINK_WEBHOOK_SECRET`."""
+    retry_seconds: float = 2.0
+    give_up_seconds: float = 86400.0
+    timeout_seconds: float = 10.0
+
+
+class WebhookDeliveryResult(BaseModel):
+    status: Literal["delivered", "rejected", "gave_up"]
+    http_status: int | None = None
+    detail: str = ""
 
 
 class AgentToolInput(StepToolCall):
@@ -319,3 +365,9 @@ class ParkedActionOutcome(BaseModel):
 
     status: Literal["settled", "failed", "rejected", "expired", "gone"]
     error: str | None = None
+
+
+class DeliveryInput(BaseModel):
+    """A messenger delivery to carry out (`think.MessengerDelivery`): its row holds the rest."""
+
+    delivery_id: str

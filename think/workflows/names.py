@@ -10,6 +10,7 @@ name holds. `parse_turn_workflow_id` is its inverse.
 
 from __future__ import annotations
 
+import hashlib
 from typing import NamedTuple
 from urllib.parse import quote, unquote
 
@@ -34,6 +35,23 @@ RUN_TURN_CANCEL_ACTIVITY = "think.run_turn_cancel"
 PARKED_ACTION_WORKFLOW = "think.ParkedAction"
 """An `@action(approval="durable_pause")` call waiting, outside any turn, for its decision."""
 PARKED_ACTION_ACTIVITY = "think.run_parked_action"
+DELIVERY_WORKFLOW = "think.MessengerDelivery"
+"""One reply (or notice) posted into a messenger thread (`think.messenger_turns`)."""
+DELIVERY_ACTIVITY = "think.messenger_deliver"
+
+
+def delivery_workflow_id(delivery_id: str) -> str:
+    """The delivery's workflow id: one per delivery, so starting it twice starts it once."""
+    return f"messenger-delivery:{quote(delivery_id, safe='')}"
+
+
+WEBHOOKS_START_ACTIVITY = "think.start_webhooks"
+"""A turn that ended or paused starts one `think.WebhookDelivery` per subscribed URL."""
+WEBHOOK_DELIVERY_WORKFLOW = "think.WebhookDelivery"
+"""One outbound webhook event to one URL, delivered at least once (`think.webhooks`)."""
+WEBHOOK_POST_ACTIVITY = "think.post_webhook"
+WEBHOOK_REJECTED = "WebhookRejected"
+"""ApplicationError type: the receiver answered a 4xx other than 408/429 (never retried)."""
 TURN_ENDED = "turn_ended"
 """Signal: a turn tells the `think.RunTurn` workflow that admitted it that it has ended
 (`TurnEnded`)."""
@@ -112,3 +130,10 @@ def parse_turn_workflow_id(workflow_id: str) -> TurnWorkflowRef | None:
         return None
     tenant, agent, conversation_id, turn_id = map(unquote, parts[1:])
     return TurnWorkflowRef(tenant, agent, conversation_id, turn_id)
+
+
+def webhook_workflow_id(event_id: str, url: str) -> str:
+    """The delivery workflow of one event to one URL: deterministic, so that starting it
+    again (a retried start, a replayed turn) finds the one already started."""
+    digest = hashlib.sha256(url.encode()).hexdigest()[:16]
+    return f"webhook:{event_id}:{digest}"

@@ -42,6 +42,7 @@ from think.agent import (
     TurnContext,
     TurnTrigger,
     ask_gateway,
+    channel_of,
     stored_or,
 )
 from think.engine.activities._ids import turn_ids
@@ -186,6 +187,11 @@ def turn_tools(
         for path in stored.tools or []:
             extra = import_tool(path)
             tools[extra.name] = extra
+        channel = channel_of(agent, turn.request.channel)
+    if channel is not None and channel.tools is not None:
+        # The channel's allowlist: the model is offered these only, and a call to another
+        # finds no tool (a tool error), wherever the call comes from.
+        tools = {name: t for name, t in tools.items() if name in channel.tools}
     return tools
 
 
@@ -355,6 +361,10 @@ async def assemble(
     if mcp is not None:
         config.mcp, new_config = mcp, True
     system = config.system if config.system is not None else system
+    with agent_code("configure_channels"):
+        channel = channel_of(agent, turn.request.channel)
+    if channel is not None and channel.instructions:
+        system = f"{system}\n\n{channel.instructions}" if system else channel.instructions
     history = config.messages if config.messages is not None else history
     if config.model is not None:
         model_id = config.model
@@ -395,7 +405,15 @@ async def assemble(
         else None
     )
     tools = {n: t for n, t in agent_tools.items() if active is None or n in active}
-    clients = [s for s in client_specs(turn, agent_tools) if active is None or s.name in active]
+    clients = [
+        s
+        for s in client_specs(turn, agent_tools)
+        if (active is None or s.name in active)
+        and (channel is None or channel.tools is None or s.name in channel.tools)
+    ]
+    max_steps = stored_or(config.max_steps, agent.max_steps)
+    if channel is not None and channel.max_steps is not None:
+        max_steps = min(max_steps, channel.max_steps)
     # `before_turn`'s output wins over the one the submission asked for (`run_turn`'s).
     output = config.output.resolve() if config.output is not None else turn.request.output
     return StepSetup(
@@ -409,7 +427,7 @@ async def assemble(
         ),
         send_reasoning=stored_or(config.send_reasoning, agent.send_reasoning),
         output=output,
-        max_steps=stored_or(config.max_steps, agent.max_steps),
+        max_steps=max_steps,
         stall_timeout=stored_or(config.chat_stream_stall_timeout, agent.chat_stream_stall_timeout),
         time_budget=stored_or(config.turn_budget_seconds, agent.turn_budget_seconds),
         cost_budget=stored_or(config.turn_budget_cost, agent.turn_budget_cost),

@@ -32,6 +32,7 @@ from think.engine.activities._run_turn import RunTurnActivities
 from think.engine.activities._step_outcomes import StepOutcomes
 from think.engine.activities._tool_call import ToolCalls
 from think.engine.activities._turn_state import end_turn, end_with_error, keep_partial
+from think.engine.activities._webhooks import WebhookActivities
 from think.storage import bounded_failures, gives_up
 from think.tools import maybe_await
 from think.workflows.inputs import (
@@ -57,6 +58,7 @@ class TurnActivities:
         self.outcomes = StepOutcomes(res)
         self.early_steps = EarlySteps(res, self.compactions, self.outcomes)
         """First steps begun beside their workflows' starts (`think.engine._eager_start`)."""
+        self.webhooks = WebhookActivities(res)
 
     def activities(self) -> list[Any]:
         return [
@@ -67,6 +69,7 @@ class TurnActivities:
             self.compactions.compact_context,
             *self.agent_tools.activities(),
             *RunTurnActivities(self.res).activities(),
+            *self.webhooks.activities(),
         ]
 
     @activity.defn(name=MODEL_STEP_ACTIVITY)
@@ -82,6 +85,8 @@ class TurnActivities:
             if result.ended:
                 # The conversation's next turn, if one waits, runs now (its workflow starts).
                 await self.res.hand_off(inp.turn_id)
+        if (result.ended or result.tool_calls) and self.webhooks.wanted(inp.agent):
+            result = result.model_copy(update={"webhooks": True})
         return result
 
     @activity.defn(name=COMMIT_ACTIVITY)
@@ -97,6 +102,8 @@ class TurnActivities:
                 # The hooks' words or a chunk Postgres refuses: end it plainly instead.
                 result = await self._end_plainly(inp, exc)
             await self.res.hand_off(inp.turn_id)
+        if self.webhooks.wanted(inp.agent):
+            result = result.model_copy(update={"webhooks": True})
         return result
 
     async def _end_plainly(self, inp: CommitInput, exc: BaseException) -> CommitResult:

@@ -35,7 +35,9 @@ Where each part is:
 - `_activities`: the activities' timeouts and retry policies, and the short database step;
 - `_parked_action`: `ParkedActionWorkflow` (`think.ParkedAction`: an action parked for a
   person's decision outside its turn, run once decided; `@action(approval="durable_pause")`);
-- `_signals`: reading a Signal's payload, and dropping one the turn cannot use.
+- `_signals`: reading a Signal's payload, and dropping one the turn cannot use;
+- `_webhooks`: starting a turn's outbound webhooks (only for agents that have some) and
+  `WebhookDeliveryWorkflow` (`think.WebhookDelivery`: one event to one URL, retried).
 
 This package is the workflow code the sandbox reloads for every run (`SANDBOXED` in
 `think.engine._worker`); everything else of `think` it imports is passed through.
@@ -44,6 +46,13 @@ This package is the workflow code the sandbox reloads for every run (`SANDBOXED`
 from think.workflows._turn._after_turn import AfterTurnWorkflow
 from think.workflows._turn._parked_action import ParkedActionWorkflow
 from think.workflows._turn._run_turn import RunTurnWorkflow
+from think.workflows._turn._webhooks import WebhookDeliveryWorkflow
 from think.workflows._turn._workflow import TurnWorkflow
 
-__all__ = ["AfterTurnWorkflow", "ParkedActionWorkflow", "RunTurnWorkflow", "TurnWorkflow"]
+__all__ = [
+    "AfterTurnWorkflow",
+    "ParkedActionWorkflow",
+    "RunTurnWorkflow",
+    "TurnWorkflow",
+    "WebhookDeliveryWorkflow",
+]

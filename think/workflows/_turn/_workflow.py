@@ -42,6 +42,7 @@ from think.workflows._turn._activities import DB_RETRY, MODEL_RETRY, STEP_TIMEOU
 from think.workflows._turn._after_turn import start_after_turn
 from think.workflows._turn._approvals_and_client_tools import TurnAnswers
 from think.workflows._turn._sub_agents import SubAgentCalls
+from think.workflows._turn._webhooks import pausing, start_webhooks
 
 
 @workflow.defn(name=TURN_WORKFLOW)
@@ -59,7 +60,7 @@ class TurnWorkflow(TurnAnswers, SubAgentCalls):
                 workflow.set_current_details(f"step {step + 1}: waiting for the model")
                 result: ModelStepResult = await workflow.execute_local_activity(
                     MODEL_STEP_ACTIVITY,
-                    ModelStepInput(turn_id=turn_id, step=step),
+                    ModelStepInput(turn_id=turn_id, step=step, agent=inp.conversation.agent),
                     result_type=ModelStepResult,
                     start_to_close_timeout=STEP_TIMEOUT,
                     retry_policy=MODEL_RETRY,
@@ -70,9 +71,15 @@ class TurnWorkflow(TurnAnswers, SubAgentCalls):
                 self._planning = False
                 if result.ended:
                     return await self._ended(
-                        inp, result.status, respond=result.respond, compact=result.compact
+                        inp,
+                        result.status,
+                        respond=result.respond,
+                        compact=result.compact,
+                        webhooks=result.webhooks,
                     )
                 self._expect(result.tool_calls)
+                if result.webhooks and (paused := pausing(result.tool_calls)):
+                    await start_webhooks(turn_id, paused)
                 self._show_progress(step, result.model)
                 await asyncio.gather(*(self._settle(turn_id, step, c) for c in result.tool_calls))
                 step += 1
@@ -100,12 +107,16 @@ class TurnWorkflow(TurnAnswers, SubAgentCalls):
         # A short database transaction: as a local activity it runs in this workflow task.
         committed = await database_step(
             COMMIT_ACTIVITY,
-            outcome,
+            outcome.model_copy(update={"agent": inp.conversation.agent}),
             result_type=CommitResult,
             summary=f"store the assistant message ({outcome.status})",
         )
         return await self._ended(
-            inp, committed.status, respond=committed.respond, compact=committed.compact
+            inp,
+            committed.status,
+            respond=committed.respond,
+            compact=committed.compact,
+            webhooks=committed.webhooks,
         )
 
     async def _quiet(self, inp: TurnInput) -> None:
@@ -171,10 +182,18 @@ class TurnWorkflow(TurnAnswers, SubAgentCalls):
         self._show_progress(step, "")
 
     async def _ended(
-        self, inp: TurnInput, status: str, *, respond: bool, compact: bool = False
+        self,
+        inp: TurnInput,
+        status: str,
+        *,
+        respond: bool,
+        compact: bool = False,
+        webhooks: bool = False,
     ) -> CommitResult:
         self._status(status)
         workflow.set_current_details(status)
+        if webhooks:
+            await start_webhooks(inp.turn_id)
         if inp.parent is not None:
             await self._tell_parent(inp, status)
         if inp.notify_workflow is not None:
