@@ -44,6 +44,7 @@ __all__ = [
     "admission_route",
     "base_url",
     "cancel",
+    "chat_stream",
     "regenerate",
     "submit",
     "turn_out",
@@ -82,9 +83,11 @@ async def submit(
     conversation_id: str,
     idempotency_key: str | None,
     submitted_by: str | None = None,
+    chat: bool = False,
 ) -> Response:
     """Admit a submission (creating the conversation if needed) and answer for it;
-    `submitted_by` names the API key that sent it (`TurnRequest.submitted_by`)."""
+    `submitted_by` names the API key that sent it (`TurnRequest.submitted_by`); `chat`: for
+    the AI SDK's chat transports (`chat_stream`)."""
     await check_budgets(res.budgets, res.store, tenant)
     async with _limited(res, tenant, body.mode) as release:
         try:
@@ -108,7 +111,7 @@ async def submit(
             )
         except DispatchFailed as exc:
             raise _unavailable(exc) from exc
-        return await _admitted(res, admission, body.mode, body.wait_timeout, release)
+        return await _admitted(res, admission, body.mode, body.wait_timeout, release, chat=chat)
 
 
 async def regenerate(
@@ -119,9 +122,10 @@ async def regenerate(
     *,
     tenant: str,
     idempotency_key: str | None,
+    chat: bool = False,
 ) -> Response:
     """Admit a regenerate of `body.message_id`'s answer, start it as admission starts any
-    submission (`server.dispatch`), and answer for it."""
+    submission (`server.dispatch`), and answer for it (`chat`: as `submit`'s)."""
     await check_budgets(res.budgets, res.store, tenant)
     async with _limited(res, tenant, body.mode) as release:
         admission = await res.store.regenerate(
@@ -137,7 +141,24 @@ async def regenerate(
             await server.dispatch(res.store, res.temporal, res.settings.task_queue, admission)
         except DispatchFailed as exc:
             raise _unavailable(exc) from exc
-        return await _admitted(res, admission, body.mode, body.wait_timeout, release)
+        return await _admitted(res, admission, body.mode, body.wait_timeout, release, chat=chat)
+
+
+def chat_stream(
+    res: Resources, turn: TurnRecord, after: int, release: Release, live_since: float | None
+) -> Response:
+    """A turn's stream as the AI SDK's chat transports read it: with the turn's id in
+    `x-workflow-run-id` (`WorkflowChatTransport` resumes by it), and ended at a pause for an
+    approval or a client tool, which useChat answers with its next request."""
+    return stream_response(
+        res,
+        turn.id,
+        after,
+        release,
+        live_since,
+        end_at_pause=True,
+        headers={"x-workflow-run-id": public_turn_id(turn.id)},
+    )
 
 
 def _unavailable(exc: DispatchFailed) -> Problem:
@@ -200,6 +221,8 @@ async def _admitted(
     mode: Literal["submit", "wait", "stream"],
     wait_timeout: float | None,
     release: Release | None,
+    *,
+    chat: bool = False,
 ) -> Response:
     """The answer of a route that admitted a turn: the stream (which owns the stream slot
     `release` gives back), the turn once it settles (wait), or the record (202 new, 200 a
@@ -209,6 +232,8 @@ async def _admitted(
         assert release is not None, "a stream's slot is taken before its turn is admitted"
         # A new turn's chunks are all live, however soon its worker wrote them.
         since = turn.created_at.timestamp() if admission.accepted else None
+        if chat:
+            return chat_stream(res, turn, -1, release, since)
         return stream_response(res, turn.id, -1, release, since)
     status = 202 if admission.accepted else 200
     queued_behind = None

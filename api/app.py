@@ -15,16 +15,19 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api import _docs, _openapi, _ui, errors
+from api import _docs, _openapi, _ui, a2a, errors
 from api._limits import TenantLimits
 from api._startup import OneLineStartupErrors
 from api._unique_keys import UniqueKeys
 from api.deps import Resources, require_tenant
+from api.mcp import MCP_HEADERS, McpServer
 from api.routes import (
     actions,
     agents,
+    chat,
     conversations,
     data,
     health,
@@ -161,6 +164,7 @@ class HeadAsGet:
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings.from_env()
     registry = AgentRegistry.from_paths(settings.agents)
+    mcp = McpServer(max_body_bytes=settings.max_body_bytes)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -188,7 +192,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         app.state.messengers = MessengerHub(store, temporal, settings, registry)
         try:
-            yield
+            # The MCP session manager's task group lives as long as the app (api/mcp).
+            async with mcp.run():
+                yield
         finally:
             await app.state.messengers.close()
             renewing.cancel()
@@ -215,6 +221,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     routers = (
         actions,
         agents,
+        chat,
         conversations,
         data,
         schedules,
@@ -229,7 +236,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     # A chat platform's webhook carries its own verification, not our API keys.
     app.include_router(messengers.router)
+    # A2A (api/a2a/): its JSON-RPC endpoint checks the bearer key itself, as `/v1` does; the
+    # agent cards are public, as A2A discovery expects (they say which scheme to use).
+    a2a.install(app)
     app.include_router(problems.router)
+    # The MCP server (an ASGI app: the SDK's transport), authenticated by itself as /v1 is.
+    app.router.routes.append(Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]))
     # Innermost, inside the body limit: it reads the body through it.
     app.add_middleware(UniqueKeys)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
@@ -245,8 +257,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             CORSMiddleware,
             allow_origins=settings.cors_origins,
             allow_methods=["GET", "POST", "PUT", "DELETE"],
-            allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID"],
-            expose_headers=["x-think-turn-id", "Retry-After"],
+            allow_headers=[
+                "Authorization",
+                "Content-Type",
+                "Idempotency-Key",
+                "Last-Event-ID",
+                *MCP_HEADERS,
+            ],
+            expose_headers=["x-think-turn-id", "Retry-After", "Mcp-Session-Id"],
             max_age=600,
         )
     return app

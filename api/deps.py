@@ -62,10 +62,18 @@ async def require_principal(
 ) -> Principal:
     """The caller: from the bearer key when keys are configured, else the tenant of keyless
     requests (`THINK_DEFAULT_TENANT`, `default` unless named)."""
-    keys = resources.settings.api_keys
+    found = principal_of(resources.settings, request.headers.get("authorization", ""))
+    if found is None:
+        raise Problem(401, "a valid `Authorization: Bearer <key>` header is required")
+    return found
+
+
+def principal_of(settings: Settings, header: str) -> Principal | None:
+    """The caller an `Authorization` header names (None: no valid key), for `/v1` and the
+    protocol endpoints (`/mcp`) alike: the tenant of keyless requests when no keys are set."""
+    keys = settings.api_keys
     if not keys:
-        return Principal(resources.settings.default_tenant)
-    header = request.headers.get("authorization", "")
+        return Principal(settings.default_tenant)
     scheme, _, token = header.partition(" ")
     if scheme.lower() == "bearer":
         # The header's bytes exactly (Starlette decoded them as Latin-1), less ASCII spaces
@@ -75,8 +83,8 @@ async def require_principal(
         for key, tenant in keys.items():
             # As bytes: `compare_digest` refuses a `str` that is not ASCII (a 500, not a 401).
             if secrets.compare_digest(given, key.encode()):
-                return Principal(tenant, resources.settings.api_key_names.get(key))
-    raise Problem(401, "a valid `Authorization: Bearer <key>` header is required")
+                return Principal(tenant, settings.api_key_names.get(key))
+    return None
 
 
 async def require_tenant(principal: Annotated[Principal, Depends(require_principal)]) -> str:

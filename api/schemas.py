@@ -210,8 +210,16 @@ class ConversationOut(BaseModel):
     metadata: dict[str, Any]
 
 
+class ListedConversationOut(ConversationOut):
+    title: str | None = Field(
+        default=None,
+        description="The metadata's title, else the start of the first user message",
+        json_schema_extra=EXTENSION,
+    )
+
+
 class ConversationsOut(BaseModel):
-    conversations: list[ConversationOut]
+    conversations: list[ListedConversationOut]
 
 
 class MessagesOut(BaseModel):

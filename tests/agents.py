@@ -531,6 +531,16 @@ class Verdict(BaseModel):
     reason: str
 
 
+class Judge(Helper):
+    """Answers every message with a `Verdict`, a structured output: the MCP server's
+    `structuredContent` (tests/protocols/test_mcp_server.py)."""
+
+    name = "judge"
+
+    def before_turn(self, ctx: TurnContext) -> TurnConfig | None:
+        return TurnConfig(output=Verdict)
+
+
 @tool
 def shout(text: str) -> str:
     """Upper-case a text (a tool only `before_turn` adds)."""

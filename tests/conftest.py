@@ -78,7 +78,7 @@ def stack(
             "tests.agents:GiveUp,tests.agents:Budgeted,tests.agents:Hurried,"
             "tests.agents:Gatekeeper,tests.agents:Guarded,tests.agents:Hooked,tests.agents:Hooks,"
             "tests.agents:Introspective,tests.agents:SelfCancelling,"
-            "tests.agents:QuietReasoner,"
+            "tests.agents:QuietReasoner,tests.agents:Judge,"
             "tests.agents:Compactor,tests.agents:Recoverer,tests.agents:Forethought,"
             "tests.agents:Lookout,"
             "tests.agents:Latest,tests.agents:Debouncer,tests.agents:Delegator,"

@@ -25,7 +25,9 @@ const SOURCES = [...filesOf('.'), ...filesOf('src')].sort();
 mkdirSync(out, { recursive: true });
 await esbuild.build({
   absWorkingDir: here,
-  entryPoints: ['src/main.js'],
+  entryPoints: ['src/main.jsx'],
+  jsx: 'automatic',
+  define: { 'process.env.NODE_ENV': '"production"' },
   bundle: true,
   format: 'esm',
   target: 'es2022',
@@ -39,7 +41,7 @@ copyFileSync(join(here, 'index.html'), join(out, 'index.html'));
 copyFileSync(join(here, 'style.css'), join(out, 'app.css'));
 const sha = file => createHash('sha256').update(readFileSync(join(here, file))).digest('hex');
 const versions = Object.fromEntries(
-  ['ai', 'eventsource-parser', 'esbuild'].map(name => [
+  ['ai', '@ai-sdk/react', 'react', 'react-dom', 'esbuild'].map(name => [
     name,
     JSON.parse(readFileSync(join(here, 'node_modules', name, 'package.json'), 'utf8')).version,
   ]),

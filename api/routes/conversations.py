@@ -12,6 +12,7 @@ from api.schemas import (
     ConversationsOut,
     CreateConversation,
     ForkConversation,
+    ListedConversationOut,
     MessagesOut,
 )
 from think.server import (
@@ -64,7 +65,7 @@ async def list_conversations(
     """The caller's conversations with this agent, newest first: what the chat page lists.
     Not in API.md's v1 table (an addition, as the contract allows)."""
     found = await res.store.list_conversations(tenant=tenant, agent=agent.name, limit=limit)
-    return ConversationsOut(conversations=[ConversationOut.model_validate(c) for c in found])
+    return ConversationsOut(conversations=[ListedConversationOut.model_validate(c) for c in found])
 
 
 @router.get(f"{CONVERSATIONS}/{{cid}}", response_model=ConversationOut)

@@ -50,10 +50,23 @@ NOT_SERVED_YET: set[tuple[str, str]] = set()
 Route = tuple[str, str]
 
 
+ADDITIONS = "\n## Additions"
+"""Where the additions of API-next.md begin in docs/api.md: a reference in the contract before
+it names one of the contract's routes (an addition may end as one of them does: `GET
+…/chat/{id}/stream`), a reference after it one of all the routes listed."""
+
+
 def documented_routes(doc: str) -> set[Route]:
     """The routes the contract lists, with their paths in full; a reference that names no
     listed route, or more than one, fails here."""
-    listed: set[Route] = set()
+    contract, _, additions = doc.partition(ADDITIONS)
+    first = _listed_routes(contract, set())
+    return _listed_routes(additions, first)
+
+
+def _listed_routes(doc: str, before: set[Route]) -> set[Route]:
+    """`before` and the routes `doc` lists, its references checked against them."""
+    listed = set(before)
     references: list[Route] = []
     for method, path in ROUTE.findall(doc):
         if path.startswith(SHORT_PREFIX):

@@ -1,8 +1,8 @@
 """The chat page end to end, in headless Chromium against the real stack (issue 17).
 
-The page's own code runs (the AI SDK's stream readers bundled in api/ui/app.js), talking to
-the gateway over 127.0.0.1; only the model is the scripted fake. Each state a person would
-see is saved as a screenshot (tests/_browser.py says where).
+The page's own code runs (a React app on the AI SDK's `useChat`, bundled in api/ui/app.js),
+talking to the gateway's chat route over 127.0.0.1; only the model is the scripted fake. Each
+state a person would see is saved as a screenshot (tests/_browser.py says where).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, urlsplit
 
 import httpx
 import pytest
@@ -171,6 +171,7 @@ async def test_approve_a_tool_call_and_see_its_output_and_the_answer(
     )
     await expect(page.locator("#turn-status .turn-status")).to_have_text("waits for your approval")
     await expect(page.locator("#turn-status")).not_to_contain_text("null")
+    await expect(request.get_by_role("button", name="Approve")).to_be_enabled()
     await page.screenshot(path=shot("approval"))
     await request.get_by_role("button", name="Approve").click()
     await expect(answers(page)).to_contain_text("Deleted notes.txt as asked.")
@@ -213,13 +214,21 @@ async def test_an_approval_already_decided_elsewhere_is_a_409_the_page_explains(
     decided_first: list[int] = []
 
     async def decide_elsewhere_first(route: Route) -> None:
-        """Someone else (the CLI, another tab) denies it just before the page's click lands."""
-        async with httpx.AsyncClient() as other:
-            answer = await other.post(route.request.url, json={"approved": False})
+        """Someone else (the CLI, another tab) denies it just before the page's decision (its
+        useChat POST carrying `addToolApprovalResponse`'s answer) lands."""
+        if route.request.method != "POST":
+            return await route.continue_()
+        async with httpx.AsyncClient(base_url=stack.api_url) as other:
+            waiting = (await other.get("/v1/approvals")).json()["approvals"]
+            (mine,) = [a for a in waiting if a["conversation_id"] == cid]
+            turn = f"/v1/agents/gatekeeper/conversations/{cid}/turns/{mine['turn_id']}"
+            answer = await other.post(
+                f"{turn}/approvals/{mine['approval_id']}", json={"approved": False}
+            )
         decided_first.append(answer.status_code)
         await route.continue_()
 
-    await page.route("**/approvals/**", decide_elsewhere_first)
+    await page.route("**/v1/agents/gatekeeper/chat", decide_elsewhere_first)
     await request.get_by_role("button", name="Approve").click()
     alert = page.get_by_role("alert")
     await expect(alert).to_contain_text("Conflict")
@@ -246,6 +255,7 @@ async def test_answer_a_client_tool(
         "Tool ask_user: waits for your answer"
     )
     await expect(page.locator("#turn-status .turn-status")).to_have_text("waits for your answer")
+    await expect(question.get_by_role("button", name="Send answer")).to_be_enabled()
     await page.screenshot(path=shot("client-tool"))
     await question.get_by_label("Which city?").fill("Paris")
     await question.get_by_role("button", name="Send answer").click()
@@ -305,7 +315,7 @@ async def test_regenerate_and_move_between_the_answers(
     await expect(position).to_have_text("1 / 2")
 
 
-async def test_a_reload_mid_stream_resumes_with_last_event_id_and_repeats_nothing(
+async def test_a_reload_mid_stream_resumes_from_where_the_tab_got_and_repeats_nothing(
     page: Page, stack: Stack, api: httpx.AsyncClient, fake_model: FakeOpenAIServer, cid: str
 ) -> None:
     words = " ".join(f"word{i}" for i in range(16))
@@ -316,8 +326,8 @@ async def test_a_reload_mid_stream_resumes_with_last_event_id_and_repeats_nothin
     resumed: list[str | None] = []
 
     def note(request: Any) -> None:
-        if request.url.endswith("/stream"):
-            resumed.append(request.headers.get("last-event-id"))
+        if "/stream" in request.url:  # useChat's reconnect, from the chunk after the saved ones
+            resumed.append(parse_qs(urlsplit(request.url).query).get("startIndex", [None])[0])
 
     page.on("request", note)
     await page.reload()
@@ -392,7 +402,7 @@ async def test_readable_on_a_phone(
     await page.set_viewport_size({"width": 390, "height": 780})
     await page.goto(f"{stack.api_url}/ui/gatekeeper/{cid}")
     request = page.locator('#live [data-state="approval-requested"]')
-    await expect(request.get_by_role("button", name="Approve")).to_be_visible()
+    await expect(request.get_by_role("button", name="Approve")).to_be_enabled()
     overflow = await page.evaluate(
         "document.documentElement.scrollWidth - document.documentElement.clientWidth"
     )
@@ -468,6 +478,9 @@ async def test_with_no_model_configured_the_offline_model_answers_in_the_page(
     await send(page, '/call delete_file {"path": "notes.txt"}')
     request = page.locator('#live [data-state="approval-requested"]')
     await expect(request.locator(".tool-input")).to_contain_text('"path": "notes.txt"')
+    # Usable once the response has ended at the pause (useChat then sends a decision).
+    await expect(request.get_by_role("button", name="Approve")).to_be_enabled()
+    await expect(page.locator("#turn-status .turn-status")).to_have_text("waits for your approval")
     await page.screenshot(path=shot("offline-approval"))
     await request.get_by_role("button", name="Approve").click()
     await expect(page.locator("#live")).to_have_count(0)
@@ -558,7 +571,7 @@ async def test_a_stream_the_ai_sdk_rejects_is_reported(
         await route.fulfill(status=200, content_type="text/event-stream", body=broken)
 
     try:
-        await tab.route("**/stream", serve_broken)
+        await tab.route("**/v1/agents/helper/chat", serve_broken)
         await tab.goto(f"{stack.api_url}/ui/helper/{cid}")
         await send(tab, "Hello")
         alert = tab.get_by_role("alert")

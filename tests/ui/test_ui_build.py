@@ -77,3 +77,12 @@ def test_a_rebuild_equals_the_committed_build(tmp_path: Path) -> None:
         rebuilt = tmp_path / built.name
         assert rebuilt.read_bytes() == built.read_bytes(), f"{built.name}: run `make ui`"
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in BUILT.iterdir())
+
+
+def test_the_page_never_hands_html_to_the_browser() -> None:
+    """React escapes every text child; these are the ways around it, none of which the page's
+    own code may use (a model's answer is rendered from its mdast tree, ui/src/markdown.jsx)."""
+    for source in sorted((UI / "src").iterdir()):
+        code = source.read_text(encoding="utf-8")
+        for way in ("dangerouslySetInnerHTML", "innerHTML", "outerHTML", "insertAdjacentHTML"):
+            assert way not in code, f"{source.name} uses {way}"

@@ -55,6 +55,13 @@ class Conversation(BaseModel):
     metadata: dict[str, Any]
 
 
+class ListedConversation(Conversation):
+    """A conversation as a list shows it: with a title, the metadata's `title` or the start
+    of its first user message (None before it has one)."""
+
+    title: str | None = None
+
+
 class Delegation(BaseModel):
     """The parent turn and tool call a delegated (sub-agent) turn answers: stored with the
     child's request, so the child's workflow can tell the parent's when it ends, and its

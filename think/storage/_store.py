@@ -25,6 +25,7 @@ from think.storage._path_cache import walk
 from think.storage._records import (
     AWAITS_WORKFLOW_SQL,
     Conversation,
+    ListedConversation,
     QueueLock,
     StoredMessage,
     TurnRecord,
@@ -61,12 +62,23 @@ _FIND_CONVERSATION = f"""
 """
 _CONVERSATION_BY_UID = f"SELECT {_CONVERSATION_COLUMNS} FROM conversations WHERE uid = %(uid)s"
 # Newest first; the unique (tenant, agent, id) index finds the rows, a sort orders them.
-_LIST_CONVERSATIONS = f"""
-    SELECT {_CONVERSATION_COLUMNS} FROM conversations
-    WHERE tenant = %(tenant)s AND agent = %(agent)s
-    ORDER BY created_at DESC, id DESC
+# With a title: the metadata's `title`, else the start of its first user message.
+_LIST_CONVERSATIONS = """
+    SELECT c.uid, c.tenant, c.agent, c.id, c.created_at, c.active_leaf_id, c.metadata,
+        COALESCE(NULLIF(c.metadata ->> 'title', ''), left(first.text_content, %(title)s))
+            AS title
+    FROM conversations c
+    LEFT JOIN LATERAL (
+        SELECT m.text_content FROM messages m
+        WHERE m.conversation_uid = c.uid AND m.role = 'user' AND m.text_content <> ''
+        ORDER BY m.position LIMIT 1
+    ) first ON true
+    WHERE c.tenant = %(tenant)s AND c.agent = %(agent)s
+    ORDER BY c.created_at DESC, c.id DESC
     LIMIT %(limit)s
 """
+TITLE_CHARS = 80
+"""A listed conversation's title is at most this long (its first user message's start)."""
 
 _PATH = walk()
 
@@ -204,13 +216,13 @@ class Store:
 
     async def list_conversations(
         self, *, tenant: str, agent: str, limit: int = 50
-    ) -> list[Conversation]:
-        """The tenant's conversations with one agent, newest first (the chat page's list)."""
+    ) -> list[ListedConversation]:
+        """The tenant's conversations with one agent, newest first, with their titles (the
+        chat page's list)."""
+        query = {"tenant": tenant, "agent": agent, "limit": limit, "title": TITLE_CHARS}
         async with self.db.connection() as conn:
-            rows = await fetch_all(
-                conn, _LIST_CONVERSATIONS, {"tenant": tenant, "agent": agent, "limit": limit}
-            )
-        return [_conversation(row) for row in rows]
+            rows = await fetch_all(conn, _LIST_CONVERSATIONS, query)
+        return [ListedConversation.model_validate(row) for row in rows]
 
     async def conversation_by_uid(self, conn: Conn, uid: str) -> Conversation:
         row = await fetch_one(conn, _CONVERSATION_BY_UID, {"uid": uid})

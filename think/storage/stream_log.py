@@ -244,6 +244,16 @@ async def read(
     return [(int(r["seq"]), r["chunk"]) for r in rows]
 
 
+_TAIL = "SELECT COALESCE(max(seq), -1) AS tail FROM stream_chunks WHERE turn_id = %(turn)s"
+
+
+async def tail(conn: Conn, turn_id: str) -> int:
+    """The sequence number of the turn's last chunk so far (-1 before its first): where the
+    AI SDK's workflow transport counts "the last N chunks" from (`startIndex=-N`)."""
+    row = await fetch_one(conn, _TAIL, {"turn": turn_id})
+    return -1 if row is None else int(row["tail"])
+
+
 _READ_TIMED = """
     SELECT seq, chunk, extract(epoch FROM created_at)::float8 AS written
     FROM stream_chunks WHERE turn_id = %(turn)s AND seq > %(after)s

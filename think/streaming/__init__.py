@@ -37,6 +37,7 @@ from think.storage.stream_log import (
     read_timed,
     set_checkpoint,
     step_is_open,
+    tail,
 )
 from think.streaming._builder import MessageBuilder
 from think.streaming._listener import ChunkListener, listen_forever
@@ -78,6 +79,7 @@ __all__ = [
     "read_timed",
     "set_checkpoint",
     "step_is_open",
+    "tail",
     "tool_name",
     "tool_part_type",
 ]

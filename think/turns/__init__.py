@@ -28,7 +28,7 @@ from think.turns._dispatch import (
     turn_priority,
 )
 from think.turns._fingerprint import request_hash, turn_fingerprint
-from think.turns._follow import follow
+from think.turns._follow import asked_at, follow, stream_tail, tenant_turn
 from think.turns._parked_decisions import (
     decide_parked_action,
     parked_settled,
@@ -77,6 +77,7 @@ __all__ = [
     "admit_submission",
     "approval_decided",
     "approval_request",
+    "asked_at",
     "cancel_turn",
     "clear_conversation",
     "client_tool_call",
@@ -95,6 +96,8 @@ __all__ = [
     "settled",
     "signal_parked_decision",
     "start_turn_workflow",
+    "stream_tail",
+    "tenant_turn",
     "tool_call_answered",
     "turn_fingerprint",
     "turn_priority",

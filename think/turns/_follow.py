@@ -10,8 +10,8 @@ from collections.abc import AsyncGenerator
 
 from think import metrics
 from think._protocol import UIMessageChunk, is_terminal_chunk
-from think.storage import TERMINAL_STATUSES, Store
-from think.streaming import ChunkListener, read, read_timed
+from think.storage import TERMINAL_STATUSES, Store, TurnRecord
+from think.streaming import ChunkListener, read, read_timed, tail
 from think.turns._waiting import RECHECK_EVERY
 
 
@@ -63,3 +63,43 @@ async def follow(
                 await asyncio.wait_for(inbox.event.wait(), timeout=RECHECK_EVERY)
             except TimeoutError:
                 inbox.must_read()
+
+
+async def stream_tail(store: Store, turn_id: str) -> int:
+    """The sequence number of the turn's last chunk so far, -1 before its first. Sequence
+    numbers count a turn's chunks from 0 without gaps, so chunk N of a stream is seq N."""
+    async with store.db.connection() as conn:
+        return await tail(conn, turn_id)
+
+
+async def asked_at(
+    store: Store, turn_id: str, approval_ids: set[str], tool_call_ids: set[str]
+) -> int | None:
+    """The sequence number of the last chunk that asked the person for one of these answers
+    (a `tool-approval-request` by its approval id, a client tool's `tool-input-available` by
+    its call id), None when there is none. A chat client that answers what another door
+    answered first is behind: its next stream starts there, not at the tail the turn has
+    moved on to meanwhile, which may be in the middle of a part the client never saw begin."""
+    found: int | None = None
+    after = -1
+    async with store.db.connection() as conn:
+        while rows := await read(conn, turn_id, after):
+            for seq, chunk in rows:
+                kind = chunk.get("type")
+                asked = kind == "tool-approval-request" and chunk.get("approvalId") in approval_ids
+                if asked or (
+                    kind == "tool-input-available" and chunk.get("toolCallId") in tool_call_ids
+                ):
+                    found = seq
+                after = seq
+    return found
+
+
+async def tenant_turn(store: Store, tenant: str, agent: str, turn_id: str) -> TurnRecord | None:
+    """The turn of `agent` that `tenant` knows by the generated id `turn_id`, without its
+    conversation (the AI SDK's workflow transport resumes by the turn's id alone); None for
+    another tenant's or agent's turn, as for none, so that nothing tells them apart."""
+    turn = await store.get_turn(turn_id)
+    if turn is None or turn.tenant != tenant or turn.agent != agent:
+        return None
+    return turn

@@ -59,7 +59,7 @@ export async function json(path, options) {
   return response.status === 204 ? null : response.json();
 }
 
-function explain(status, problem, method, path) {
+export function explain(status, problem, method, path) {
   const detail = problem?.detail || problem?.title || `HTTP ${status}`;
   if (status === 401) return `${detail}. Enter an API key for this gateway.`;
   if (status === 409) return `Conflict: ${detail}. Reload the conversation to see where it stands.`;
