@@ -24,6 +24,8 @@ BENCHMARKS = [
     ["bench.production"],
     # bench.soak runs for as many minutes as it is told: by hand.
     ["bench.fairness"],
+    ["bench.code_execution"],
+    ["bench.code_mode"],
 ]
 
 if __name__ == "__main__":

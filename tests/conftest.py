@@ -93,6 +93,8 @@ def stack(
             "tests.sub_agent_agents:Dispatcher,"
             "tests.action_agents:Refunder,tests.action_agents:FollowingUp,"
             "tests.action_agents:GuardedRefunder,"
+            "tests.code_mode_agents:Coder,tests.code_mode_agents:NoCode,"
+            "tests.code_execution_agents:Executor,tests.code_execution_agents:ScriptRunner,"
             "examples.assistant:Assistant"
         ),
         model_url=fake_model.base_url,

@@ -117,3 +117,26 @@ def test_a_run_turn_ending_is_a_terminal_status() -> None:
     from think.workflow import TurnEnding
 
     assert set(get_args(TurnEnding)) == set(TERMINAL_STATUSES)
+
+
+def test_sandbox_exports() -> None:
+    """`think.sandbox`, what `exec` and code mode build on."""
+    import think.sandbox
+
+    assert sorted(think.sandbox.__all__) == [
+        "FileChange",
+        "FileChangeKind",
+        "GUEST_LIB",
+        "KillReason",
+        "Language",
+        "Limits",
+        "RequestHandler",
+        "SandboxError",
+        "SandboxPathError",
+        "SandboxResult",
+        "python_executable",
+        "run",
+        "serve_channel",
+    ]
+    for name in think.sandbox.__all__:
+        assert getattr(think.sandbox, name) is not None

@@ -28,6 +28,7 @@ from think.agent._turn_hooks import (
     TurnConfig,
     TurnContext,
 )
+from think.codemode import execute_tool
 from think.exceptions import UserError
 from think.messengers import Messenger, deliver_notice
 from think.models import (
@@ -56,7 +57,9 @@ from think.tools import (
     McpServer,
     McpTool,
     Tool,
+    exec_tool_for,
     mcp_tools_of,
+    skill_script_tool,
 )
 from think.tools.skills import SkillSource, load_catalog, render_catalog, skill_tools
 from think.webhooks import Webhook, checked_webhooks
@@ -185,6 +188,14 @@ class Think(ConversationMethods):
     workspace_tools: ClassVar[bool] = False
     """True gives the model the workspace tools (`read`, `ls`, `find`, `grep`, `write`,
     `edit`, `delete`) over the conversation's own workspace, kept in Postgres."""
+    code_mode: ClassVar[bool] = False
+    """True gives the model the tool `execute`: a Python program that calls the agent's tools
+    as `await tools.<name>(...)`, each call a durable step (docs/code-execution.md)."""
+    exec_tools: ClassVar[bool] = False
+    """True (with `workspace_tools`) gives the model `exec` (Python or bash run in a sandbox
+    over a copy of the workspace, its files saved back) and, with skills, `run_skill_script`:
+    docs/code-execution.md. No network, but what `fetch_tools`' allowlist allows, through
+    the worker (`think_host.fetch(url)` in the program)."""
     turn_retention_days: ClassVar[float | None] = None
     """Days this agent's ended turn records (with their streams and answers) are kept after
     they were submitted; their usage is kept for good (docs/operating.md, "Retention"). None:
@@ -246,6 +257,11 @@ class Think(ConversationMethods):
         if cls.fetch_tools is not None and not isinstance(cls.fetch_tools, FetchTools):
             raise UserError(
                 f"{cls.__name__}.fetch_tools={cls.fetch_tools!r} must be a FetchTools(...) or None"
+            )
+        if cls.exec_tools and not cls.workspace_tools:
+            raise UserError(
+                f"{cls.__name__}.exec_tools needs workspace_tools = True: `exec` runs over a "
+                "copy of the workspace and saves its files there"
             )
         try:
             eviction_settings(cls.media_eviction)
@@ -536,10 +552,24 @@ class Think(ConversationMethods):
             out += self.fetch_tools.tools()
         if self.workspace_tools:
             out += WORKSPACE_TOOLS
+        if self.code_mode:
+            out.append(execute_tool())
         if self.get_skills():
             # Once per instance: a worker makes one per activity, and asks several times.
             cached: list[Tool] | None = self.__dict__.get("_skill_tools")
             if cached is None:
                 cached = self.__dict__["_skill_tools"] = skill_tools(self.get_skills)
             out += cached
+        if self.exec_tools and self.workspace_tools:
+            executor: Tool | None = self.__dict__.get("_exec_tool")
+            if executor is None:
+                executor = self.__dict__["_exec_tool"] = exec_tool_for(self.fetch_tools)
+            out.append(executor)
+            if self.get_skills():
+                script: Tool | None = self.__dict__.get("_skill_script_tool")
+                if script is None:
+                    script = self.__dict__["_skill_script_tool"] = skill_script_tool(
+                        self.get_skills
+                    )
+                out.append(script)
         return out

@@ -148,7 +148,7 @@ def _assistant_step(parts: Sequence[PartLike], repair: Repair) -> list[dict[str,
     if not parts:
         return []
     out: list[dict[str, Any]] = []
-    step = _repaired(parts, repair)
+    step = _repaired(_without_program_calls(parts), repair)
     text = joined_text(step)
     calls = [p for p in step if is_tool_part(p)]
     if not text and not calls:
@@ -183,6 +183,21 @@ def _assistant_step(parts: Sequence[PartLike], repair: Repair) -> list[dict[str,
         # follow as a user message, which multimodal models accept.
         out.append({"role": "user", "content": [_media_part(m) for m in media]})
     return out
+
+
+def _without_program_calls(step: Sequence[PartLike]) -> Sequence[PartLike]:
+    """The step without the calls a code-mode program made (`think.codemode`): each is a tool
+    part `<execute call id>:<n>` for the stream and the record, while the model made only the
+    `execute` call, whose output holds what the program did with them."""
+    ids = {str(p.get("toolCallId")) for p in step if is_tool_part(p)}
+    inner = set()
+    for call_id in ids:
+        head, sep, tail = call_id.rpartition(":")
+        if sep and tail.isdigit() and head in ids:
+            inner.add(call_id)
+    if not inner:
+        return step
+    return [p for p in step if not (is_tool_part(p) and p.get("toolCallId") in inner)]
 
 
 def _repaired(step: Sequence[PartLike], repair: Repair) -> list[PartLike]:

@@ -12,6 +12,8 @@ tools an agent may add to `get_tools()` or switch on with a class attribute; MCP
 - `FetchTools` / `FetchTarget` (`Think.fetch_tools`): allowlisted, SSRF-safe HTTP reads;
 - `WORKSPACE_TOOLS` (`Think.workspace_tools = True`): `read`, `ls`, `find`, `grep`,
   `write`, `edit`, `delete` over the conversation's workspace (`current_workspace()`);
+- `exec_tool` / `skill_script_tool` (`Think.exec_tools = True`): `exec` and
+  `run_skill_script`, programs run in `think.sandbox` over a copy of the workspace;
 - `skills` (`Think.get_skills()`): Agent Skills sources, parser and catalog;
 - `@action` / `Action` (`Think.get_actions()`): tools whose effects a ledger remembers by
   their domain key (docs/actions.md), `attach_reply` inside one.
@@ -31,6 +33,13 @@ from think.tools._action import (
     collecting_attachments,
     input_hash,
     ledger_key,
+)
+from think.tools._exec import (
+    EXEC,
+    RUN_SKILL_SCRIPT,
+    exec_tool,
+    exec_tool_for,
+    skill_script_tool,
 )
 from think.tools._fetch import DEFAULT_ACCEPT, MODEL_HEADERS, FetchTarget, FetchTools
 from think.tools._fetch_guard import (
@@ -74,7 +83,9 @@ from think.tools._workspace import WORKSPACE_TOOLS, current_workspace, media_res
 __all__ = [
     "APPROVAL_KINDS",
     "DEFAULT_ACCEPT",
+    "EXEC",
     "MODEL_HEADERS",
+    "RUN_SKILL_SCRIPT",
     "WORKSPACE_TOOLS",
     "Action",
     "ActionContext",
@@ -108,6 +119,8 @@ __all__ = [
     "close_mcp_pool",
     "collecting_attachments",
     "current_workspace",
+    "exec_tool",
+    "exec_tool_for",
     "host_refusal",
     "input_hash",
     "ledger_key",
@@ -117,6 +130,7 @@ __all__ = [
     "parse_url",
     "pool",
     "search_history",
+    "skill_script_tool",
     "skills",
     "system_resolver",
     "tool",

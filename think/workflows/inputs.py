@@ -186,10 +186,16 @@ class ToolCallInput(StepToolCall):
     """For an approval-gated call: the decision (approved runs the tool, denied records it)."""
     client_result: ToolResultSubmission | None = None
     """For a client tool: the result to record; the tool does not run here."""
+    inner_decisions: list[ToolDecision] = Field(default_factory=list)
+    """For code mode's `execute`: the decisions on its program's calls so far (by approval
+    id), each given to the call that waited for it when the program runs again."""
 
 
 class ToolCallResult(BaseModel):
     ok: bool
+    awaiting: ToolCallRef | None = None
+    """Code mode: a call of the `execute` program waits for this approval; the workflow waits
+    for the decision and runs the execute call again with it (`inner_decisions`)."""
 
 
 class CommitInput(BaseModel):

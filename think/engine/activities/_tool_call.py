@@ -29,9 +29,11 @@ from think._protocol import (
     is_settled,
 )
 from think.agent import Think, ToolCallContext, ToolCallDecision, ToolCallResultContext
+from think.codemode import EXECUTE
 from think.engine.activities import _observe as observe
 from think.engine.activities._actions import ActionRunner, CallSite, call_site
 from think.engine.activities._assembly import turn_tools
+from think.engine.activities._code_mode import run_execute
 from think.engine.activities._ids import tool_call_ids
 from think.engine.activities._resources import ActivityResources
 from think.engine.activities._tool_plan import client_tool_names, paused_status
@@ -88,6 +90,8 @@ class ToolCalls:
             )
             return await self.record(agent, turn.id, inp.tool_call_id, [chunk])
         name, call_id = inp.tool_name, inp.tool_call_id
+        if name == EXECUTE and agent.code_mode and inp.decision is None:
+            return await run_execute(self, agent, turn, part.get("input"), inp)
         # The decision that stands (the first recorded), for an action's ledger and audit.
         approval = await self.decided(agent, turn, part, name, call_id, inp.decision)
         if approval is not None and not approval.approved:

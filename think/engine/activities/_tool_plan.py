@@ -25,6 +25,7 @@ from think._protocol import (
     tool_name,
 )
 from think.agent import AgentTool, StoredTurnConfig, Think, stored_or
+from think.codemode import is_inner_call_id
 from think.engine.activities._actions import ActionFailure, authorize, call_site, key_of
 from think.engine.activities._ids import tool_call_ids
 from think.storage import TurnRecord
@@ -152,9 +153,12 @@ def recorded_calls(
     settled result, with the approval ids the step announced."""
     clients = client_tool_names(turn)
     planned: list[ToolCallRef] = []
+    inner = program_calls(parts)
     for part in parts:
         if not is_static_tool_part(part) or is_settled(part):
             continue
+        if str(part.get("toolCallId")) in inner:
+            continue  # a code-mode program's call: its `execute` call runs it, not the step
         name = tool_name(part)
         tool = tools.get(name)
         call = ToolCallRef(
@@ -173,6 +177,13 @@ def recorded_calls(
             call = call.model_copy(update={"kind": "client"})
         planned.append(call)
     return planned
+
+
+def program_calls(parts: Sequence[PartLike]) -> set[str]:
+    """The ids of the tool parts that a code-mode program made (`<execute call id>:<seq>`,
+    beside that call's own part), not the model."""
+    ids = {str(p.get("toolCallId")) for p in parts if is_static_tool_part(p)}
+    return {i for i in ids if is_inner_call_id(i) and i.rpartition(":")[0] in ids}
 
 
 def paused_status(message: UIMessageJSON, clients: set[str], tools: dict[str, Tool]) -> str:

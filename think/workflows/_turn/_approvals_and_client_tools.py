@@ -127,6 +127,9 @@ class TurnAnswers(TurnProgress):
         self._planning = True
         """A model step is in flight: approval ids and client calls it creates are not known
         yet, so a decision that names one waits instead of being refused as unknown."""
+        self._executing = 0
+        """Tool activities in flight: a code-mode program's call may ask for an approval the
+        workflow learns of only when its activity ends, so a decision waits for them too."""
         self._approvals = Approvals()
         self._client_tools = ClientToolCalls()
 
@@ -243,4 +246,4 @@ class TurnAnswers(TurnProgress):
     async def _known(self, found: Callable[[], bool]) -> None:
         """Wait while a model step is in flight: the id may be one it is about to announce
         (its activity stored it, and a client read it, before this workflow saw the result)."""
-        await workflow.wait_condition(lambda: found() or not self._planning)
+        await workflow.wait_condition(lambda: found() or not (self._planning or self._executing))

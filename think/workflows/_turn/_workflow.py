@@ -149,7 +149,6 @@ class TurnWorkflow(TurnAnswers, SubAgentCalls):
             decision = await self._decision(call, call.approval_id)
         elif call.kind == "client":
             client_result = await self._client_result(call)
-        run = call.run
         tool_input = ToolCallInput(
             turn_id=turn_id,
             step=step,
@@ -158,19 +157,36 @@ class TurnWorkflow(TurnAnswers, SubAgentCalls):
             decision=decision,
             client_result=client_result,
         )
-        if run.local or call.kind == "client":
-            # In this workflow task: a marker in the history, no round trip through the server.
-            await workflow.execute_local_activity(
-                TOOL_CALL_ACTIVITY,
-                tool_input,
-                result_type=ToolCallResult,
-                start_to_close_timeout=timedelta(seconds=run.timeout_seconds),
-                retry_policy=DB_RETRY,
-                summary=f"tool {call.tool_name}",
-            )
-        else:
+        result = await self._tool_activity(call, tool_input)
+        while result.awaiting is not None and (approval_id := result.awaiting.approval_id):
+            # Code mode: a call of the program waits for a person. Ask, as for a model's call;
+            # then the program runs again with the decision, from its record.
+            waiting = result.awaiting
+            self._approvals.calls[approval_id] = waiting
+            self._show_progress(step, "")
+            inner = await self._decision(waiting, approval_id)
+            decisions = [*tool_input.inner_decisions, inner]
+            tool_input = tool_input.model_copy(update={"inner_decisions": decisions})
+            result = await self._tool_activity(call, tool_input)
+        self._show_progress(step, "")
+
+    async def _tool_activity(self, call: ToolCallRef, tool_input: ToolCallInput) -> ToolCallResult:
+        run = call.run
+        self._executing += 1
+        try:
+            if run.local or call.kind == "client":
+                # In this workflow task: a marker in the history, no round trip through the server.
+                done: ToolCallResult = await workflow.execute_local_activity(
+                    TOOL_CALL_ACTIVITY,
+                    tool_input,
+                    result_type=ToolCallResult,
+                    start_to_close_timeout=timedelta(seconds=run.timeout_seconds),
+                    retry_policy=DB_RETRY,
+                    summary=f"tool {call.tool_name}",
+                )
+                return done
             # A tool that asked for a heartbeat timeout: its own activity, watched by it.
-            await workflow.execute_activity(
+            done = await workflow.execute_activity(
                 TOOL_CALL_ACTIVITY,
                 tool_input,
                 result_type=ToolCallResult,
@@ -179,7 +195,9 @@ class TurnWorkflow(TurnAnswers, SubAgentCalls):
                 retry_policy=DB_RETRY,
                 summary=f"tool {call.tool_name}",
             )
-        self._show_progress(step, "")
+            return done
+        finally:
+            self._executing -= 1
 
     async def _ended(
         self,
