@@ -10,8 +10,10 @@ from typing import Any
 
 import httpx
 import pytest
+from temporalio.client import Client
 
 from tests._ai_sdk import reconstruct
+from tests._replay import replayed
 from tests._sse import chunks, read_stream
 from tests._stack import Stack
 from tests._turn_helpers import sent, tool_part, until_status, wait_turn
@@ -20,6 +22,7 @@ from tests.code_execution._effects import Effects
 from tests.code_mode_agents import Coder, NoCode
 from think import ThinkService
 from think.testing import FakeOpenAIServer, text, tool_call
+from think.workflows.names import turn_workflow_id
 
 PROGRAM = """
 weather = await tools.lookup(city="Paris")
@@ -161,6 +164,7 @@ async def test_a_denied_call_raises_in_the_program_which_goes_on(
     service: ThinkService,
     fake_model: FakeOpenAIServer,
     effects: Effects,
+    temporal: Client,
     cid: str,
 ) -> None:
     await service.conversation(Coder, cid).configure({"effects_url": effects.url})
@@ -180,6 +184,10 @@ async def test_a_denied_call_raises_in_the_program_which_goes_on(
     assert effects.runs["send_report"] == before
     said = tool_part(turn, "call_d")["output"]["result"]
     assert "denied" in said and "not today" in said
+    # The shape of a turn whose program's call paused it (the tool activity run again with
+    # the inner decision) replays against today's code (recorded with THINK_RECORD_HISTORIES=1).
+    handle = temporal.get_workflow_handle(turn_workflow_id("coder", cid, turn["turn_id"]))
+    await replayed(handle, "code-mode-inner-approval-turn")
 
 
 async def test_a_program_that_fails_is_an_error_the_model_reads(
