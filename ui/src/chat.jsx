@@ -12,6 +12,7 @@ import {
 } from 'ai';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { json } from './api.js';
+import { Composer } from './composer.jsx';
 import { Message, isToolPart, toolName } from './message.jsx';
 import { chatTransport, forget } from './transport.js';
 
@@ -464,42 +465,22 @@ export function Chat({ agent, cid, exists: existed, initial, initialSiblings, ac
           No messages yet. Say something below.
         </p>
       </main>
-      <form
-        id="composer"
-        className="composer"
-        onSubmit={e => {
-          e.preventDefault();
-          const text = input.trim();
+      <Composer
+        value={input}
+        onChange={setInput}
+        onSubmit={text => {
           if (!text || live) return;
           setInput('');
           send(text);
         }}
       >
-        <label htmlFor="input" className="visually-hidden">
-          Your message
-        </label>
-        <textarea
-          id="input"
-          rows={2}
-          placeholder="Message the agent"
-          title="Enter sends; Shift+Enter starts a new line; Esc cancels the turn"
-          required
-          value={input}
-          onChange={e => setInput(e.target.value)}
-          onKeyDown={e => {
-            if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
-              e.preventDefault();
-              e.currentTarget.form.requestSubmit();
-            }
-          }}
-        />
         <button type="submit" id="send" disabled={live} title={live ? 'Wait for the answer, or cancel the turn' : ''}>
           Send
         </button>
         <button type="button" id="cancel" hidden={!live} onClick={cancel}>
           Cancel turn
         </button>
-      </form>
+      </Composer>
     </>
   );
 }

@@ -5,6 +5,7 @@ import { useCallback, useEffect, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import { ApiError, apiKey, json, setApiKey } from './api.js';
 import { Chat, ENDED, conversationPath, loadPath } from './chat.jsx';
+import { Composer } from './composer.jsx';
 
 const config = JSON.parse(document.getElementById('think-config').textContent || '{}');
 const base = name => `/v1/agents/${encodeURIComponent(name)}`;
@@ -299,36 +300,11 @@ function NoConversation({ onSend }) {
       <main>
         <ol id="messages" className="messages" aria-label="Messages" />
       </main>
-      <form
-        id="composer"
-        className="composer"
-        onSubmit={e => {
-          e.preventDefault();
-          if (input.trim()) onSend(input.trim());
-        }}
-      >
-        <label htmlFor="input" className="visually-hidden">
-          Your message
-        </label>
-        <textarea
-          id="input"
-          rows={2}
-          placeholder="Message the agent"
-          title="Enter sends; Shift+Enter starts a new line; Esc cancels the turn"
-          required
-          value={input}
-          onChange={e => setInput(e.target.value)}
-          onKeyDown={e => {
-            if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
-              e.preventDefault();
-              e.currentTarget.form.requestSubmit();
-            }
-          }}
-        />
+      <Composer value={input} onChange={setInput} onSubmit={text => text && onSend(text)}>
         <button type="submit" id="send">
           Send
         </button>
-      </form>
+      </Composer>
     </>
   );
 }
