@@ -188,6 +188,37 @@ async def test_messages_just_stored_extend_the_cached_path(service: ThinkService
     await _agrees(service, cache, uid, "m17")
 
 
+async def test_an_answer_stored_again_with_other_words_is_not_kept(
+    service: ThinkService, cid: str
+) -> None:
+    """A step's answer is the path's new tail inside its transaction; should that fail, a
+    retry may store other words under the same id, so the failed one's are forgotten."""
+    conv = service.conversation(Forgetful, cid)
+    await conv.add_messages([message(0)])
+    uid = await _uid(service, cid)
+    store, cache = service.store, PathCache()
+    revision = await _revision(service, uid)
+    await _agrees(service, cache, uid, "m0")
+    first = UIMessage(id="a", role="assistant", parts=[{"type": "text", "text": "first words"}])
+    try:
+        with cache.forgotten_on_error(uid):
+            async with store.db.transaction() as conn:
+                stored = await store.insert_messages(
+                    conn, uid, [first], parent_id="m0", turn_id=None
+                )
+                cache.extend(uid, revision, stored)
+                raise RuntimeError("the commit fails")
+    except RuntimeError:
+        pass
+    retried = UIMessage(id="a", role="assistant", parts=[{"type": "text", "text": "retried"}])
+    await conv.add_messages([retried], parent_id="m0")
+    await conv.add_messages([message(2)], parent_id="a")
+    await _agrees(service, cache, uid, "m2")
+    async with store.db.connection() as conn:
+        path = await cache.path(conn, uid, "m2", revision=revision, byte_budget=None)
+    assert [m.parts for m in path if m.id == "a"] == [retried.parts]
+
+
 async def test_a_workers_next_turn_reads_no_path(
     settings: Settings, fake_model: FakeOpenAIServer, cid: str
 ) -> None:

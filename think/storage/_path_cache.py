@@ -16,8 +16,9 @@ its own; nothing depends on it being warm.
 from __future__ import annotations
 
 import bisect
+import contextlib
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -234,7 +235,8 @@ class PathCache:
         turn's start (`Store.read_started_turn`). Should it roll back, the path ends in
         messages that are not stored; a hit returns only a prefix up to a leaf a step names,
         and a step names only a stored leaf, so they are never read: the next walk up does
-        not find them and replaces the path."""
+        not find them and replaces the path. Messages a retry may store again under the same
+        ids with other content (a step's answer) are extended under `forgotten_on_error`."""
         if not stored:
             return
         added = [
@@ -261,6 +263,23 @@ class PathCache:
         ):
             self._grow(conversation_uid, cached, added)
 
+    @contextlib.contextmanager
+    def forgotten_on_error(self, conversation_uid: str) -> Iterator[None]:
+        """Forget the conversation's path should the block raise: for a transaction that
+        `extend`s with messages whose ids a retry may store again with other content (a step's
+        answer), which the path would otherwise keep."""
+        try:
+            yield
+        except BaseException:
+            self.forget(conversation_uid)
+            raise
+
+    def forget(self, conversation_uid: str) -> None:
+        """Drop the conversation's path: its next step reads it whole."""
+        old = self._paths.pop(conversation_uid, None)
+        if old is not None:
+            self._bytes -= old.size
+
     def _grow(self, conversation_uid: str, path: _Path, added: Sequence[_Message]) -> None:
         """`path`, the cached one, gains `added` at its end (in place: what steps were given
         of it are copies)."""
@@ -271,9 +290,7 @@ class PathCache:
         self._bound(conversation_uid)
 
     def _keep(self, conversation_uid: str, path: _Path) -> None:
-        old = self._paths.pop(conversation_uid, None)
-        if old is not None:
-            self._bytes -= old.size
+        self.forget(conversation_uid)
         self._paths[conversation_uid] = path
         self._bytes += path.size
         self._bound(conversation_uid)

@@ -8,8 +8,8 @@
 - `assemble`: the agent's hooks build the request (context, prompt, tools, output).
 - `stream`: the model's answer becomes chunks, batched into the stream log; the calls it made
   are planned (`_model_stream.py`: what runs while the model speaks).
-- `record`: the step is stored: in one statement when it called tools, else in the
-  transaction that ends the turn.
+- `record` (`_step_record.py`): the step is stored: in one statement when it called tools,
+  else in the transaction that ends the turn.
 
 What goes wrong is settled by `StepOutcomes` (out of time, failed, retried, cancelled); a
 stale attempt, wherever it is found, by `run` alone.
@@ -22,13 +22,11 @@ import logging
 import time
 from typing import Any
 
-from pydantic_core import to_jsonable_python
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from think import metrics
 from think._messages import UIMessage
-from think.agent import StoredTurnConfig, Think, step_usage
+from think.agent import StoredTurnConfig, Think
 from think.engine.activities import _crash_recovery as crash
 from think.engine.activities import _observe as observe
 from think.engine.activities._agent_tool import ParentProgress
@@ -59,29 +57,23 @@ from think.engine.activities._step_budget import (
     unpriced_budget,
 )
 from think.engine.activities._step_outcomes import StepOutcomes
+from think.engine.activities._step_record import record_step
 from think.engine.activities._step_stream import StepStream
 from think.engine.activities._system_prompt import step_prompt
-from think.engine.activities._tool_plan import (
-    client_tool_names,
-    paused_status,
-    recorded_step,
-)
-from think.engine.activities._turn_state import end_turn, start_turn
-from think.exceptions import STALE_ATTEMPT, OutputValidationError
+from think.engine.activities._tool_plan import recorded_step
+from think.engine.activities._turn_state import start_turn
+from think.exceptions import STALE_ATTEMPT
 from think.models import (
     ModelRequest,
     OutputSpec,
     ToolSpec,
-    answering,
     output_spec,
     supports_native_output,
-    validate_output,
 )
 from think.storage import (
     Conn,
     TurnNotRecorded,
     TurnRecord,
-    TurnUsage,
     gives_up,
     pending_steering,
     steering_chunk,
@@ -92,7 +84,6 @@ from think.streaming import (
     MessageBuilder,
     StaleAttempt,
     TurnEnded,
-    append,
     step_is_open,
 )
 from think.workflows.inputs import ModelStepInput, ModelStepResult
@@ -491,110 +482,6 @@ class StepAttempt:
     async def record(
         self, loaded: LoadedStep, setup: StepSetup, step: StepStream, streamed: Streamed
     ) -> ModelStepResult:
-        agent, turn, fence, store = loaded.agent, loaded.turn, loaded.fence, self.res.store
-        builder, finish, index = step.builder, streamed.finish, self.inp.step
-        this_step = step_usage(setup.model, finish)
-        # A step recorded again (a retried record) replaces itself: the totals are the steps'.
-        usage = TurnUsage.of_steps(
-            [*TurnUsage.from_record(turn.usage).steps[:index], this_step]
-        ).record()
-        ended = not step.called_tools
-        config: dict[str, Any] = {}
-        if setup.new_config:
-            config["config"] = None if setup.config is None else setup.config.as_json()
-        if ended and setup.output is not None:
-            try:
-                value = validate_output(setup.output, step.partial_text)
-            except OutputValidationError as exc:
-                return await self.outcomes.fail(
-                    agent, turn, "output", exc, fence, step, streamed.rest
-                )
-            config["output"] = to_jsonable_python(value)
-        if ended:
-            async with store.db.transaction() as conn:
-                current, queue = await store.lock_queue_turn(conn, turn.id)
-                if current.terminal:
-                    # Cancelled while we were streaming: that outcome stands.
-                    return ModelStepResult(ended=True, status=current.status)
-                # A user steered the turn while this step spoke: it takes another step for
-                # them rather than end (under the turn's lock, which a steer takes too: one
-                # that comes after this finds the turn ended).
-                ended = index + 1 >= setup.max_steps or not pending_steering(
-                    current, builder.message
-                )
-                if not ended:
-                    await append(
-                        conn,
-                        turn.id,
-                        streamed.rest,
-                        fence,
-                        message=builder.message,
-                        steps_done=index + 1,
-                        usage=usage,
-                        **config,
-                    )
-                else:
-                    answer = await end_turn(
-                        store,
-                        conn,
-                        turn,
-                        queue,
-                        status="completed",
-                        message=builder.message,
-                        chunks=streamed.rest,
-                        fence=fence,
-                        finish_reason=finish.finish_reason,
-                        steps_done=index + 1,
-                        usage=usage,
-                        **config,
-                    )
-            if ended:
-                # Only once committed: a retry after a failed commit may store other words
-                # under the same message id. The next turn's first step finds its path here.
-                self.res.paths.extend(turn.conversation_uid, current.messages_revision, answer)
-        else:
-            clients = client_tool_names(turn)
-            status = paused_status(builder.message, clients, setup.tools)
-            try:
-                # One statement, no lock taken first: nothing but a cancel writes the turn
-                # while its step streams, and `while_open` refuses the write if one ended it.
-                async with store.db.connection() as conn:
-                    await append(
-                        conn,
-                        turn.id,
-                        streamed.rest,
-                        fence,
-                        while_open=True,
-                        message=builder.message,
-                        steps_done=index + 1,
-                        usage=usage,
-                        status=status,
-                        **config,
-                    )
-            except TurnEnded:
-                ended_as = await store.get_turn(turn.id)
-                assert ended_as is not None  # turns are never deleted while they run
-                return ModelStepResult(ended=True, status=ended_as.status)
-        done = turn.model_copy(update={"usage": usage, "message": builder.message})
-        metrics.count_model_usage(turn.agent, this_step)
-        if ended:
-            await self.outcomes.step_finished(agent, done, index)
-            await observe.finished(done, "completed", finish_reason=finish.finish_reason)
-        for chunk in streamed.approvals:
-            name = next(
-                c.tool_name for c in streamed.calls if c.tool_call_id == chunk["toolCallId"]
-            )
-            await observe.approval_requested(turn, chunk, name)
-        return ModelStepResult(
-            ended=ended,
-            status="completed" if ended else "running",
-            max_steps=setup.max_steps,
-            model=answering(setup.model).name,
-            tool_calls=streamed.calls,
-            called_tools=step.called_tools,
-            finish_reason=finish.finish_reason,
-            input_tokens=finish.usage.input_tokens,
-            output_tokens=finish.usage.output_tokens,
-            respond=ended and overrides(agent, "on_chat_response"),
-            compact=ended and self.compactions.compacts_after_turns(agent),
+        return await record_step(
+            self.res, self.outcomes, self.compactions, self.inp.step, loaded, setup, step, streamed
         )
