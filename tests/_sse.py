@@ -63,7 +63,9 @@ def chunks(events: list[Event]) -> list[dict[str, Any]]:
 async def read_until(
     api: httpx.AsyncClient, url: str, done: Callable[[list[dict[str, Any]]], bool]
 ) -> list[dict[str, Any]]:
-    """Follow a stream until `done(chunks so far)`, then drop the connection."""
+    """Follow a stream until `done(chunks so far)`, then drop the connection. A stream that
+    ends first fails the test: what it meant to do at that point (kill a worker mid-stream,
+    say) would happen after the turn, and the test would check something else."""
     got: list[dict[str, Any]] = []
     async with api.stream("GET", url) as response:
         buffer = ""
@@ -71,8 +73,8 @@ async def read_until(
             buffer += piece
             got = chunks(parse(buffer))
             if done(got):
-                break
-    return got
+                return got
+    raise AssertionError(f"the stream ended before the point the test waited for: {got}")
 
 
 def deltas(at_least: int) -> Callable[[list[dict[str, Any]]], bool]:

@@ -104,8 +104,8 @@ async def test_the_sweeper_expires_overdue_parked_actions_and_forgets_old_keys(
     )
     db = await Database(settings.libpq_url, max_size=2).open()
     try:
-        expired, deleted = await action_ledger.sweep_ledger(db)
-        assert expired >= 1 and deleted >= 1
+        # The stack's workers sweep too, and may have come first: the rows say what happened.
+        await action_ledger.sweep_ledger(db)
         row = await action_ledger.get_action(db, parked)
         assert row is not None and row.status == "expired"
         assert await action_ledger.get_action(db, forgotten) is None

@@ -66,6 +66,7 @@ from think.models._transcript import (
     is_media,
     to_chat_messages,
 )
+from think.models._warm import warm_model_sdks
 
 __all__ = [
     "METADATA_HEADER_PREFIX",
@@ -123,6 +124,7 @@ __all__ = [
     "supports_native_output",
     "to_chat_messages",
     "validate_output",
+    "warm_model_sdks",
     "warm_price_table",
     "word_chunks",
 ]
