@@ -345,10 +345,10 @@ class Load:
                 return
             cid = f"{self.run_id}-{client}-{n}"
             answer = "".join(answer_words(cid, self.words))
-            # Repeating: a step cut by a fault asks the model again.
-            self.deployment.model.script(
-                cid, reply(text(*answer_words(cid, self.words)), delay=self.delay), repeat=True
-            )
+            # Repeating: a step cut by a fault asks the model again, which continues a partial
+            # answer kept after a crash where it ends, as a model does.
+            scripted = reply(text(*answer_words(cid, self.words)), delay=self.delay, continues=True)
+            self.deployment.model.script(cid, scripted, repeat=True)
             run = TurnRun(cid, f"{cid}-key", answer, time.monotonic())
             self.runs.append(run)
             try:
@@ -487,10 +487,11 @@ async def check(
     deployment: Deployment, runs: list[TurnRun], *, model_calls: bool = True
 ) -> Outcome:
     """Every submission against what the deployment stored and streamed: one turn per key,
-    terminal and completed; one stored answer, the scripted words, once; a live stream whose
-    events are exactly the stored log's (ids contiguous, nothing missing or repeated), which
-    rebuilds the stored answer; the model asked once per turn, or once more per recovery the
-    stream shows. `model_calls=False` when the fake keeps no requests (a soak)."""
+    terminal and completed; one stored answer, the scripted words, once (a partial kept after a
+    crash and its continuation together); a live stream whose events are exactly the stored
+    log's (ids contiguous, nothing missing or repeated), which rebuilds the stored answer; the
+    model asked once per turn, or once more per recovery the stream shows. `model_calls=False`
+    when the fake keeps no requests (a soak)."""
     outcome = Outcome(turns=len(runs))
     gateway = deployment.gateways[0]
     semaphore = asyncio.Semaphore(16)
@@ -546,7 +547,7 @@ async def _check_one(
             f"stored answers {[m['id'] for m in answers]}, turn's {final['message_id']}"
         )
     stored = stored_text(answers[0]) if answers else ""
-    if not stored.endswith(run.answer) or stored.count(run.answer) != 1:
+    if stored != run.answer:
         problems.append(f"stored text is not the answer once: {stored!r}")
 
     async with api.stream("GET", final["stream_url"][final["stream_url"].index("/v1/") :]) as r:

@@ -53,21 +53,30 @@ async def get_usage(
 ) -> UsageGroupsOut:
     """The caller's tenant's usage of the turns created in `[since, until)`, in groups."""
     end = _instant("until", until) if until is not None else datetime.now(UTC)
-    start = _instant("since", since) if since is not None else end - DEFAULT_WINDOW
+    start = _instant("since", since) if since is not None else _window_before(end)
     if end <= start:  # a window with no time in it holds no turns
         return UsageGroupsOut(groups=[])
     groups = await tenant_usage(res.store.db, tenant, since=start, until=end, group_by=group_by)
     return UsageGroupsOut(groups=groups)
 
 
+def _window_before(end: datetime) -> datetime:
+    """`DEFAULT_WINDOW` before `end`, or the earliest instant there is, for an `until` in the
+    first days of year 1 (an RFC 3339 time all the same)."""
+    try:
+        return end - DEFAULT_WINDOW
+    except OverflowError:
+        return datetime.min.replace(tzinfo=UTC)
+
+
 def _instant(field: str, value: str) -> datetime:
     """An RFC 3339 time (a number of seconds is not one, whatever pydantic's lax mode would
-    make of it); without a zone, UTC's. Far enough from year 1 for the default window."""
+    make of it); without a zone, UTC's."""
     try:
         moment = datetime.fromisoformat(value)
     except ValueError:
         moment = None
-    if moment is None or moment.year < 2 or len(value) < 10:
+    if moment is None or len(value) < 10:
         message = f"{value!r} is not an RFC 3339 time such as 2026-12-01T00:00:00Z"
         raise Problem(422, f"{field}: {message}", errors=[{"field": field, "message": message}])
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)

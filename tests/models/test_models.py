@@ -408,6 +408,27 @@ async def test_scripted_model_plays_replies_in_order_and_records_requests() -> N
     assert scripted.pending == 0
 
 
+async def test_a_continuing_reply_says_only_what_a_kept_partial_left_unsaid(
+    server: FakeOpenAIServer, model: OpenAIModel
+) -> None:
+    """`continues=True`: a call whose transcript ends with the answer begun (a partial kept
+    after a crash) streams the rest of it, cut mid-chunk if need be, and nothing once all of
+    it was said; any other transcript hears the whole reply, over HTTP as in process."""
+    answer = reply(text("one ", "two ", "three "), continues=True)
+    for begun, rest in [("", "one two three "), ("one tw", "o three "), ("one two three ", "")]:
+        said = [{"role": "assistant", "content": begun}] if begun else []
+        req = request("count")
+        req = req.model_copy(update={"messages": [*req.messages, *said]})
+        server.script(cid(req), answer)
+        assert text_of(await collect(model, req)) == rest
+        assert text_of(await collect(ScriptedModel(answer), req)) == rest
+    elsewhere = request("count")
+    elsewhere = elsewhere.model_copy(
+        update={"messages": [*elsewhere.messages, {"role": "assistant", "content": "four"}]}
+    )
+    assert text_of(await collect(ScriptedModel(answer), elsewhere)) == "one two three "
+
+
 async def test_scripted_model_faults_match_the_http_ones() -> None:
     scripted = ScriptedModel(error(429), error(404, "no such model"), text("a") + disconnect())
     with pytest.raises(ModelError) as rate_limited:

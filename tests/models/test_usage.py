@@ -232,11 +232,15 @@ async def test_a_conversations_usage_and_the_tenants_by_agent_model_and_day(
     by_agent = (await api.get("/v1/usage", params={**window, "group_by": "agent"})).json()
     tuned = next(g for g in by_agent["groups"] if g["key"] == "tuned")
     assert tuned["turns"] >= 2 and PRICED in tuned["models"]
-    # A window that ends before these turns holds none of them.
-    early = {"since": "2000-01-01T00:00:00Z", "until": "2000-01-02T00:00:00Z"}
-    assert (await api.get("/v1/usage", params={**early, "group_by": "agent"})).json() == {
-        "groups": []
-    }
+    # A window that ends before these turns holds none of them, as far back as RFC 3339 goes
+    # (the default window before an `until` in year 1 starts at its first instant).
+    for early in [
+        {"since": "2000-01-01T00:00:00Z", "until": "2000-01-02T00:00:00Z"},
+        {"since": "0001-01-17T00:01:00.0Z", "until": "0001-01-18T23:00:00+05:00"},
+        {"until": "0001-01-02T00:00:00Z"},
+    ]:
+        got = await api.get("/v1/usage", params={**early, "group_by": "agent"})
+        assert got.json() == {"groups": []}, (early, got.text)
 
 
 async def test_usage_queries_refuse_bad_input_naming_the_field(api: httpx.AsyncClient) -> None:

@@ -49,10 +49,13 @@ class Heard:
 
     input_tokens: int
     last_user_text: str
+    begun: str = ""
+    """The text of the transcript's last message when that is the assistant's: an answer
+    begun (a partial kept after a crash) that this call continues."""
 
     @classmethod
     def of(cls, messages: list[dict[str, Any]]) -> Heard:
-        return cls(estimate_tokens(messages), last_user_text(messages))
+        return cls(estimate_tokens(messages), last_user_text(messages), _begun(messages))
 
     def extended(self, more: list[dict[str, Any]]) -> Heard:
         """What `of(messages + more)` would be, for `self = of(messages)`."""
@@ -60,12 +63,20 @@ class Heard:
         return Heard(
             self.input_tokens + estimate_tokens(more),
             self.last_user_text if user is None else message_text(user),
+            _begun(more) if more else self.begun,
         )
+
+
+def _begun(messages: list[dict[str, Any]]) -> str:
+    last = messages[-1] if messages else None
+    return message_text(last) if last is not None and last.get("role") == "assistant" else ""
 
 
 def plan_of(reply: Reply | None, heard: Heard) -> Plan:
     """What to play for a call whose transcript is `heard`: its scripted reply, or, with none
     scripted, the echo of its last user message."""
-    return compile_reply(
-        reply if reply is not None else echo(heard.last_user_text), heard.input_tokens
-    )
+    if reply is None:
+        reply = echo(heard.last_user_text)
+    elif reply.continues:
+        reply = reply.continued_after(heard.begun)
+    return compile_reply(reply, heard.input_tokens)

@@ -117,6 +117,11 @@ class Reply(BaseModel):
     usage: Usage | None = None
     delay: float = 0.0
     burst: bool = False
+    continues: bool = False
+    """Played as a model continues an answer it began: for a call whose transcript ends with
+    an assistant message whose text this reply's text begins with (a partial answer kept after
+    a crash), only the rest of its text is streamed (nothing, when the partial was all of it).
+    """
 
     def __add__(self, other: Reply) -> Reply:
         return Reply(
@@ -125,7 +130,32 @@ class Reply(BaseModel):
             usage=other.usage or self.usage,
             delay=max(self.delay, other.delay),
             burst=self.burst or other.burst,
+            continues=self.continues or other.continues,
         )
+
+    def continued_after(self, begun: str) -> Reply:
+        """What is left to say once `begun` was said: this reply with its text steps' chunks
+        that `begun` holds taken out (a chunk `begun` ends inside of is cut where it ends).
+        Itself when `begun` is not how its text begins."""
+        said = "".join(c for s in self.steps if isinstance(s, TextStep) for c in s.chunks)
+        if not begun or not said.startswith(begun):
+            return self
+        left = len(begun)
+        steps: list[Step] = []
+        for step in self.steps:
+            if isinstance(step, TextStep) and left > 0:
+                chunks = []
+                for chunk in step.chunks:
+                    if left >= len(chunk):
+                        left -= len(chunk)
+                    else:
+                        chunks.append(chunk[left:])
+                        left = 0
+                if chunks:
+                    steps.append(step.model_copy(update={"chunks": chunks}))
+            else:
+                steps.append(step)
+        return self.model_copy(update={"steps": steps})
 
 
 def text(*chunks: str) -> Reply:
@@ -215,6 +245,7 @@ def reply(
     usage: Usage | None = None,
     delay: float | None = None,
     burst: bool | None = None,
+    continues: bool | None = None,
 ) -> Reply:
     """Join parts and set what the helpers cannot: `reply(text("..."), finish_reason="length")`."""
     joined = sum(parts, Reply())
@@ -224,6 +255,7 @@ def reply(
             "usage": usage or joined.usage,
             "delay": joined.delay if delay is None else delay,
             "burst": joined.burst if burst is None else burst,
+            "continues": joined.continues if continues is None else continues,
         }
     )
 
