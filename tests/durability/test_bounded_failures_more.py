@@ -32,7 +32,7 @@ from tests._failures import (
     url,
     workflow_attempts,
 )
-from tests._sse import read_until
+from tests._sse import deltas, read_until
 from tests._turn_helpers import tool_part, until_status
 from tests.agents import OVERRIDE_SECRET
 from think.testing import FakeOpenAIServer, stall, text, tool_call
@@ -142,6 +142,10 @@ async def test_sub_agents_postgres_refuses_to_cancel_leave_the_parent_to_end(
             break
         await asyncio.sleep(0.1)
     [child] = running
+    # Begun: a child whose step has not claimed its turn yet would be aborted by the cancel
+    # right there (nothing to refuse), not told to stop.
+    child_url = f"{url('researcher', child_of(cid))}/{child['turn_id']}"
+    await asyncio.wait_for(read_until(api, f"{child_url}/stream", deltas(1)), ENDS_WITHIN)
     condition = (
         f"NEW.id = '{child['turn_id']}' AND NEW.completed_at IS NULL "
         "AND NEW.error IS DISTINCT FROM OLD.error"
@@ -154,7 +158,6 @@ async def test_sub_agents_postgres_refuses_to_cancel_leave_the_parent_to_end(
         found = await attempts(temporal, "lead", cid, parent["turn_id"], CANCEL_CHILDREN_ACTIVITY)
         assert found == [3]
     assert REFUSAL not in json.dumps(ended)
-    child_url = f"{url('researcher', child_of(cid))}/{child['turn_id']}"
     assert (await api.get(child_url)).json()["status"] == "running"
     cancel = await api.post(f"{child_url}/cancel", json={"reason": "the test is over"})
     assert cancel.status_code == 202, cancel.text
