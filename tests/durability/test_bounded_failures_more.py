@@ -32,10 +32,10 @@ from tests._failures import (
     url,
     workflow_attempts,
 )
-from tests._sse import deltas, read_until
+from tests._sse import chunks, deltas, read_stream, read_until
 from tests._turn_helpers import tool_part, until_status
 from tests.agents import OVERRIDE_SECRET
-from think.testing import FakeOpenAIServer, stall, text, tool_call
+from think.testing import FakeOpenAIServer, reply, stall, text, tool_call
 from think.workflows.names import (
     AGENT_TOOL_FINISH_ACTIVITY,
     AGENT_TOOL_START_ACTIVITY,
@@ -208,3 +208,33 @@ async def test_a_compaction_that_cannot_run_is_given_up_after_three_attempts(
     stays `completed` and the next one runs."""
     await after_turn_fails(api, temporal, "uncompacted", cid, COMPACT_ACTIVITY)
     await next_turn_completes(api, "uncompacted", cid)
+
+
+async def test_an_answer_whose_record_fails_transiently_is_stored_by_the_attempt_holding_it(
+    api: httpx.AsyncClient, engine: AsyncEngine, fake_model: FakeOpenAIServer, cid: str
+) -> None:
+    """Postgres refuses the answer's record for a while with a serialization failure (what a
+    deadlock or a restart looks like to the step): the attempt that holds the answer tries
+    again until it goes through. The model is asked once, the stream carries no reset and no
+    recovery, and the answer is stored once. Before, the attempt failed, and the one replacing
+    it found the words streamed but not recorded and asked the model again."""
+    words = [f"w{i} " for i in range(8)]
+    fake_model.script(cid, reply(text(*words), delay=0.1))
+    response = await api.post(url("helper", cid), json={"input": "go"})
+    assert response.status_code == 202, response.text
+    turn = response.json()
+    condition = f"NEW.id = '{turn['turn_id']}' AND NEW.completed_at IS NOT NULL"
+    async with refused(engine, "turns", condition, errcode="40001"):
+        await asyncio.wait_for(read_until(api, turn["stream_url"], deltas(len(words))), ENDS_WITHIN)
+        await asyncio.sleep(1.0)  # the record is refused, and tried again, meanwhile
+        held = (await api.get(turn["status_url"])).json()
+        assert held["status"] == "running", held
+    ended = await until_status(api, turn["status_url"], {"completed"}, within=ENDS_WITHIN)
+    assert "".join(p["text"] for p in ended["message"]["parts"] if p["type"] == "text") == (
+        "".join(words)
+    )
+    assert fake_model.calls(cid) == 1
+    _, events = await read_stream(api, turn["stream_url"])
+    kinds = [c["type"] for c in chunks(events)]
+    assert "reset-step" not in kinds and "data-recovering" not in kinds, kinds
+    assert kinds.count("text-delta") == len(words)

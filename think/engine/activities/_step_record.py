@@ -3,7 +3,10 @@ one statement when it called tools, else in the transaction that ends the turn."
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from pydantic_core import to_jsonable_python
 
@@ -20,9 +23,39 @@ from think.engine.activities._tool_plan import client_tool_names, paused_status
 from think.engine.activities._turn_state import end_turn
 from think.exceptions import OutputValidationError
 from think.models import answering, validate_output
-from think.storage import TurnUsage, pending_steering
+from think.storage import TurnUsage, is_transient, pending_steering
 from think.streaming import TurnEnded, append
 from think.workflows.inputs import ModelStepResult
+
+log = logging.getLogger("think.engine.activities")
+
+T = TypeVar("T")
+
+RECORD_PAUSES = (0.25, 0.5, 1.0, 2.0, 4.0)
+"""Seconds between tries of an answer's record that failed transiently (Postgres restarting
+or unreachable, a deadlock, a serialization conflict): about 8 s in all, what a Postgres
+restart takes. Tried again within the attempt that holds the answer rather than left to the
+attempt that would replace it, which finds the answer streamed but not recorded and so keeps
+it and asks the model to continue (or asks again): a second model call, and words after an
+answer that was whole."""
+
+
+async def stored_through_outages(store: Callable[[], Awaitable[T]]) -> T:
+    """`store()`, tried again after each of `RECORD_PAUSES` while it fails transiently. It
+    must be safe to run again after a try whose commit went through unacknowledged."""
+    for pause in RECORD_PAUSES:
+        try:
+            return await store()
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            log.warning(
+                "storing a step's answer failed (%s); trying again in %.2f s",
+                type(exc).__name__,
+                pause,
+            )
+        await asyncio.sleep(pause)
+    return await store()
 
 
 async def record_step(
@@ -55,50 +88,63 @@ async def record_step(
             return await outcomes.fail(agent, turn, "output", exc, fence, step, streamed.rest)
         config["output"] = to_jsonable_python(value)
     if ended:
-        # The answer becomes the cached path's new tail inside the transaction that stores
-        # it: a caller woken by the commit may submit the next turn to this worker before
-        # this task runs again. Should the transaction fail, the path is forgotten, since a
-        # retry may store other words under the same message id.
-        with res.paths.forgotten_on_error(turn.conversation_uid):
-            async with store.db.transaction() as conn:
-                current, queue = await store.lock_queue_turn(conn, turn.id)
-                if current.terminal:
-                    # Cancelled while we were streaming: that outcome stands.
-                    return ModelStepResult(ended=True, status=current.status)
-                # A user steered the turn while this step spoke: it takes another step for
-                # them rather than end (under the turn's lock, which a steer takes too: one
-                # that comes after this finds the turn ended).
-                ended = index + 1 >= setup.max_steps or not pending_steering(
-                    current, builder.message
-                )
-                if not ended:
-                    await append(
-                        conn,
-                        turn.id,
-                        streamed.rest,
-                        fence,
-                        message=builder.message,
-                        steps_done=index + 1,
-                        usage=usage,
-                        **config,
+
+        async def end_or_go_on() -> ModelStepResult | bool:
+            """The turn ended (or as a cancel left it: a `ModelStepResult`), or steered into
+            another step (False)."""
+            # The answer becomes the cached path's new tail inside the transaction that stores
+            # it: a caller woken by the commit may submit the next turn to this worker before
+            # this task runs again. Should the transaction fail, the path is forgotten, since
+            # a retry may store other words under the same message id.
+            with res.paths.forgotten_on_error(turn.conversation_uid):
+                async with store.db.transaction() as conn:
+                    current, queue = await store.lock_queue_turn(conn, turn.id)
+                    if current.terminal:
+                        # Cancelled while we were streaming (or an earlier try of this record
+                        # committed, its acknowledgement lost): that outcome stands.
+                        return ModelStepResult(ended=True, status=current.status)
+                    if current.steps_done > index:
+                        return False  # an earlier try recorded the step, steered on
+                    # A user steered the turn while this step spoke: it takes another step
+                    # for them rather than end (under the turn's lock, which a steer takes
+                    # too: one that comes after this finds the turn ended).
+                    ends = index + 1 >= setup.max_steps or not pending_steering(
+                        current, builder.message
                     )
-                else:
-                    answer = await end_turn(
-                        store,
-                        conn,
-                        turn,
-                        queue,
-                        status="completed",
-                        message=builder.message,
-                        chunks=streamed.rest,
-                        fence=fence,
-                        finish_reason=finish.finish_reason,
-                        steps_done=index + 1,
-                        usage=usage,
-                        **config,
-                    )
-                    # The next turn's first step finds its path here.
-                    res.paths.extend(turn.conversation_uid, current.messages_revision, answer)
+                    if not ends:
+                        await append(
+                            conn,
+                            turn.id,
+                            streamed.rest,
+                            fence,
+                            message=builder.message,
+                            steps_done=index + 1,
+                            usage=usage,
+                            **config,
+                        )
+                    else:
+                        answer = await end_turn(
+                            store,
+                            conn,
+                            turn,
+                            queue,
+                            status="completed",
+                            message=builder.message,
+                            chunks=streamed.rest,
+                            fence=fence,
+                            finish_reason=finish.finish_reason,
+                            steps_done=index + 1,
+                            usage=usage,
+                            **config,
+                        )
+                        # The next turn's first step finds its path here.
+                        res.paths.extend(turn.conversation_uid, current.messages_revision, answer)
+                    return ends
+
+        outcome = await stored_through_outages(end_or_go_on)
+        if isinstance(outcome, ModelStepResult):
+            return outcome
+        ended = outcome
     else:
         clients = client_tool_names(turn)
         status = paused_status(builder.message, clients, setup.tools)
