@@ -337,15 +337,6 @@ def _declared_mcp_servers(registry: AgentRegistry) -> list[McpServer]:
     return servers
 
 
-async def _warmed(sdks: asyncio.Task[None]) -> None:
-    """Once the SDKs are imported; one that cannot be is left to the turns that use it,
-    which report it."""
-    try:
-        await sdks
-    except Exception:
-        log.warning("could not import the model providers' SDKs", exc_info=True)
-
-
 async def run_worker(settings: Settings) -> None:
     """Run until cancelled."""
     quiet_expected_failures()  # a superseded attempt is one line, not a traceback
@@ -357,9 +348,9 @@ async def run_worker(settings: Settings) -> None:
     check_agents(registry, settings, os.environ)  # its webhooks' secrets are variables
     metrics.count_events()
     warm_price_table()  # now, not in the first turn's first step (docs/models.md, "Usage")
-    # The providers' SDKs too, beside the round trips below: imported by a turn, they would
-    # hold the event loop for seconds (think/models/_warm.py).
-    sdks = asyncio.create_task(asyncio.to_thread(warm_model_sdks))
+    # OpenAI's SDK, in the background beside the start's round trips (not awaited): a turn
+    # never imports one on the event loop, and the first one finds it ready (_warm.py).
+    warm_model_sdks()
     readiness = metrics.Readiness()
     if settings.worker_metrics_port:
         metrics.serve(settings.worker_metrics_port, readiness=readiness)
@@ -400,7 +391,6 @@ async def run_worker(settings: Settings) -> None:
     # only through its gateway's fallback, seconds later.
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(announced.listening.wait(), timeout=10)
-    await _warmed(sdks)
     log.info("worker polling task queue %r", settings.task_queue)
     housekeeping.append(asyncio.create_task(_ready_once_polling(client, settings, readiness)))
     running = asyncio.create_task(worker.run())

@@ -49,6 +49,7 @@ from think.models._openai import (
     whose_key,
 )
 from think.models._prices import listed_cost, published_cost
+from think.models._warm import sdk_ready
 
 if TYPE_CHECKING:
     # Imported where a request is made, not here: `anthropic` (its types package imports every
@@ -389,6 +390,7 @@ class AnthropicModel:
         )
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        await sdk_ready("anthropic")
         system, messages = to_anthropic_messages(request.messages)
         mark_cache(system, messages)
         body: dict[str, Any] = {

@@ -37,6 +37,7 @@ from think.models._chat_body import chat_only, request_json
 from think.models._chat_settings import chat_settings
 from think.models._prices import listed_cost, published_cost
 from think.models._think_tags import ThinkTags, ThinkTagSplitter
+from think.models._warm import sdk_ready
 
 if TYPE_CHECKING:
     # Imported where a request is made or its failure read, not here: `openai` (its types
@@ -377,6 +378,7 @@ class OpenAIModel:
         )
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        await sdk_ready("openai")
         import openai
         from openai.types.chat import ChatCompletion
 

@@ -53,6 +53,7 @@ from think.models._openai import (
     retryable_status,
 )
 from think.models._prices import listed_cost, published_cost
+from think.models._warm import sdk_ready
 
 if TYPE_CHECKING:
     from openai._types import RequestOptions
@@ -338,6 +339,7 @@ class ResponsesModel(OpenAIModel):
     ) -> AsyncIterator[ModelEvent]:
         """One request's events: `body` posted, or (None) the response `state` names streamed
         again from after its last event read."""
+        await sdk_ready("openai")
         import openai
         from openai.types.responses import Response
 
@@ -403,6 +405,7 @@ class ResponsesModel(OpenAIModel):
         generating, and billing, with nobody reading. Best effort: a failure is logged."""
         if resume.get("model") != self.name or not resume.get("response_id"):
             return
+        await sdk_ready("openai")
         import openai
         from openai.types.responses import Response
 
