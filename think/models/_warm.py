@@ -26,8 +26,6 @@ log = logging.getLogger("think.models")
 WARM_API_KEY = "not-a-key"
 """What the throwaway clients are built with: they never send a request."""
 
-SDKS = ("openai", "anthropic")
-
 _ready: set[str] = set()
 """The SDKs imported whole (a module is in `sys.modules` from its import's start)."""
 _loading: dict[tuple[asyncio.AbstractEventLoop, str], asyncio.Task[None]] = {}
